@@ -1,0 +1,23 @@
+"""The one console: data on stdout, messages and progress on stderr."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def warn(message: str) -> None:
+    err.print("[yellow]warning:[/yellow] ", end="", markup=True)
+    err.print(message, markup=False)
+
+
+def error(message: str) -> None:
+    for line in message.splitlines() or [""]:
+        err.print("[red]error:[/red] ", end="", markup=True)
+        err.print(line, markup=False)
+
+
+def info(message: str) -> None:
+    err.print(message, markup=False)

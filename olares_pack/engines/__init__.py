@@ -1,0 +1,32 @@
+"""One module per serving engine: how typed settings become argv."""
+
+from __future__ import annotations
+
+from ..manifest import App, LlamaCppApp, VllmApp
+from . import llamacpp, vllm
+
+# Where the chart mounts the model store inside both the download and the engine containers.
+MODELS_MOUNT = "/models"
+
+
+def model_dir(app: App) -> str:
+    """Folder holding the app's listed model files (one per repo and revision)."""
+    return f"{MODELS_MOUNT}/hf-files/{app.model.repo}/{app.model.revision}"
+
+
+def snapshot_cache(app: App) -> str:
+    """Hugging Face hub cache used when the whole repo is fetched (no files listed)."""
+    return f"{MODELS_MOUNT}/hub"
+
+
+def build_argv(app: App) -> list[str]:
+    if isinstance(app, LlamaCppApp):
+        return llamacpp.build_argv(app.server, f"{model_dir(app)}/{app.model.files[0].name}")
+    assert isinstance(app, VllmApp)
+    if app.model.files:
+        return vllm.build_argv(app.server, model_dir(app), download_dir=None, revision=None)
+    return vllm.build_argv(app.server, app.model.repo, download_dir=snapshot_cache(app), revision=app.model.revision)
+
+
+def container_name(app: App) -> str:
+    return app.engine.kind

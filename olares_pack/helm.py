@@ -1,0 +1,120 @@
+"""The real Helm engine (helm-python-sdk, Helm v4 through ctypes), behind one small module."""
+
+from __future__ import annotations
+
+import copy
+import io
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import yaml
+
+from .errors import InputError
+
+
+# Helm lint severities (helm_python.lint): 1 info, 2 warning, 3 error.
+SEVERITY = {0: "info", 1: "info", 2: "warning", 3: "error"}
+
+
+@dataclass(frozen=True)
+class HelmMessage:
+    severity: str
+    path: str
+    message: str
+
+
+def installer_values(
+    app_name: str,
+    entrances: list[str],
+    *,
+    owner: str = "alice",
+    admin: str = "alice",
+    gpu_type: str | None = "nvidia",
+    olares_env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Placeholders for every value the Olares installer injects at install time.
+
+    Mirrors the installer's own dry-run values (framework/oac helmrender.BuildValues) and adds
+    the userspace, GPU, cluster and node facts an install on an Olares One carries.
+    """
+    gpu: dict[str, Any] = {"Cuda": "12.9"}
+    if gpu_type:
+        gpu["Type"] = gpu_type
+    values: dict[str, Any] = {
+        "bfl": {"username": owner},
+        "user": {"zone": f"{owner}.olares.com"},
+        "admin": admin,
+        "domain": {name: f"{name}.{owner}.olares.com" for name in entrances},
+        "userspace": {
+            "appData": f"/olares/rootfs/userspace/pvc-appdata-{owner}/Data/{app_name}",
+            "appCache": f"/olares/userdata/Cache/{app_name}",
+            "userData": f"/olares/rootfs/userspace/pvc-userspace-{owner}/Home",
+            "appCommon": "/olares/share/appcommon",
+            "appdata": "appdata",
+            "data": "userspace/Home",
+        },
+        "schedule": {"nodeName": "olares"},
+        "os": {"appKey": "appKey", "appSecret": "appSecret"},
+        "GPU": gpu,
+        "gpu": gpu_type or "",
+        "cluster": {"arch": "amd64"},
+        "nodes": [{"name": "olares", "cpu": [{"arch": "amd64", "coreNumber": 24}],
+                   "memory": {"total": 103079215104}, "gpus": [{"type": "nvidia", "memory": 25651314688}]}],
+        "sysVersion": "1.12.6",
+        "olaresEnv": dict(olares_env or {}),
+        "dep": {},
+        "postgres": {"databases": {}},
+        "redis": {},
+        "mongodb": {"databases": {}},
+        "svcs": {},
+        "oidc": {"client": {}, "issuer": "issuer"},
+    }
+    return copy.deepcopy(values)
+
+
+def load(path: Path | str) -> helm_python.Chart:
+    try:
+        return helm_python.Chart.load(str(path))
+    except helm_python.HelmError as exc:
+        raise InputError(f"{path}: Helm cannot load the chart: {exc}") from None
+
+
+def load_bytes(data: bytes) -> helm_python.Chart:
+    try:
+        return helm_python.Chart.load_archive(data)
+    except helm_python.HelmError as exc:
+        raise InputError(f"Helm cannot load the chart archive: {exc}") from None
+
+
+def render(chart: helm_python.Chart, values: dict[str, Any], *, namespace: str) -> dict[str, str]:
+    """Template path -> rendered text, as `helm template` would produce it (no cluster)."""
+    name = chart.name
+    return chart.render(values=values, name=name, namespace=namespace, is_install=True)
+
+
+def objects(rendered: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    """(template path, object) for every non-empty YAML document of a render, in path order."""
+    out = []
+    for path in sorted(rendered):
+        if not path.endswith((".yaml", ".yml", ".json")):
+            continue
+        for doc in yaml.safe_load_all(io.StringIO(rendered[path])):
+            if doc:
+                out.append((path, doc))
+    return out
+
+
+def lint(path: Path | str, values: dict[str, Any], *, namespace: str, kube_version: str) -> list[HelmMessage]:
+    report = helm_python.lint(str(path), values, namespace=namespace, kube_version=f"v{kube_version}")
+    msgs = [HelmMessage(SEVERITY.get(m.get("severity", 0), "info"), m.get("path", ""), m.get("error", ""))
+            for m in report.get("messages", [])]
+    msgs += [HelmMessage("error", "", e) for e in report.get("errors", []) or []]
+    return msgs
+
+
+def archive_member_names(data: bytes) -> list[str]:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return tar.getnames()

@@ -1,0 +1,609 @@
+"""The app manifest (`apps/<name>/app.yaml`): pydantic models and loading with file:line errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import semver
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from . import quantity
+from .errors import InputError, Problem
+from .yamlsrc import SourceDoc, load_yaml, parse_yaml
+
+# Olares naming rules (framework/oac): app names are short lowercase alphanumerics, no hyphens.
+NAME_RE = re.compile(r"^[a-z0-9]{1,30}$")
+RESERVED_NAMES = frozenset(
+    "user system space default os kubesphere kube kubekey kubernetes gpu tapr bfl bytetrade project pod".split()
+)
+LOCALE_RE = re.compile(r"^[a-z]{2,3}(-[A-Z][A-Za-z]{1,3})?$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+REPOSITORY_RE = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._/-][a-z0-9]+)*)+$|^[a-z0-9]+([._-][a-z0-9]+)*$")
+TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+HF_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+URL_RE = re.compile(r"^https?://[^\s/$.?#][^\s]*$")
+CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+
+CacheType = Literal["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]
+Target = Literal["current", "legacy"]
+Mode = Literal["nvidia", "cpu"]
+
+
+class Model_(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _no_helm_braces(text: str) -> str:
+    # Legacy manifests are rendered by Helm on the device; a stray "{{" would break them.
+    if "{{" in text or "}}" in text:
+        raise ValueError("must not contain '{{' or '}}' (Helm template delimiters)")
+    return text
+
+
+def _url(value: str | None) -> str | None:
+    if value is not None and not URL_RE.match(value):
+        raise ValueError(f"{value!r} is not an http(s) URL")
+    return value
+
+
+# ---------------------------------------------------------------- texts
+
+
+class License(Model_):
+    text: str = Field(min_length=1)
+    url: str | None = None
+
+    _check_url = field_validator("url")(classmethod(lambda cls, v: _url(v)))
+
+
+class LocaleTexts(Model_):
+    """Per-locale overrides of the app's texts (en-US comes from the top-level fields)."""
+
+    title: str = Field(min_length=1, max_length=30)
+    description: str = Field(min_length=1)
+    full_description: str | None = None
+
+    _braces = field_validator("title", "description", "full_description")(
+        classmethod(lambda cls, v: v if v is None else _no_helm_braces(v))
+    )
+
+
+# ---------------------------------------------------------------- engine and model
+
+
+class Image(Model_):
+    repository: str
+    tag: str
+    digest: str | None = None
+
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, v: str) -> str:
+        if not REPOSITORY_RE.match(v):
+            raise ValueError(f"{v!r} is not an image repository (expected e.g. docker.io/org/name)")
+        return v
+
+    @field_validator("tag")
+    @classmethod
+    def _tag(cls, v: str) -> str:
+        if not TAG_RE.match(v):
+            raise ValueError(f"{v!r} is not an image tag")
+        return v
+
+    @field_validator("digest")
+    @classmethod
+    def _digest(cls, v: str | None) -> str | None:
+        if v is not None and not DIGEST_RE.match(v):
+            raise ValueError(f"{v!r} is not an image digest (expected sha256: and 64 hex digits)")
+        return v
+
+    @property
+    def pinned(self) -> bool:
+        return self.digest is not None
+
+    @property
+    def ref(self) -> str:
+        base = f"{self.repository}:{self.tag}"
+        return f"{base}@{self.digest}" if self.digest else base
+
+
+class ModelFile(Model_):
+    name: str = Field(min_length=1)
+    size: int | None = Field(default=None, gt=0, description="bytes")
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+
+    @field_validator("name")
+    @classmethod
+    def _relative(cls, v: str) -> str:
+        if v.startswith("/") or ".." in v.split("/") or any(c in v for c in "\\'\"|$`\n"):
+            raise ValueError(f"{v!r} must be a plain path inside the repository")
+        return v
+
+
+class HFModel(Model_):
+    """Weights on Hugging Face. `file`/`size`/`sha256` is the one-file shorthand of `files`."""
+
+    repo: str
+    revision: str = Field(default="main", pattern=r"^[A-Za-z0-9._/-]{1,128}$")
+    file: str | None = None
+    size: int | None = Field(default=None, gt=0, description="bytes")
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    files: list[ModelFile] = Field(default_factory=list)
+
+    @field_validator("repo")
+    @classmethod
+    def _repo(cls, v: str) -> str:
+        if not HF_REPO_RE.match(v):
+            raise ValueError(f"{v!r} is not a Hugging Face repo id (expected owner/name)")
+        return v
+
+    @model_validator(mode="after")
+    def _one_form(self) -> HFModel:
+        if self.file is not None:
+            if self.files:
+                raise ValueError("give either file (with size, sha256) or files, not both")
+            self.files = [ModelFile(name=self.file, size=self.size, sha256=self.sha256)]
+        elif self.size is not None or self.sha256 is not None:
+            raise ValueError("size and sha256 belong to file; with several files give them per file")
+        return self
+
+    @property
+    def total_size(self) -> int | None:
+        sizes = [f.size for f in self.files]
+        return sum(sizes) if sizes and all(s is not None for s in sizes) else None  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------- server settings
+
+
+class CacheTypes(Model_):
+    k: CacheType = "f16"
+    v: CacheType = "f16"
+
+
+class Speculative(Model_):
+    type: str = Field(pattern=r"^[a-z0-9-]+(,[a-z0-9-]+)*$", description="--spec-type, e.g. draft-mtp")
+    draft_n_max: int | None = Field(default=None, ge=0)
+    draft_n_min: int | None = Field(default=None, ge=0)
+    draft_p_min: float | None = Field(default=None, ge=0, le=1)
+    draft_cache_type: CacheTypes | None = None
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> Speculative:
+        if self.draft_n_min is not None and self.draft_n_max is not None and self.draft_n_min > self.draft_n_max:
+            raise ValueError("draft_n_min must be <= draft_n_max")
+        return self
+
+
+def _on_off(v: Any) -> Any:
+    # YAML 1.1 readers turn `on`/`off` into booleans; accept both spellings.
+    if v is True:
+        return "on"
+    if v is False:
+        return "off"
+    return v
+
+
+class _ExtraArgs(Model_):
+    extra_args: list[str] = Field(default_factory=list, description="passed through verbatim, after the typed flags")
+
+    @field_validator("extra_args", mode="before")
+    @classmethod
+    def _stringify(cls, v: Any) -> Any:
+        # `--threads 16` written as a YAML list gives an int; argv items are strings.
+        if isinstance(v, list):
+            return [str(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else a for a in v]
+        return v
+
+
+class LlamaServer(_ExtraArgs):
+    """llama-server settings rendered to long-form flags (see engines/llamacpp.py)."""
+
+    port: int = Field(default=8000, ge=1, le=65535)
+    host: str = "0.0.0.0"
+    alias: str | None = None
+    ctx_size: int = Field(ge=0, description="--ctx-size; 0 = the model's trained context")
+    parallel: int = Field(default=1, ge=1, description="--parallel (slots)")
+    gpu_layers: int | Literal["auto", "all"] = "all"
+    flash_attn: Literal["on", "off", "auto"] = "on"
+    cache_type: CacheTypes = Field(default_factory=CacheTypes)
+    batch_size: int | None = Field(default=None, ge=1)
+    ubatch_size: int | None = Field(default=None, ge=1)
+    threads: int | None = Field(default=None, ge=-1)
+    jinja: bool | None = None
+    speculative: Speculative | None = None
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    _fa = field_validator("flash_attn", mode="before")(classmethod(lambda cls, v: _on_off(v)))
+
+
+class VllmServer(_ExtraArgs):
+    """vLLM `serve` settings rendered to long-form flags (see engines/vllm.py)."""
+
+    port: int = Field(default=8000, ge=1, le=65535)
+    host: str = "0.0.0.0"
+    alias: str | None = Field(default=None, description="--served-model-name")
+    max_model_len: int | None = Field(default=None, ge=1)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    dtype: str | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    speculative_config: dict[str, Any] | None = None
+    trust_remote_code: bool = False
+    enable_prefix_caching: bool | None = None
+    enable_chunked_prefill: bool | None = None
+    enable_auto_tool_choice: bool = False
+    reasoning_parser: str | None = None
+    tool_call_parser: str | None = None
+
+
+class Engine(Model_):
+    kind: Literal["llamacpp", "vllm"]
+    image: Image
+    build: str | None = Field(
+        default=None, description="engine build whose flag registry applies, e.g. b11434 (llama.cpp)"
+    )
+
+
+# ---------------------------------------------------------------- resources, entrance, probes
+
+
+class _Range(Model_):
+    request: str
+    limit: str
+
+    @model_validator(mode="after")
+    def _order(self) -> _Range:
+        if quantity.parse(self.request) > quantity.parse(self.limit):
+            raise ValueError(f"request {self.request} is larger than limit {self.limit}")
+        return self
+
+
+class CpuRange(_Range):
+
+    @field_validator("request", "limit", mode="before")
+    @classmethod
+    def _cpu(cls, v: Any) -> str:
+        if isinstance(v, bool):
+            raise ValueError("expected a CPU quantity such as 4 or 4000m")
+        try:
+            quantity.parse(v)
+        except quantity.QuantityError as exc:
+            raise ValueError(str(exc)) from None
+        return str(v)
+
+
+class ByteRange(_Range):
+
+    @field_validator("request", "limit", mode="before")
+    @classmethod
+    def _bytes(cls, v: Any) -> str:
+        if isinstance(v, bool) or isinstance(v, (int, float)):
+            raise ValueError(f"{v!r} has no unit: write a quantity such as 24Gi or 512Mi")
+        try:
+            quantity.parse(v)
+        except quantity.QuantityError as exc:
+            raise ValueError(str(exc)) from None
+        if str(v).endswith("m"):
+            raise ValueError(f"{v!r} is in millibytes: write Mi or Gi")
+        return str(v)
+
+
+class Resources(Model_):
+    """The engine container's requests/limits, which are also the manifest envelope."""
+
+    cpu: CpuRange
+    memory: ByteRange
+    disk: ByteRange
+    gpu_memory_mib: int | None = Field(default=None, gt=0, description="nvidia.com/gpumem, whole MiB")
+
+
+class Entrance(Model_):
+    name: str | None = Field(default=None, pattern=r"^[a-z0-9A-Z-]{1,63}$")
+    title: str = Field(min_length=1, max_length=30)
+    auth_level: Literal["", "public", "private", "internal"] = "internal"
+    open_method: Literal["", "default", "iframe", "window"] = "window"
+    icon: str | None = None
+
+    _check_icon = field_validator("icon")(classmethod(lambda cls, v: _url(v)))
+
+
+class Probe(Model_):
+    initial_delay_seconds: int = Field(default=0, ge=0)
+    period_seconds: int = Field(default=10, ge=1)
+    timeout_seconds: int = Field(default=5, ge=1)
+    failure_threshold: int = Field(default=3, ge=1)
+
+
+class Probes(Model_):
+    path: str = Field(default="/health", pattern=r"^/[A-Za-z0-9/._-]*$")
+    startup: Probe = Field(
+        default_factory=lambda: Probe(initial_delay_seconds=30, period_seconds=15, failure_threshold=240)
+    )
+    liveness: Probe = Field(default_factory=lambda: Probe(period_seconds=30, failure_threshold=5))
+    readiness: Probe = Field(default_factory=lambda: Probe(period_seconds=10, failure_threshold=3))
+
+
+# ---------------------------------------------------------------- changelog
+
+ChangeKind = Literal["model", "image", "engine-args", "resources", "packaging", "fix", "docs", "feature"]
+
+
+class Change(Model_):
+    kind: ChangeKind
+    text: str = Field(min_length=1)
+
+
+class LocaleChangelog(Model_):
+    summary: str = Field(min_length=1)
+    notes: str = ""
+
+
+class ChangelogEntry(Model_):
+    version: str
+    date: dt.date
+    summary: str = Field(min_length=1)
+    changes: list[Change] = Field(default_factory=list)
+    notes: str = ""
+    shipped: bool = True
+    locales: dict[str, LocaleChangelog] = Field(default_factory=dict)
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, v: str) -> str:
+        return _check_semver(v)
+
+    @field_validator("summary")
+    @classmethod
+    def _one_line(cls, v: str) -> str:
+        if "\n" in v.strip():
+            raise ValueError("summary is one line; put details in notes")
+        return _no_helm_braces(v.strip())
+
+    _notes = field_validator("notes")(classmethod(lambda cls, v: _no_helm_braces(v)))
+
+
+def _check_semver(v: Any) -> str:
+    v = str(v)
+    try:
+        semver.Version.parse(v)
+    except ValueError:
+        raise ValueError(f"{v!r} is not a semantic version (expected e.g. 1.0.9)") from None
+    return v
+
+
+# ---------------------------------------------------------------- the app
+
+
+class AppManifestBase(Model_):
+    name: str
+    version: str
+    version_name: str | None = Field(default=None, description="upstream/display version; default: image tag")
+    title: str = Field(min_length=1, max_length=30)
+    description: str = Field(min_length=1)
+    full_description: str | None = None
+    icon: str
+    categories: list[str] = Field(default_factory=lambda: ["AI"], min_length=1)
+    developer: str = Field(min_length=1)
+    submitter: str | None = None
+    website: str | None = None
+    source_code: str | None = None
+    doc: str | None = None
+    license: list[License] = Field(default_factory=list)
+    owners: list[str] = Field(default_factory=list)
+    locales: dict[str, LocaleTexts] = Field(default_factory=dict)
+    targets: list[Target] = Field(default_factory=lambda: ["current"], min_length=1)
+    modes: list[Mode] = Field(default_factory=lambda: ["nvidia"], min_length=1)
+    model: HFModel
+    resources: Resources
+    entrance: Entrance
+    env: dict[str, str] = Field(default_factory=dict)
+    probes: Probes = Field(default_factory=Probes)
+    changelog: list[ChangelogEntry] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError(f"{v!r} is not an Olares app name (expected ^[a-z0-9]{{1,30}}$: lowercase letters and digits, no hyphens)")
+        if v in RESERVED_NAMES:
+            raise ValueError(f"{v!r} is reserved by Olares")
+        return v
+
+    _version = field_validator("version", mode="before")(classmethod(lambda cls, v: _check_semver(v)))
+    _urls = field_validator("icon", "website", "source_code", "doc")(classmethod(lambda cls, v: _url(v)))
+    _braces = field_validator("title", "description", "full_description", "version_name")(
+        classmethod(lambda cls, v: v if v is None else _no_helm_braces(v))
+    )
+
+    @field_validator("locales")
+    @classmethod
+    def _locales(cls, v: dict[str, LocaleTexts]) -> dict[str, LocaleTexts]:
+        for key in v:
+            if not LOCALE_RE.match(key):
+                raise ValueError(f"{key!r} is not a locale (expected e.g. zh-CN)")
+            if key == "en-US":
+                raise ValueError("en-US texts are the top-level title/description/full_description")
+        return dict(sorted(v.items()))
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if not ENV_NAME_RE.match(key):
+                raise ValueError(f"{key!r} is not an environment variable name")
+            if key.startswith("OLARES_"):
+                raise ValueError(f"{key!r}: OLARES_* names are the system's; choose another name")
+        return v
+
+    @field_validator("targets", "modes")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("entries must be unique")
+        return v
+
+    @model_validator(mode="after")
+    def _cross(self) -> AppManifestBase:
+        if "nvidia" in self.modes and self.resources.gpu_memory_mib is None:
+            raise ValueError("resources.gpu_memory_mib is required when modes include nvidia")
+        versions = [e.version for e in self.changelog]
+        if len(set(versions)) != len(versions):
+            raise ValueError("changelog has a version twice")
+        return self
+
+    # ---- derived values every renderer needs
+
+    @property
+    def display_version(self) -> str:
+        return self.version_name or self.engine.image.tag  # type: ignore[attr-defined]
+
+    @property
+    def all_locales(self) -> list[str]:
+        return ["en-US", *self.locales]
+
+    @property
+    def chart_owners(self) -> list[str]:
+        return self.owners or [self.developer]
+
+    @property
+    def entrance_name(self) -> str:
+        return self.entrance.name or self.name
+
+    @property
+    def service_name(self) -> str:
+        # Entrance hosts must start with a letter; app names may start with a digit.
+        return self.name if self.name[0].isalpha() else f"app{self.name}"
+
+    @property
+    def changelog_entry(self) -> ChangelogEntry | None:
+        return next((e for e in self.changelog if e.version == self.version), None)
+
+    def warnings(self) -> list[str]:
+        """Things that are allowed but that a maintainer must see."""
+        out = []
+        image = self.engine.image  # type: ignore[attr-defined]
+        if not image.pinned:
+            out.append(
+                f"{self.name}: image {image.repository}:{image.tag} is not pinned by digest "
+                "(add engine.image.digest: sha256:...)"
+            )
+        if self.model.revision == "main" or not re.fullmatch(r"[0-9a-f]{40}", self.model.revision):
+            out.append(f"{self.name}: model revision {self.model.revision!r} is a branch, not a commit")
+        return out
+
+
+class LlamaCppApp(AppManifestBase):
+    engine: Engine
+    server: LlamaServer
+
+    @model_validator(mode="after")
+    def _needs_file(self) -> LlamaCppApp:
+        if not self.model.files:
+            raise ValueError("model.file (or files) is required for llama.cpp: name the GGUF file")
+        if not self.model.files[0].name.endswith(".gguf"):
+            raise ValueError(f"model file {self.model.files[0].name!r} is not a .gguf file")
+        return self
+
+
+class VllmApp(AppManifestBase):
+    engine: Engine
+    server: VllmServer
+
+    @model_validator(mode="after")
+    def _gpu_only(self) -> VllmApp:
+        if "cpu" in self.modes:
+            raise ValueError("cpu mode is for llama.cpp apps: vLLM needs a GPU image")
+        return self
+
+
+def _engine_kind(data: Any) -> str | None:
+    if isinstance(data, dict):
+        engine = data.get("engine")
+        return engine.get("kind") if isinstance(engine, dict) else None
+    engine = getattr(data, "engine", None)
+    return getattr(engine, "kind", None)
+
+
+AppManifest = Annotated[
+    Union[Annotated[LlamaCppApp, Tag("llamacpp")], Annotated[VllmApp, Tag("vllm")]],
+    Discriminator(
+        _engine_kind,
+        custom_error_type="engine_kind",
+        custom_error_message="engine.kind must be one of 'llamacpp', 'vllm'",
+    ),
+]
+App = LlamaCppApp | VllmApp
+_ADAPTER: TypeAdapter[App] = TypeAdapter(AppManifest)
+
+MANIFEST_FILE = "app.yaml"
+
+
+def _problems(doc: SourceDoc, exc: ValidationError) -> list[Problem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        if loc and loc[0] in ("llamacpp", "vllm"):
+            loc = loc[1:]  # the union tag is ours, not a field the user wrote
+        if err["type"] == "engine_kind":
+            loc = ("engine", "kind")
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (not part of the app manifest; check the spelling)"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        elif "input" in err and err["type"] not in ("model_type", "dict_type"):
+            msg = f"{msg} (got {err['input']!r})"
+        problems.append(doc.problem(loc, msg))
+    return problems
+
+
+def validate_doc(doc: SourceDoc) -> App:
+    if not isinstance(doc.data, dict):
+        raise InputError("", [Problem(str(doc.path), 1, "", "expected a mapping of app fields")])
+    try:
+        return _ADAPTER.validate_python(doc.data)
+    except ValidationError as exc:
+        raise InputError("", _problems(doc, exc)) from None
+
+
+def load_app(path: Path) -> App:
+    """Load `apps/<name>/app.yaml` (or the folder holding it); the folder must be named after the app."""
+    path = Path(path)
+    file = path / MANIFEST_FILE if path.is_dir() else path
+    if not file.exists():
+        raise InputError(f"{file}: no such app manifest")
+    doc = load_yaml(file)
+    app = validate_doc(doc)
+    if file.name == MANIFEST_FILE and file.parent.name != app.name:
+        raise InputError("", [doc.problem(("name",), f"{app.name!r} differs from its folder {file.parent.name!r}")])
+    return app
+
+
+def parse_app(text: str, path: Path = Path("<string>")) -> App:
+    return validate_doc(parse_yaml(text, path))
+
+
+def discover(apps_dir: Path) -> list[Path]:
+    """App folders under `apps_dir`, sorted by name (never directory order)."""
+    if not apps_dir.is_dir():
+        raise InputError(f"{apps_dir}: no such directory")
+    return sorted(p for p in apps_dir.iterdir() if (p / MANIFEST_FILE).is_file())

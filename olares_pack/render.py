@@ -1,0 +1,217 @@
+"""Render an app manifest into an Olares chart: a mapping of relative path to file text."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from . import engines, quantity
+from .changelog import upgrade_description
+from .errors import InputError
+from .manifest import App, LlamaCppApp
+from .targets import TargetProfile
+
+# Download init container: small, and never above the engine container (the pod's effective
+# request is the larger of the two, and the installer only sums the primary containers).
+DOWNLOAD_CPU = ("100m", "1")
+DOWNLOAD_MEMORY = ("256Mi", "1Gi")
+
+
+def _yaml_str(value: Any) -> str:
+    """A YAML double-quoted scalar (JSON string syntax is valid YAML)."""
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _helm_str(value: Any) -> str:
+    """A double-quoted scalar inside a Helm template, where '{{' would start an action."""
+    return _yaml_str(value).replace("{{", '{{ "{{" }}')
+
+
+def _block(text: str, indent: int) -> str:
+    """A YAML literal block scalar (the text after `key: `), indented by `indent` spaces."""
+    body = text.strip("\n")
+    if not body:
+        return '""'
+    pad = " " * indent
+    lines = [(pad + line) if line.strip() else "" for line in body.split("\n")]
+    # Leading spaces on the first line need an explicit indentation indicator.
+    head = f"|{indent}" if body[0] == " " else "|"
+    return head + "\n" + "\n".join(line.rstrip() for line in lines)
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    root = resources.files("olares_pack.templates")
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(lambda name: (root / name).read_text(encoding="utf-8")),
+        # Helm owns {{ }}: Jinja uses brackets so Go template expressions pass through untouched.
+        block_start_string="[%",
+        block_end_string="%]",
+        variable_start_string="[[",
+        variable_end_string="]]",
+        comment_start_string="[#",
+        comment_end_string="#]",
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["q"] = _yaml_str
+    env.filters["hq"] = _helm_str
+    env.filters["block"] = _block
+    return env
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One compute mode's resource envelope, in the manifest's quantity strings."""
+
+    mode: str
+    required_cpu: str
+    limited_cpu: str
+    required_memory: str
+    limited_memory: str
+    required_disk: str
+    limited_disk: str
+    gpu_memory: str | None
+
+
+def envelopes(app: App) -> list[Envelope]:
+    r = app.resources
+    out = []
+    for mode in app.modes:
+        gpu = quantity.mib_string(r.gpu_memory_mib) if mode != "cpu" and r.gpu_memory_mib else None
+        out.append(
+            Envelope(
+                mode=mode,
+                required_cpu=quantity.canonical_cpu(r.cpu.request),
+                limited_cpu=quantity.canonical_cpu(r.cpu.limit),
+                required_memory=r.memory.request,
+                limited_memory=r.memory.limit,
+                required_disk=r.disk.request,
+                limited_disk=r.disk.limit,
+                gpu_memory=gpu,
+            )
+        )
+    return out
+
+
+def _smaller(a: str, b: str) -> str:
+    return a if quantity.parse(a) <= quantity.parse(b) else b
+
+
+def _download_files(app: App) -> str:
+    """One `name|size|sha256` line per model file, for the download script."""
+    return "\n".join(f"{f.name}|{f.size or ''}|{f.sha256 or ''}" for f in app.model.files)
+
+
+def context(app: App, target: TargetProfile) -> dict[str, Any]:
+    argv = engines.build_argv(app)
+    args = [_helm_str(a) for a in argv]
+    if "cpu" in app.modes and isinstance(app, LlamaCppApp):
+        # cpu mode keeps every layer on the host: swap the --n-gpu-layers value at install time.
+        i = argv.index(engines.llamacpp.GPU_LAYERS_FLAG) + 1
+        args[i] = '{{ if eq $mode "cpu" }}"0"{{ else }}' + _helm_str(argv[i]) + "{{ end }}"
+    r = app.resources
+    entry = app.changelog_entry
+    return {
+        "app": app,
+        "target": target,
+        "image": app.engine.image.ref,
+        "args": args,
+        "container": engines.container_name(app),
+        "envelopes": envelopes(app),
+        "has_cpu_mode": "cpu" in app.modes,
+        "gpu": "nvidia" in app.modes,
+        "cpu": (quantity.canonical_cpu(r.cpu.request), quantity.canonical_cpu(r.cpu.limit)),
+        "legacy_cpu": (quantity.whole_cores(r.cpu.request), quantity.whole_cores(r.cpu.limit)),
+        "download_cpu": (_smaller(DOWNLOAD_CPU[0], r.cpu.request), _smaller(DOWNLOAD_CPU[1], r.cpu.limit)),
+        "download_memory": (_smaller(DOWNLOAD_MEMORY[0], r.memory.request), _smaller(DOWNLOAD_MEMORY[1], r.memory.limit)),
+        "models_mount": engines.MODELS_MOUNT,
+        "model_dir": engines.model_dir(app),
+        "snapshot_cache": engines.snapshot_cache(app),
+        "download_files": _download_files(app),
+        "offline_engine": app.engine.kind == "vllm",
+        "full_description": app.full_description or app.description,
+        "upgrade": {loc: upgrade_description(entry, loc) if entry else "" for loc in app.all_locales},
+        "texts": _locale_texts(app),
+        "download_script": _environment().get_template("download.sh").render(),
+    }
+
+
+def _locale_texts(app: App) -> dict[str, dict[str, str]]:
+    texts = {"en-US": {"title": app.title, "description": app.description,
+                       "full_description": app.full_description or app.description}}
+    for loc, t in app.locales.items():
+        texts[loc] = {"title": t.title, "description": t.description,
+                      "full_description": t.full_description or t.description}
+    return texts
+
+
+# Chart files and the template each one comes from. Per-locale i18n files are added in render().
+CHART_FILES = {
+    "Chart.yaml": "Chart.yaml.j2",
+    "values.yaml": "values.yaml.j2",
+    "OlaresManifest.yaml": "OlaresManifest.yaml.j2",
+    "owners": "owners.j2",
+    ".helmignore": "helmignore.j2",
+    "templates/deployment.yaml": "deployment.yaml.j2",
+    "templates/service.yaml": "service.yaml.j2",
+    "templates/secret.yaml": "secret.yaml.j2",
+    "templates/configmap.yaml": "configmap.yaml.j2",
+}
+
+
+def render(app: App, target: TargetProfile) -> dict[str, str]:
+    """The chart's files, keyed by path relative to the chart folder, in sorted order."""
+    env = _environment()
+    ctx = context(app, target)
+    files = {path: env.get_template(tpl).render(ctx) for path, tpl in CHART_FILES.items()}
+    for loc in app.all_locales:
+        files[f"i18n/{loc}/OlaresManifest.yaml"] = env.get_template("i18n.yaml.j2").render(ctx, locale=loc)
+    return dict(sorted(files.items()))
+
+
+def write_tree(files: dict[str, str], dest: Path) -> None:
+    """Replace `dest` with exactly `files`, atomically: build beside it, then rename over it."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        for rel, text in files.items():
+            p = tmp / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text, encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        if dest.exists():
+            old = dest.with_name(f".{dest.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            dest.rename(old)
+            tmp.rename(dest)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def read_tree(root: Path) -> dict[str, str]:
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError(f"{root}: not a chart folder")
+    return {
+        p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }

@@ -1,0 +1,102 @@
+"""What differs between the Olares targets a chart can be rendered for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import semver
+
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class TargetProfile:
+    name: str
+    olares: str  # the OS versions, for humans
+    manifest_version: str
+    api_version: str
+    dependency: str  # the olares system dependency window written into the manifest
+    min_os: str  # inclusive, for the market's ?version= filter
+    max_os: str | None  # exclusive
+    accelerator_envelopes: bool  # 0.12.0 spec.accelerator[] instead of flat spec fields
+    workload_replicas: bool
+    gpumem_in_container: bool  # nvidia.com/gpumem (bare MiB) in container requests and limits
+    gpu_inject_container: bool  # annotation names the container (1.12.6) rather than "true"
+    # Where the model store lives: the userspace key (needs the same-named permission) and subfolder.
+    model_userspace: str
+    model_subdir: str
+    # olaresEnv names the chart declares for the Hugging Face endpoint and token, and their sources.
+    hf_endpoint_env: str
+    hf_token_env: str
+    hf_endpoint_from: str
+    hf_token_from: str
+
+    def admits(self, os_version: str) -> bool:
+        """Whether an Olares OS version falls inside this target's dependency window."""
+        v = parse_os_version(os_version)
+        if v.compare(self.min_os) < 0:
+            return False
+        return self.max_os is None or v.compare(self.max_os) < 0
+
+
+CURRENT = TargetProfile(
+    name="current",
+    olares="1.12.6 and newer",
+    manifest_version="0.12.0",
+    api_version="v3",
+    dependency=">=1.12.6-0",
+    min_os="1.12.6-0",
+    max_os=None,
+    accelerator_envelopes=True,
+    workload_replicas=True,
+    gpumem_in_container=True,
+    gpu_inject_container=True,
+    model_userspace="appCommon",
+    model_subdir="huggingface",
+    hf_endpoint_env="HF_ENDPOINT",
+    hf_token_env="HF_TOKEN",
+    hf_endpoint_from="OLARES_SYSTEM_HUGGINGFACE_SERVICE",
+    hf_token_from="OLARES_SYSTEM_HUGGINGFACE_TOKEN",
+)
+
+LEGACY = TargetProfile(
+    name="legacy",
+    olares="1.12.3 to 1.12.5",
+    manifest_version="0.10.0",
+    api_version="v2",
+    dependency=">=1.12.3-0,<1.12.6",
+    min_os="1.12.3-0",
+    max_os="1.12.6-0",
+    accelerator_envelopes=False,
+    workload_replicas=False,
+    gpumem_in_container=False,
+    gpu_inject_container=False,
+    model_userspace="appData",
+    model_subdir="models",
+    hf_endpoint_env="OLARES_USER_HUGGINGFACE_SERVICE",
+    hf_token_env="OLARES_USER_HUGGINGFACE_TOKEN",
+    hf_endpoint_from="OLARES_USER_HUGGINGFACE_SERVICE",
+    hf_token_from="OLARES_USER_HUGGINGFACE_TOKEN",
+)
+
+TARGETS: dict[str, TargetProfile] = {t.name: t for t in (CURRENT, LEGACY)}
+
+
+def get(name: str) -> TargetProfile:
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise InputError(f"unknown target {name!r} (expected one of: {', '.join(TARGETS)})") from None
+
+
+def parse_os_version(text: str) -> semver.Version:
+    """Olares versions as devices send them ('1.12.6', '1.12.6-20260101'); a bare '1.12' is 1.12.0."""
+    t = text.strip()
+    parts = t.split("-", 1)
+    core = parts[0].split(".")
+    while len(core) < 3:
+        core.append("0")
+    try:
+        return semver.Version.parse(".".join(core[:3]) + (f"-{parts[1]}" if len(parts) > 1 else ""))
+    except ValueError:
+        raise InputError(f"{text!r} is not an Olares version (expected e.g. 1.12.6)") from None

@@ -1,0 +1,1 @@
+"""Jinja templates of the chart files (shipped inside the package as olares_pack.templates)."""

@@ -1,0 +1,147 @@
+#!/bin/sh
+# Model download step (init container): the engine container starts only if this exits 0.
+# - MODEL_FILES lists "name|size|sha256" lines: each file is fetched from
+#   $HF_ENDPOINT/$MODEL_REPO/resolve/$MODEL_REVISION/<name> into $MODEL_DIR, resuming a partial
+#   download (<name>.part) and skipping a file already present with the right size and sha256.
+# - An empty MODEL_FILES fetches the whole repo into the hub cache $MODEL_CACHE (huggingface_hub).
+# - HF_TOKEN is optional: public repos need none.
+set -eu
+
+endpoint="${HF_ENDPOINT:-https://huggingface.co}"
+endpoint="${endpoint%/}"
+token="${HF_TOKEN:-}"
+attempts="${DOWNLOAD_ATTEMPTS:-5}"
+delay="${DOWNLOAD_RETRY_DELAY:-10}"
+
+log() { echo "[download] $*"; }
+have() { command -v "$1" >/dev/null 2>&1; }
+size_of() { if [ -f "$1" ]; then wc -c <"$1" | tr -d ' '; else echo 0; fi; }
+
+sha256_of() {
+  if have sha256sum; then sha256sum "$1" | cut -d ' ' -f 1
+  elif have python3; then python3 -c 'import hashlib,sys
+h = hashlib.sha256()
+with open(sys.argv[1], "rb") as f:
+    for b in iter(lambda: f.read(1 << 20), b""):
+        h.update(b)
+print(h.hexdigest())' "$1"
+  else log "no sha256sum or python3 in this image: cannot verify $1"; return 1
+  fi
+}
+
+# fetch URL PART: append to PART from where it stopped (HTTP Range).
+fetch() {
+  if have curl; then
+    if [ -n "$token" ]; then
+      curl -fsSL -C - -H "Authorization: Bearer $token" -o "$2" "$1"
+    else
+      curl -fsSL -C - -o "$2" "$1"
+    fi
+  elif have wget; then
+    if [ -n "$token" ]; then
+      wget -q -c --header="Authorization: Bearer $token" -O "$2" "$1"
+    else
+      wget -q -c -O "$2" "$1"
+    fi
+  elif have python3; then
+    python3 - "$1" "$2" <<'PY'
+import os, sys, urllib.request
+url, part = sys.argv[1], sys.argv[2]
+have = os.path.getsize(part) if os.path.exists(part) else 0
+req = urllib.request.Request(url)
+if os.environ.get("HF_TOKEN"):
+    req.add_header("Authorization", "Bearer " + os.environ["HF_TOKEN"])
+if have:
+    req.add_header("Range", "bytes=%d-" % have)
+with urllib.request.urlopen(req, timeout=60) as resp:
+    mode = "ab" if have and resp.status == 206 else "wb"
+    with open(part, mode) as out:
+        while True:
+            chunk = resp.read(1 << 20)
+            if not chunk:
+                break
+            out.write(chunk)
+PY
+  else
+    log "no curl, wget or python3 in this image"; return 1
+  fi
+}
+
+# progress FILE TOTAL: log the size of FILE every 30 s until killed (TERM also ends its sleep,
+# which would otherwise hold the log pipe open).
+progress() {
+  trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+  while :; do
+    sleep "${DOWNLOAD_PROGRESS_EVERY:-30}" &
+    nap=$!
+    wait "$nap"
+    log "$(basename "$1"): $(size_of "$1") of ${2:-?} bytes"
+  done
+}
+
+verified() {  # verified FILE SIZE SHA256
+  [ -f "$1" ] || return 1
+  if [ -n "$2" ] && [ "$(size_of "$1")" != "$2" ]; then return 1; fi
+  if [ -n "$3" ] && [ "$(sha256_of "$1")" != "$3" ]; then return 1; fi
+  return 0
+}
+
+download_file() {  # download_file NAME SIZE SHA256
+  name=$1 size=$2 sum=$3
+  out="$MODEL_DIR/$name"
+  part="$out.part"
+  if verified "$out" "$size" "$sum"; then
+    log "$name: present and verified, skipped"
+    return 0
+  fi
+  mkdir -p "$(dirname "$out")"
+  if [ -f "$out" ]; then
+    # Only verified files are ever renamed into place: this one is another version or damaged.
+    log "$name: present but wrong size or checksum; downloading again"
+    rm -f "$out"
+  fi
+  if [ -n "$size" ] && verified "$part" "$size" "$sum"; then
+    mv "$part" "$out"
+    log "$name: completed by an earlier run, verified"
+    return 0
+  fi
+  url="$endpoint/$MODEL_REPO/resolve/$MODEL_REVISION/$name"
+  log "$name: fetching $url (resuming at $(size_of "$part") bytes)"
+  progress "$part" "$size" &
+  ticker=$!
+  n=1
+  until fetch "$url" "$part"; do
+    if [ "$n" -ge "$attempts" ]; then
+      kill "$ticker" 2>/dev/null || true
+      log "$name: failed after $n attempts"
+      return 1
+    fi
+    log "$name: attempt $n failed, retrying in $((n * delay)) s"
+    sleep $((n * delay))
+    n=$((n + 1))
+  done
+  kill "$ticker" 2>/dev/null || true
+  if ! verified "$part" "$size" "$sum"; then
+    log "$name: size or sha256 does not match the manifest (got $(size_of "$part") bytes)"
+    rm -f "$part"
+    return 1
+  fi
+  mv "$part" "$out"
+  log "$name: done ($(size_of "$out") bytes)"
+}
+
+if [ -z "${MODEL_FILES:-}" ]; then
+  log "fetching $MODEL_REPO@$MODEL_REVISION into $MODEL_CACHE"
+  exec python3 -c 'import os
+from huggingface_hub import snapshot_download
+path = snapshot_download(os.environ["MODEL_REPO"], revision=os.environ["MODEL_REVISION"],
+                         cache_dir=os.environ["MODEL_CACHE"], token=os.environ.get("HF_TOKEN") or None)
+print("[download] snapshot ready at " + path)'
+fi
+
+mkdir -p "$MODEL_DIR"
+echo "$MODEL_FILES" | while IFS='|' read -r name size sum; do
+  [ -n "$name" ] || continue
+  download_file "$name" "$size" "$sum"
+done
+log "all files ready in $MODEL_DIR"

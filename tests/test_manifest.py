@@ -1,0 +1,102 @@
+"""Loading app manifests: the bundled apps load, bad ones fail with file:line and write nothing."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import APPS
+from olares_pack.cli import main
+from olares_pack.errors import InputError
+from olares_pack.manifest import LlamaCppApp, VllmApp, load_app, parse_app
+
+GOOD = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text()
+
+
+def test_bundled_apps_load() -> None:
+    llama = load_app(APPS / "llamacppqwen36mtpone")
+    vllm = load_app(APPS / "vllmqwen36turbo27bone")
+    assert isinstance(llama, LlamaCppApp) and isinstance(vllm, VllmApp)
+    assert llama.version == "1.0.9"
+    assert llama.server.speculative is not None and llama.server.speculative.type == "draft-mtp"
+    assert llama.model.files[0].name == "Qwen3.6-27B-UD-Q3_K_XL.gguf"
+    assert vllm.model.files == []  # the whole repo is fetched
+
+
+def test_unpinned_image_is_a_warning() -> None:
+    app = parse_app(GOOD)
+    assert any("not pinned by digest" in w for w in app.warnings())
+    pinned = GOOD.replace("    digest: null", "    digest: sha256:" + "ab" * 32)
+    assert not any("not pinned" in w for w in parse_app(pinned).warnings())
+
+
+def _line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+BAD_CASES = [
+    # (what, replace this, with this, line marker, field path, message fragment)
+    ("unknown field", "  ctx_size: 262144", "  ctx_size: 262144\n  ctx_sizee: 4096", "ctx_sizee", "server.ctx_sizee", "unknown field"),
+    ("wrong type", "  parallel: 1", "  parallel: lots", "parallel: lots", "server.parallel", "integer"),
+    ("bad quantity", "memory: {request: 20Gi, limit: 40Gi}", "memory: {request: 20Gb, limit: 40Gi}", "memory:", "resources.memory.request", "not a Kubernetes quantity"),
+    ("request > limit", "cpu: {request: 4, limit: 16}", "cpu: {request: 32, limit: 16}", "cpu: {request: 32", "resources.cpu", "larger than limit"),
+    ("bad name", "name: llamacppqwen36mtpone", "name: llama-cpp-qwen", "name: llama-cpp-qwen", "name", "not an Olares app name"),
+    ("reserved name", "name: llamacppqwen36mtpone", "name: system", "name: system", "name", "reserved"),
+    ("bad digest", "    digest: null", "    digest: sha256:1234", "digest: sha256:1234", "engine.image.digest", "not an image digest"),
+    ("bad engine", "  kind: llamacpp", "  kind: ollama", "kind: ollama", "engine.kind", "one of 'llamacpp', 'vllm'"),
+    ("bad cache type", "cache_type: {k: q4_0, v: q4_0}", "cache_type: {k: q3_0, v: q4_0}", "cache_type:", "server.cache_type.k", "q4_0"),
+]
+
+
+@pytest.mark.parametrize("what,old,new,marker,path,fragment", BAD_CASES, ids=[c[0] for c in BAD_CASES])
+def test_bad_manifest_fails_with_location(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str, old: str, new: str, marker: str, path: str, fragment: str
+) -> None:
+    assert old in GOOD
+    text = GOOD.replace(old, new, 1)
+    app_dir = tmp_path / "apps" / "llamacppqwen36mtpone"
+    app_dir.mkdir(parents=True)
+    (app_dir / "app.yaml").write_text(text)
+    out = tmp_path / "out"
+
+    code = main(["render", str(app_dir), "--out", str(out)])
+
+    assert code == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err  # one line per problem, and these inputs have one problem
+    line_no = _line_of(text, marker)
+    assert re.search(rf"app\.yaml:{line_no}: {re.escape(path)}: .*{re.escape(fragment)}", lines[0]), lines[0]
+    assert not out.exists()  # nothing written
+
+
+def test_several_problems_are_all_reported(tmp_path: Path) -> None:
+    text = GOOD.replace("  parallel: 1", "  parallel: 0").replace("  port: 8000", "  port: 0")
+    with pytest.raises(InputError) as exc:
+        parse_app(text, tmp_path / "app.yaml")
+    paths = sorted(p.path for p in exc.value.problems)
+    assert paths == ["server.parallel", "server.port"]
+
+
+def test_yaml_syntax_error_has_a_line(tmp_path: Path) -> None:
+    f = tmp_path / "app.yaml"
+    f.write_text("name: x\nserver: [unclosed\n")
+    with pytest.raises(InputError) as exc:
+        load_app(f)
+    assert re.search(r"app\.yaml:\d+: .*YAML syntax error", str(exc.value))
+
+
+def test_folder_must_match_name(tmp_path: Path) -> None:
+    d = tmp_path / "otherfolder"
+    d.mkdir()
+    (d / "app.yaml").write_text(GOOD)
+    with pytest.raises(InputError, match="differs from its folder"):
+        load_app(d)
+
+
+def test_cpu_mode_is_llamacpp_only() -> None:
+    text = (APPS / "vllmqwen36turbo27bone" / "app.yaml").read_text().replace("targets: [current]", "targets: [current]\nmodes: [nvidia, cpu]")
+    with pytest.raises(InputError, match="cpu mode"):
+        parse_app(text)

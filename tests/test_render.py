@@ -1,0 +1,257 @@
+"""Rendering the bundled apps: golden files, determinism, the installer's structural rules,
+the real Helm engine and the Kubernetes schemas."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import APPS, EXPECTED
+from olares_pack import helm, kube, quantity, render, targets
+from olares_pack.cli import main
+from olares_pack.manifest import load_app
+
+CASES = [
+    (app, target)
+    for app in sorted(p.name for p in APPS.iterdir() if (p / "app.yaml").exists())
+    for target in load_app(APPS / app).targets
+]
+IDS = [f"{a}-{t}" for a, t in CASES]
+
+
+def rendered(app_name: str, target: str) -> dict[str, str]:
+    return render.render(load_app(APPS / app_name), targets.get(target))
+
+
+@pytest.mark.parametrize("app_name,target", CASES, ids=IDS)
+def test_golden(app_name: str, target: str, update_golden: bool) -> None:
+    files = rendered(app_name, target)
+    golden = EXPECTED / target / app_name
+    if update_golden:
+        render.write_tree(files, golden)
+    assert render.read_tree(golden) == files, "rendered chart differs from the golden files (run pytest --update-golden after checking the diff)"
+
+
+@pytest.mark.parametrize("app_name,target", CASES, ids=IDS)
+def test_render_is_deterministic(app_name: str, target: str, tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["render", str(APPS / app_name), "--target", target, "--out", str(a)]) == 0
+    assert main(["render", str(APPS / app_name), "--target", target, "--out", str(b)]) == 0
+    files_a = {p.relative_to(a): p.read_bytes() for p in a.rglob("*") if p.is_file()}
+    files_b = {p.relative_to(b): p.read_bytes() for p in b.rglob("*") if p.is_file()}
+    assert files_a == files_b and files_a
+
+
+def _manifest(files: dict[str, str]) -> dict[str, Any]:
+    return yaml.safe_load(files["OlaresManifest.yaml"])
+
+
+def _render_with_helm(tmp_path: Path, files: dict[str, str], name: str, *, owner: str, admin: str, gpu: str | None) -> list[dict[str, Any]]:
+    chart_dir = tmp_path / f"{owner}-{gpu}" / name
+    render.write_tree(files, chart_dir)
+    manifest = _manifest(files)
+    entrances = [e["name"] for e in manifest["entrances"]]
+    values = helm.installer_values(name, entrances, owner=owner, admin=admin, gpu_type=gpu)
+    chart = helm.load(chart_dir)
+    messages = helm.lint(chart_dir, values, namespace=f"{name}-{owner}", kube_version=kube.DEFAULT_KUBE_VERSION)
+    assert not [m for m in messages if m.severity == "error"], messages
+    out = helm.render(chart, values, namespace=f"{name}-{owner}")
+    return [obj for _, obj in helm.objects(out)]
+
+
+@pytest.mark.parametrize("app_name,target", CASES, ids=IDS)
+def test_helm_renders_with_installer_values_and_objects_validate(app_name: str, target: str, tmp_path: Path) -> None:
+    files = rendered(app_name, target)
+    app = load_app(APPS / app_name)
+    modes = [*app.modes, None]  # None: an installer that injects no GPU type at all
+    for (owner, admin), gpu in itertools.product([("alice", "alice"), ("bob", "alice")], modes):
+        objs = _render_with_helm(tmp_path, files, app_name, owner=owner, admin=admin, gpu=gpu)
+        kinds = sorted(o["kind"] for o in objs)
+        assert kinds == ["ConfigMap", "Deployment", "Secret", "Service"]
+        for obj in objs:
+            assert kube.schema_errors(obj) == [], (obj["kind"], obj["metadata"]["name"])
+            assert obj["metadata"]["namespace"] == f"{app_name}-{owner}"
+
+
+# ---- the installer's structural rules (shared/docs/olares-format.md), per target
+
+
+@pytest.mark.parametrize("app_name,target", CASES, ids=IDS)
+def test_structure_rules(app_name: str, target: str, tmp_path: Path) -> None:
+    profile = targets.get(target)
+    files = rendered(app_name, target)
+    manifest = _manifest(files)
+    chart = yaml.safe_load(files["Chart.yaml"])
+
+    # name and versions
+    assert manifest["metadata"]["name"] == chart["name"] == app_name
+    assert manifest["metadata"]["version"] == chart["version"]
+    assert manifest["spec"]["versionName"] == chart["appVersion"]
+    assert manifest["olaresManifest.version"] == profile.manifest_version
+    assert manifest["apiVersion"] == profile.api_version
+    deps = [d for d in manifest["options"]["dependencies"] if d["name"] == "olares"]
+    assert deps == [{"name": "olares", "type": "system", "version": profile.dependency}]
+
+    # i18n generated from the one manifest, for every declared locale
+    for loc in manifest["spec"]["locale"]:
+        i18n = yaml.safe_load(files[f"i18n/{loc}/OlaresManifest.yaml"])
+        assert set(i18n) == {"metadata", "spec"}
+    en = yaml.safe_load(files["i18n/en-US/OlaresManifest.yaml"])
+    assert en["metadata"]["title"] == manifest["metadata"]["title"]
+    assert en["spec"]["upgradeDescription"] == manifest["spec"]["upgradeDescription"]
+
+    objs = _render_with_helm(tmp_path, files, app_name, owner="alice", admin="alice", gpu="nvidia")
+    deployments = [o for o in objs if o["kind"] == "Deployment"]
+    assert [d["metadata"]["name"] for d in deployments] == [app_name]
+    dep = deployments[0]
+    pod = dep["spec"]["template"]["spec"]
+    if any("hostPath" in v for v in pod["volumes"]):
+        assert dep["spec"]["strategy"] == {"type": "Recreate"}
+
+    # every container has cpu and memory requests and limits, requests <= limits
+    containers = pod["containers"] + pod.get("initContainers", [])
+    for c in containers:
+        for key in ("cpu", "memory"):
+            req, lim = c["resources"]["requests"][key], c["resources"]["limits"][key]
+            assert quantity.parse(req) <= quantity.parse(lim), (c["name"], key)
+
+    # the primary containers' sums fit the envelope of each mode
+    sums = {k: sum(quantity.parse(c["resources"][s][r]) for c in pod["containers"])
+            for k, (s, r) in {"requiredCpu": ("requests", "cpu"), "limitedCpu": ("limits", "cpu"),
+                              "requiredMemory": ("requests", "memory"), "limitedMemory": ("limits", "memory")}.items()}
+    envelopes = manifest["spec"]["accelerator"] if profile.accelerator_envelopes else [manifest["spec"]]
+    for env in envelopes:
+        for key, total in sums.items():
+            assert total <= quantity.parse(env[key]), (key, total, env[key])
+        assert quantity.parse(env["requiredDisk"]) <= quantity.parse(env["limitedDisk"])
+
+    # the rendered Service matches the entrance
+    services = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Service"}
+    for entrance in manifest["entrances"]:
+        svc = services[entrance["host"]]
+        assert entrance["port"] in [p["port"] for p in svc["spec"]["ports"]]
+        assert svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
+
+    # permissions match userspace use, in both directions
+    text = "\n".join(v for k, v in files.items() if k.startswith("templates/"))
+    for key in ("appData", "appCache", "userData", "appCommon"):
+        assert (f".Values.userspace.{key}" in text) == bool(manifest.get("permission", {}).get(key)), key
+
+    # namespace always templated
+    for k, v in files.items():
+        if k.startswith("templates/"):
+            assert 'namespace: "{{ .Release.Namespace }}"' in v, k
+
+
+@pytest.mark.parametrize("app_name", [a for a, t in CASES if t == "current"])
+def test_current_target_rules(app_name: str) -> None:
+    files = rendered(app_name, "current")
+    manifest = _manifest(files)
+    # a static manifest: no template syntax at all
+    assert "{{" not in files["OlaresManifest.yaml"]
+    # OLARES_USER appears nowhere in a 0.12.0 chart
+    assert not [k for k, v in files.items() if "OLARES_USER" in v]
+    # no flat envelope beside spec.accelerator; nvidia needs amd64
+    assert not {"requiredCpu", "limitedCpu", "requiredMemory", "limitedMemory", "requiredGpu"} & set(manifest["spec"])
+    assert "amd64" in manifest["spec"]["supportArch"]
+    gpu = next(e for e in manifest["spec"]["accelerator"] if e["mode"] == "nvidia")
+    assert set(gpu) == {"mode", "requiredCpu", "limitedCpu", "requiredMemory", "limitedMemory", "requiredDisk",
+                        "limitedDisk", "requiredGPUMemory", "limitedGPUMemory"}
+    # workloadReplicas wired to values
+    assert manifest["workloadReplicas"] == {app_name: 1}
+    assert f"replicas: {{{{ .Values.workloads.{app_name}.replicaCount }}}}" in files["templates/deployment.yaml"]
+    assert yaml.safe_load(files["values.yaml"])["workloads"][app_name]["replicaCount"] == 1
+    # system env values through valueFrom, the token only through the Secret
+    envs = {e["envName"]: e for e in manifest["envs"]}
+    assert envs["HF_ENDPOINT"]["valueFrom"] == {"envName": "OLARES_SYSTEM_HUGGINGFACE_SERVICE"}
+    assert envs["HF_TOKEN"]["valueFrom"] == {"envName": "OLARES_SYSTEM_HUGGINGFACE_TOKEN"}
+    assert manifest["options"]["apiTimeout"] == 0
+    assert not manifest.get("provider") and not manifest.get("permission", {}).get("provider")
+
+
+def _deployment(tmp_path: Path, app_name: str, target: str, gpu: str | None, olares_env: dict[str, str] | None = None) -> dict[str, Any]:
+    files = rendered(app_name, target)
+    chart_dir = tmp_path / app_name
+    render.write_tree(files, chart_dir)
+    values = helm.installer_values(app_name, [app_name], gpu_type=gpu, olares_env=olares_env)
+    objs = [o for _, o in helm.objects(helm.render(helm.load(chart_dir), values, namespace="ns"))]
+    return {o["kind"]: o for o in objs}
+
+
+def test_current_gpu_request_is_bare_mib(tmp_path: Path) -> None:
+    objs = _deployment(tmp_path, "llamacppqwen36mtpone", "current", "nvidia")
+    dep = objs["Deployment"]
+    assert dep["metadata"]["annotations"] == {"applications.app.bytetrade.io/gpu-inject": "llamacpp"}
+    engine = dep["spec"]["template"]["spec"]["containers"][0]
+    assert engine["resources"]["requests"]["nvidia.com/gpumem"] == 23552
+    assert engine["resources"]["limits"]["nvidia.com/gpumem"] == 23552
+
+
+def test_model_store_and_token(tmp_path: Path) -> None:
+    objs = _deployment(tmp_path, "llamacppqwen36mtpone", "current", "nvidia",
+                       olares_env={"HF_TOKEN": "hf_secret", "HF_ENDPOINT": "https://hf-mirror.example"})
+    pod = objs["Deployment"]["spec"]["template"]["spec"]
+    assert pod["volumes"][0]["hostPath"]["path"] == "/olares/share/appcommon/huggingface"
+    init = pod["initContainers"][0]
+    env = {e["name"]: e for e in init["env"]}
+    assert env["HF_ENDPOINT"]["value"] == "https://hf-mirror.example"
+    assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "llamacppqwen36mtpone-hf-token"
+    assert objs["Secret"]["stringData"] == {"HF_TOKEN": "hf_secret"}
+    # the token is nowhere else in the rendered objects
+    assert "hf_secret" not in yaml.safe_dump(objs["Deployment"]) + yaml.safe_dump(objs["ConfigMap"])
+    # the engine mounts the store read-only and only starts after the download init container
+    engine = pod["containers"][0]
+    assert engine["volumeMounts"][0] == {"name": "models", "mountPath": "/models", "readOnly": True}
+    assert init["command"] == ["/bin/sh", "/scripts/download.sh"]
+
+
+def test_public_repo_needs_no_token(tmp_path: Path) -> None:
+    objs = _deployment(tmp_path, "llamacppqwen36mtpone", "current", "nvidia")
+    assert objs["Secret"]["stringData"] == {"HF_TOKEN": ""}
+    env = {e["name"]: e for e in objs["Deployment"]["spec"]["template"]["spec"]["initContainers"][0]["env"]}
+    assert env["HF_ENDPOINT"]["value"] == "https://huggingface.co"
+    assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["optional"] is True
+
+
+def test_legacy_target_uses_flat_resources(tmp_path: Path) -> None:
+    files = rendered("llamacppqwen36mtpone", "legacy")
+    spec = _manifest(files)["spec"]
+    assert "accelerator" not in spec
+    assert (spec["requiredCpu"], spec["limitedCpu"]) == (4, 16)
+    assert (spec["requiredGpu"], spec["limitedGpu"]) == ("23552Mi", "23552Mi")
+    assert "workloadReplicas" not in _manifest(files)
+    dep = _deployment(tmp_path, "llamacppqwen36mtpone", "legacy", "nvidia")["Deployment"]
+    assert dep["metadata"]["annotations"] == {"applications.app.bytetrade.io/gpu-inject": "true"}
+    assert "nvidia.com/gpumem" not in dep["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+
+
+def test_cpu_mode_drops_the_gpu(tmp_path: Path) -> None:
+    text = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text().replace("targets: [current, legacy]", "targets: [current]\nmodes: [nvidia, cpu]")
+    app_dir = tmp_path / "apps" / "llamacppqwen36mtpone"
+    app_dir.mkdir(parents=True)
+    (app_dir / "app.yaml").write_text(text)
+    files = render.render(load_app(app_dir), targets.CURRENT)
+    modes = [e["mode"] for e in _manifest(files)["spec"]["accelerator"]]
+    assert modes == ["nvidia", "cpu"]
+    chart_dir = tmp_path / "chart" / "llamacppqwen36mtpone"
+    render.write_tree(files, chart_dir)
+    for gpu, annotated, layers in (("nvidia", True, "99"), ("cpu", False, "0")):
+        values = helm.installer_values("llamacppqwen36mtpone", ["llamacppqwen36mtpone"], gpu_type=gpu)
+        objs = {o["kind"]: o for _, o in helm.objects(helm.render(helm.load(chart_dir), values, namespace="ns"))}
+        dep = objs["Deployment"]
+        assert ("annotations" in dep["metadata"]) is annotated
+        engine = dep["spec"]["template"]["spec"]["containers"][0]
+        assert ("nvidia.com/gpumem" in engine["resources"]["limits"]) is annotated
+        assert engine["args"][engine["args"].index("--n-gpu-layers") + 1] == layers
+        assert kube.schema_errors(dep) == []
+
+
+def test_build_renders_every_app_and_target(tmp_path: Path) -> None:
+    out = tmp_path / "charts"
+    assert main(["build", "--apps-dir", str(APPS), "--out", str(out)]) == 0
+    built = sorted(str(p.relative_to(out)) for p in out.glob("*/*"))
+    assert built == sorted(f"{t}/{a}" for a, t in CASES)
