@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from . import __version__, console, render, targets
+from . import __version__, console, fsio, kube, render, targets
 from .build import load_catalogue, render_catalogue
-from .errors import EXIT_INPUT, EXIT_OK, InputError, OlaresPackError
+from .errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputError, OlaresPackError
 from .manifest import App, MANIFEST_FILE, load_app
 
 DEFAULT_APPS = Path("apps")
@@ -72,7 +72,7 @@ def render_cmd(app_ref: str, target_names: tuple[str, ...], out: Path, apps_dir:
     for name in target_names or app.targets:
         t = targets.get(name)
         dest = out / t.name / app.name
-        render.write_tree(render.render(app, t), dest)
+        fsio.write_tree(render.render(app, t), dest)
         console.out.print(str(dest))
     return EXIT_OK
 
@@ -95,10 +95,40 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path) -> int:
     charts = render_catalogue(apps, list(target_names) or None)
     for chart in charts:
         dest = out / chart.relpath
-        render.write_tree(chart.files, dest)
+        fsio.write_tree(chart.files, dest)
         console.out.print(str(dest))
     console.info(f"rendered {len(charts)} chart(s) from {len(apps)} app(s) into {out}")
     return EXIT_OK
+
+
+@cli.command("lint")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="text: tables for a terminal; json: for scripts; github: workflow annotations.")
+@click.option("--strict", is_flag=True, help="Warnings fail too (exit 1), and an unpinned image is an error.")
+@target_option
+@click.option("--olares", "olares_version", metavar="VERSION",
+              help="Olares OS version the charts must install on (e.g. 1.12.6): charts whose olares "
+              "dependency excludes it are errors.")
+@click.option("--kube-version", default=kube.DEFAULT_KUBE_VERSION, show_default=True,
+              help="Kubernetes version whose schemas validate the rendered objects (Olares ships k3s 1.32).")
+@click.option("--engine-build", metavar="BUILD",
+              help="Flag registry for llama-server containers whose build olares-pack cannot tell (e.g. b11434).")
+def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tuple[str, ...],
+             olares_version: str | None, kube_version: str, engine_build: str | None) -> int:
+    """Lint chart folders, .tgz charts, app manifests (rendered for each target) or folders of them."""
+    from .lint import LintOptions, lint_sources
+    from .lint.output import PRINTERS
+    from .lint.source import resolve
+
+    if olares_version:
+        targets.parse_os_version(olares_version)
+    sources = resolve(list(paths), list(target_names) or None)
+    options = LintOptions(kube_version=kube_version, olares_version=olares_version, engine_build=engine_build, strict=strict)
+    findings = lint_sources(sources, options)
+    PRINTERS[fmt](findings, [s.label for s in sources])
+    failing = {"error", "warning"} if strict else {"error"}
+    return EXIT_FINDINGS if any(f.severity in failing for f in findings) else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
-out = Console(highlight=False, soft_wrap=True)
+import sys
+
+# Piped output keeps whole lines: tables are not squeezed into 80 columns.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from . import engines, quantity
 from .changelog import upgrade_description
-from .errors import InputError
 from .manifest import App, LlamaCppApp
 from .targets import TargetProfile
 
@@ -180,38 +175,3 @@ def render(app: App, target: TargetProfile) -> dict[str, str]:
     for loc in app.all_locales:
         files[f"i18n/{loc}/OlaresManifest.yaml"] = env.get_template("i18n.yaml.j2").render(ctx, locale=loc)
     return dict(sorted(files.items()))
-
-
-def write_tree(files: dict[str, str], dest: Path) -> None:
-    """Replace `dest` with exactly `files`, atomically: build beside it, then rename over it."""
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
-        for rel, text in files.items():
-            p = tmp / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text, encoding="utf-8")
-        os.chmod(tmp, 0o755)
-        if dest.exists():
-            old = dest.with_name(f".{dest.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            dest.rename(old)
-            tmp.rename(dest)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def read_tree(root: Path) -> dict[str, str]:
-    root = Path(root)
-    if not root.is_dir():
-        raise InputError(f"{root}: not a chart folder")
-    return {
-        p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }

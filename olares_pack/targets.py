@@ -63,7 +63,9 @@ LEGACY = TargetProfile(
     name="legacy",
     olares="1.12.3 to 1.12.5",
     manifest_version="0.10.0",
-    api_version="v2",
+    # Not v2: the installer's linter (framework/oac checkSubCharts) requires apiVersion v2 charts
+    # to declare spec.subCharts with a shared entry; a single-workload app is v1.
+    api_version="v1",
     dependency=">=1.12.3-0,<1.12.6",
     min_os="1.12.3-0",
     max_os="1.12.6-0",

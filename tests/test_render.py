@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import APPS, EXPECTED
-from olares_pack import helm, kube, quantity, render, targets
+from olares_pack import fsio, helm, kube, quantity, render, targets
 from olares_pack.cli import main
 from olares_pack.manifest import load_app
 
@@ -32,8 +32,8 @@ def test_golden(app_name: str, target: str, update_golden: bool) -> None:
     files = rendered(app_name, target)
     golden = EXPECTED / target / app_name
     if update_golden:
-        render.write_tree(files, golden)
-    assert render.read_tree(golden) == files, "rendered chart differs from the golden files (run pytest --update-golden after checking the diff)"
+        fsio.write_tree(files, golden)
+    assert fsio.read_tree(golden) == files, "rendered chart differs from the golden files (run pytest --update-golden after checking the diff)"
 
 
 @pytest.mark.parametrize("app_name,target", CASES, ids=IDS)
@@ -52,7 +52,7 @@ def _manifest(files: dict[str, str]) -> dict[str, Any]:
 
 def _render_with_helm(tmp_path: Path, files: dict[str, str], name: str, *, owner: str, admin: str, gpu: str | None) -> list[dict[str, Any]]:
     chart_dir = tmp_path / f"{owner}-{gpu}" / name
-    render.write_tree(files, chart_dir)
+    fsio.write_tree(files, chart_dir)
     manifest = _manifest(files)
     entrances = [e["name"] for e in manifest["entrances"]]
     values = helm.installer_values(name, entrances, owner=owner, admin=admin, gpu_type=gpu)
@@ -176,7 +176,7 @@ def test_current_target_rules(app_name: str) -> None:
 def _deployment(tmp_path: Path, app_name: str, target: str, gpu: str | None, olares_env: dict[str, str] | None = None) -> dict[str, Any]:
     files = rendered(app_name, target)
     chart_dir = tmp_path / app_name
-    render.write_tree(files, chart_dir)
+    fsio.write_tree(files, chart_dir)
     values = helm.installer_values(app_name, [app_name], gpu_type=gpu, olares_env=olares_env)
     objs = [o for _, o in helm.objects(helm.render(helm.load(chart_dir), values, namespace="ns"))]
     return {o["kind"]: o for o in objs}
@@ -238,7 +238,7 @@ def test_cpu_mode_drops_the_gpu(tmp_path: Path) -> None:
     modes = [e["mode"] for e in _manifest(files)["spec"]["accelerator"]]
     assert modes == ["nvidia", "cpu"]
     chart_dir = tmp_path / "chart" / "llamacppqwen36mtpone"
-    render.write_tree(files, chart_dir)
+    fsio.write_tree(files, chart_dir)
     for gpu, annotated, layers in (("nvidia", True, "99"), ("cpu", False, "0")):
         values = helm.installer_values("llamacppqwen36mtpone", ["llamacppqwen36mtpone"], gpu_type=gpu)
         objs = {o["kind"]: o for _, o in helm.objects(helm.render(helm.load(chart_dir), values, namespace="ns"))}

@@ -1,0 +1,107 @@
+"""Find the LLM engine in rendered Kubernetes objects, hand-written charts included: which
+container runs llama-server or vLLM, with which argv and environment, once `$(VAR)` (Kubernetes)
+and `${VAR:-default}` (shell) references are substituted from the container's env and ConfigMaps."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+ANNOTATION_BUILD = "olares-pack/engine-build"
+_K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+_SH_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass
+class Invocation:
+    kind: str  # llamacpp | vllm
+    workload: str  # Deployment/name
+    container: str
+    image: str
+    argv: list[str]  # engine arguments only (no program name)
+    env: dict[str, str]  # resolved literal env values
+    ports: list[int]
+    build: str | None  # from the olares-pack annotation, when present
+
+
+def _configmaps(objects: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    return {(o.get("metadata") or {}).get("name", ""): {str(k): str(v) for k, v in (o.get("data") or {}).items()}
+            for o in objects if o.get("kind") == "ConfigMap"}
+
+
+def resolve_env(container: dict[str, Any], configmaps: dict[str, dict[str, str]]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for ref in container.get("envFrom") or []:
+        cm = (ref.get("configMapRef") or {}).get("name")
+        if cm in configmaps:
+            env.update(configmaps[cm])
+    for e in container.get("env") or []:
+        name = e.get("name")
+        if not name:
+            continue
+        if "value" in e:
+            env[name] = _K8S_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), str(e["value"]))
+        elif (ref := (e.get("valueFrom") or {}).get("configMapKeyRef")) and ref.get("name") in configmaps:
+            value = configmaps[ref["name"]].get(ref.get("key", ""))
+            if value is not None:
+                env[name] = value
+    return env
+
+
+def _shell_words(script: str, env: dict[str, str]) -> list[str]:
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(3)
+        if name in env:
+            return env[name]
+        return m.group(2) if m.group(2) is not None else m.group(0)
+
+    text = _SH_VAR.sub(sub, script.replace("\\\n", " "))
+    try:
+        return shlex.split(text, comments=True)
+    except ValueError:
+        return text.split()
+
+
+def _engine_argv(command: list[str], args: list[str], env: dict[str, str], image: str) -> tuple[str, list[str]] | None:
+    words = [*command, *args]
+    words = [_K8S_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), w) for w in words]
+    # A shell wrapper: look inside the script for the engine command.
+    if len(words) >= 3 and words[0].split("/")[-1] in ("sh", "bash", "ash", "dash") and words[1] in ("-c", "-ec", "-xc", "-exc"):
+        words = _shell_words(words[2], env)
+    for i, w in enumerate(words):
+        prog = w.split("/")[-1]
+        if prog == "llama-server":
+            return "llamacpp", words[i + 1 :]
+        if prog == "vllm" and i + 1 < len(words) and words[i + 1] == "serve":
+            return "vllm", words[i + 1 :]
+    image_name = image.split("@")[0].rsplit("/", 1)[-1].lower()
+    if not command and args:
+        if "vllm" in image_name and args[0] == "serve":
+            return "vllm", words
+        if "llama" in image_name and args[0].startswith("-"):
+            return "llamacpp", words  # the image's entrypoint is llama-server
+    return None
+
+
+def find_engines(objects: list[dict[str, Any]]) -> list[Invocation]:
+    configmaps = _configmaps(objects)
+    found = []
+    for o in objects:
+        if o.get("kind") not in ("Deployment", "StatefulSet", "DaemonSet", "Pod"):
+            continue
+        meta = o.get("metadata") or {}
+        spec = o.get("spec") or {}
+        pod = spec if o.get("kind") == "Pod" else ((spec.get("template") or {}).get("spec") or {})
+        for c in pod.get("containers") or []:
+            env = resolve_env(c, configmaps)
+            image = str(c.get("image", ""))
+            hit = _engine_argv([str(x) for x in c.get("command") or []], [str(x) for x in c.get("args") or []], env, image)
+            if hit is None:
+                continue
+            kind, argv = hit
+            ports = [int(p["containerPort"]) for p in c.get("ports") or [] if isinstance(p.get("containerPort"), int)]
+            build = (meta.get("annotations") or {}).get(ANNOTATION_BUILD)
+            found.append(Invocation(kind, f"{o.get('kind')}/{meta.get('name')}", str(c.get("name")), image, argv, env, ports, build))
+    return found

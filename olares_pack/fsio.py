@@ -1,0 +1,85 @@
+"""Writes that never leave half-written output: build beside the target, then rename."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .errors import InputError
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside `path`, then rename over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_tree(files: dict[str, str], dest: Path) -> None:
+    """Replace `dest` with exactly `files`, atomically: build beside it, then rename over it."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        for rel, text in files.items():
+            p = tmp / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text, encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        if dest.exists():
+            old = dest.with_name(f".{dest.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            dest.rename(old)
+            tmp.rename(dest)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def read_tree(root: Path) -> dict[str, str]:
+    text, binary = read_tree_split(root)
+    if binary:
+        raise InputError(f"{root}: {sorted(binary)[0]} is not UTF-8 text")
+    return text
+
+
+def read_tree_split(root: Path) -> tuple[dict[str, str], dict[str, bytes]]:
+    """(text files, binary files) under root, keyed by relative path, in path order."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError(f"{root}: not a folder")
+    text: dict[str, str] = {}
+    binary: dict[str, bytes] = {}
+    for p in sorted(root.rglob("*")):
+        if not p.is_file():
+            continue
+        rel = p.relative_to(root).as_posix()
+        data = p.read_bytes()
+        try:
+            text[rel] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            binary[rel] = data
+    return text, binary
+
+
+def write_binary_files(files: dict[str, bytes], dest: Path) -> None:
+    for rel, data in files.items():
+        p = Path(dest) / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)

@@ -1,0 +1,7 @@
+"""`olares-pack lint`: the installer's rules, real Helm, Kubernetes schemas and engine-aware checks."""
+
+from .context import LintOptions
+from .findings import RULES, Finding
+from .runner import lint_source, lint_sources
+
+__all__ = ["RULES", "Finding", "LintOptions", "lint_source", "lint_sources"]

@@ -1,0 +1,261 @@
+"""Everything the rules look at for one chart, computed once: parsed files and Helm renders."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import semver
+import yaml
+
+from .. import fsio, helm, package
+from ..errors import InputError
+from ..yamlsrc import SourceDoc, parse_yaml
+from .findings import Finding, Severity, make
+from .source import ChartSource
+
+MANIFEST = "OlaresManifest.yaml"
+OWNERS = (("alice", "alice"), ("bob", "alice"))  # owner == admin, owner != admin
+
+
+@dataclass
+class LintOptions:
+    kube_version: str = "1.32.0"
+    olares_version: str | None = None  # the OS version the chart must install on
+    engine_build: str | None = None  # force a flag registry for hand-written charts
+    strict: bool = False
+
+
+@dataclass
+class Render:
+    owner: str
+    admin: str
+    mode: str | None
+    objects: list[dict[str, Any]]
+
+
+@dataclass
+class ChartContext:
+    source: ChartSource
+    options: LintOptions
+    findings: list[Finding] = field(default_factory=list)
+    chart: dict[str, Any] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    manifest_doc: SourceDoc | None = None  # for line numbers (static manifests)
+    renders: list[Render] = field(default_factory=list)
+    zero_replicas: list[dict[str, Any]] | None = None  # a render with every replicaCount at 0
+    declared_modern: bool = False  # olaresManifest.version >= 0.12.0, read from the text
+
+    # ---- helpers for rules
+
+    @property
+    def label(self) -> str:
+        return self.source.label
+
+    def add(self, rule: str, message: str, *, file: str = "", path: str = "", hint: str = "",
+            severity: Severity | None = None, loc: tuple[Any, ...] | None = None) -> None:
+        line = None
+        if loc is not None and self.manifest_doc is not None and file == MANIFEST:
+            line = self.manifest_doc.line_of(loc)
+        self.findings.append(make(rule, self.label, message, file=file, path=path, hint=hint, line=line, severity=severity))
+
+    @property
+    def name(self) -> str:
+        md = self.manifest.get("metadata")
+        return str(md.get("name", "")) if isinstance(md, dict) else ""
+
+    @property
+    def config_version(self) -> semver.Version | None:
+        try:
+            return semver.Version.parse(str(self.manifest.get("olaresManifest.version", "")))
+        except ValueError:
+            return None
+
+    @property
+    def modern(self) -> bool:
+        v = self.config_version
+        return v is not None and v >= semver.Version(0, 12, 0)
+
+    @property
+    def manifest_type(self) -> str:
+        return str(self.manifest.get("olaresManifest.type") or "app")
+
+    @property
+    def api_version(self) -> str:
+        return str(self.manifest.get("apiVersion") or "v1").strip().lower()
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        s = self.manifest.get("spec")
+        return s if isinstance(s, dict) else {}
+
+    @property
+    def accelerators(self) -> list[dict[str, Any]]:
+        a = self.spec.get("accelerator") or self.spec.get("resources")
+        return [e for e in a if isinstance(e, dict)] if isinstance(a, list) else []
+
+    @property
+    def modes(self) -> list[str | None]:
+        """GPU.Type values to render with: each declared mode, or the legacy GPU/no-GPU guess."""
+        if self.accelerators:
+            return [str(e.get("mode")) for e in self.accelerators if e.get("mode")]
+        return ["nvidia" if self.spec.get("requiredGpu") else None]
+
+    def envelope(self, mode: str | None) -> dict[str, Any]:
+        for e in self.accelerators:
+            if e.get("mode") == mode:
+                return e
+        return self.spec
+
+    @property
+    def entrance_names(self) -> list[str]:
+        ents = self.manifest.get("entrances")
+        return [str(e.get("name")) for e in ents if isinstance(e, dict) and e.get("name")] if isinstance(ents, list) else []
+
+    def templates_text(self) -> dict[str, str]:
+        return {k: v for k, v in self.source.files.items() if k.startswith("templates/")}
+
+    @cached_property
+    def workload_replicas(self) -> dict[str, Any]:
+        wr = self.manifest.get("workloadReplicas")
+        return wr if isinstance(wr, dict) else {}
+
+    def values(self, owner: str, admin: str, mode: str | None, **extra: Any) -> dict[str, Any]:
+        v = helm.installer_values(self.name or self.source.folder, self.entrance_names, owner=owner, admin=admin, gpu_type=mode)
+        if extra:
+            v.update(extra)
+        return v
+
+    def primary_render(self) -> Render | None:
+        return self.renders[0] if self.renders else None
+
+
+def _render_templated_manifest(source: ChartSource, text: str) -> str:
+    """Render a manifest holding Helm template syntax the way the installer does (owner == admin)."""
+    chart_yaml = source.files.get("Chart.yaml", f"apiVersion: v2\nname: {source.folder}\nversion: 0.0.0\n")
+    files = {"Chart.yaml": chart_yaml, "values.yaml": source.files.get("values.yaml", ""), "templates/manifest.yaml": text}
+    for k, v in source.files.items():
+        if k.startswith("templates/_") and k.endswith(".tpl"):
+            files[k] = v  # named templates the manifest may include
+    data = package.build_archive(source.folder, files)
+    chart = helm.load_bytes(data)
+    try:
+        with chart:
+            values = helm.installer_values(source.folder, [], owner="alice", admin="alice", gpu_type="nvidia")
+            out = chart.render(values=values, name=source.folder, namespace=f"{source.folder}-alice")
+    except helm_python.HelmError as exc:
+        raise InputError(str(exc)) from None
+    return next(iter(out.values()), "")
+
+
+_VERSION_RE = re.compile(r"^olaresManifest\.version:\s*['\"]?([0-9][^'\"\s]*)", re.M)
+
+
+def build_context(source: ChartSource, options: LintOptions) -> ChartContext:
+    ctx = ChartContext(source, options)
+    files = source.files
+    missing = [f for f in ("Chart.yaml", "values.yaml", MANIFEST) if f not in files]
+    if missing:
+        ctx.add("chart.structure", f"missing {', '.join(missing)}", hint="an Olares chart has Chart.yaml, values.yaml, OlaresManifest.yaml and templates/")
+    if not any(k.startswith("templates/") for k in files):
+        ctx.add("chart.structure", "no templates/ folder")
+    try:
+        chart = yaml.safe_load(files.get("Chart.yaml", "")) or {}
+        ctx.chart = chart if isinstance(chart, dict) else {}
+    except yaml.YAMLError as exc:
+        ctx.add("manifest.parse", f"Chart.yaml is not valid YAML: {exc}", file="Chart.yaml")
+    text = files.get(MANIFEST)
+    if text is None:
+        return ctx
+    m = _VERSION_RE.search(text)
+    declared_modern = ctx.declared_modern = bool(m) and _is_modern(m.group(1))
+    templated = "{{" in text
+    try:
+        if templated and not declared_modern:
+            rendered = _render_templated_manifest(source, text)
+            data = yaml.safe_load(rendered)
+        else:
+            ctx.manifest_doc = parse_yaml(text, Path(MANIFEST))
+            data = ctx.manifest_doc.data
+    except InputError as exc:
+        ctx.add("manifest.parse", f"OlaresManifest.yaml does not parse: {exc}", file=MANIFEST,
+                hint="a 0.12.0 manifest must be static YAML" if declared_modern else "")
+        return ctx
+    except yaml.YAMLError as exc:
+        ctx.add("manifest.parse", f"rendered OlaresManifest.yaml is not valid YAML: {exc}", file=MANIFEST)
+        return ctx
+    ctx.manifest = data if isinstance(data, dict) else {}
+    if not ctx.manifest:
+        ctx.add("manifest.parse", "OlaresManifest.yaml is not a mapping", file=MANIFEST)
+    return ctx
+
+
+def _is_modern(text: str) -> bool:
+    try:
+        return semver.Version.parse(text) >= semver.Version(0, 12, 0)
+    except ValueError:
+        return False
+
+
+def run_helm(ctx: ChartContext) -> None:
+    """Helm lint and the installer's renders (each owner/admin pairing, each mode)."""
+    if not ctx.manifest or "Chart.yaml" not in ctx.source.files:
+        return
+    with tempfile.TemporaryDirectory(prefix="olares-pack-lint-") as tmp:
+        chart_dir = Path(tmp) / ctx.source.folder
+        fsio.write_tree(ctx.source.files, chart_dir)
+        fsio.write_binary_files(ctx.source.binary, chart_dir)
+        name = ctx.name or ctx.source.folder
+        values = ctx.values(*OWNERS[0], ctx.modes[0])
+        try:
+            messages = helm.lint(chart_dir, values, namespace=f"{name}-alice", kube_version=ctx.options.kube_version)
+        except helm_python.HelmError as exc:
+            messages = [helm.HelmMessage("error", "", str(exc))]
+        for msg in messages:
+            if msg.severity in ("error", "warning"):
+                # The installer renders rather than lints: Helm's lint errors are warnings here,
+                # and a render that fails is reported as helm.render (an error).
+                ctx.add("helm.lint", msg.message, file=msg.path, severity="warning" if msg.severity == "error" else "info")
+        try:
+            chart = helm.load(chart_dir)
+        except InputError as exc:
+            ctx.add("helm.render", str(exc))
+            return
+        with chart:
+            for owner, admin in OWNERS:
+                for mode in ctx.modes:
+                    try:
+                        out = chart.render(values=ctx.values(owner, admin, mode), name=name, namespace=f"{name}-{owner}")
+                        objs = [o for _, o in helm.objects(out) if isinstance(o, dict)]
+                    except (helm_python.HelmError, yaml.YAMLError) as exc:
+                        who = "owner == admin" if owner == admin else "owner != admin"
+                        ctx.add("helm.render", f"render fails ({who}, GPU.Type={mode}): {_short(str(exc))}")
+                        continue
+                    ctx.renders.append(Render(owner, admin, mode, objs))
+            ctx.zero_replicas = _render_zero(ctx, chart, name)
+
+
+def _render_zero(ctx: ChartContext, chart: helm_python.Chart, name: str) -> list[dict[str, Any]] | None:
+    """A render with every workloads.<name>.replicaCount set to 0, the way stop works."""
+    keys = set(ctx.workload_replicas)
+    if ctx.renders:
+        keys |= {o.get("metadata", {}).get("name") for o in ctx.renders[0].objects if o.get("kind") in ("Deployment", "StatefulSet")}
+    keys.discard(None)
+    if not keys:
+        return None
+    values = ctx.values(*OWNERS[0], ctx.modes[0])
+    values["workloads"] = {k: {"replicaCount": 0} for k in sorted(keys)}
+    try:
+        out = chart.render(values=values, name=name, namespace=f"{name}-alice")
+        return [o for _, o in helm.objects(out) if isinstance(o, dict)]
+    except (helm_python.HelmError, yaml.YAMLError):
+        return None
+
+
+def _short(text: str) -> str:
+    return text.strip().splitlines()[0][:400] if text.strip() else text

@@ -1,0 +1,430 @@
+"""The installer's manifest rules (framework/oac), for both manifest generations."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import semver
+
+from .. import quantity, targets
+from ..errors import InputError
+from ..manifest import NAME_RE, RESERVED_NAMES, URL_RE
+from .context import MANIFEST, ChartContext
+from .findings import make
+
+Rule = Callable[[ChartContext], None]
+
+METADATA_KEYS = {"name", "appid", "title", "description", "icon", "version", "categories", "tags", "rating", "target", "type"}
+ENTRANCE_NAME = re.compile(r"^[a-z0-9A-Z-]*$")
+ENTRANCE_HOST = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])$")
+MODES = {"cpu", "nvidia", "nvidia-gb10", "apple-m", "amd-gpu", "amd-apu", "strix-halo", "mthreads-m1000", "intel"}
+GPU_MODES = {"nvidia", "amd-gpu"}
+MODE_ARCH = {"nvidia": "amd64", "amd-gpu": "amd64", "strix-halo": "amd64", "nvidia-gb10": "arm64", "mthreads-m1000": "arm64"}
+ENVELOPE = ("requiredCpu", "limitedCpu", "requiredMemory", "limitedMemory", "requiredDisk", "limitedDisk")
+FLAT = (*ENVELOPE, "requiredGpu", "limitedGpu")
+# GPU memory keys of a 0.12.0 envelope; older linters spelled them requiredGpu/limitedGpu.
+GPU_PAIRS = (("requiredGPUMemory", "limitedGPUMemory"), ("requiredGpu", "limitedGpu"))
+
+
+def chart_name(ctx: ChartContext) -> None:
+    names = {"folder": ctx.source.folder, "Chart.yaml name": str(ctx.chart.get("name", "")), "metadata.name": ctx.name}
+    if len(set(names.values())) != 1:
+        shown = ", ".join(f"{k} {v!r}" for k, v in names.items())
+        ctx.add("chart.name", f"names differ: {shown}", file=MANIFEST, path="metadata.name", loc=("metadata", "name"),
+                hint="the folder, Chart.yaml name and metadata.name must be the same")
+    name = ctx.name
+    if name and not NAME_RE.match(name):
+        ctx.add("chart.name", f"{name!r} is not an Olares app name (^[a-z0-9]{{1,30}}$, no hyphens)", file=MANIFEST,
+                path="metadata.name", loc=("metadata", "name"))
+    if name in RESERVED_NAMES:
+        ctx.add("chart.name", f"{name!r} is reserved by Olares", file=MANIFEST, path="metadata.name", loc=("metadata", "name"))
+
+
+def chart_version(ctx: ChartContext) -> None:
+    chart_v = str(ctx.chart.get("version", ""))
+    md = ctx.manifest.get("metadata") if isinstance(ctx.manifest.get("metadata"), dict) else {}
+    meta_v = str(md.get("version", ""))
+    for label, v in (("Chart.yaml version", chart_v), ("metadata.version", meta_v)):
+        try:
+            semver.Version.parse(v)
+        except ValueError:
+            ctx.add("chart.version", f"{label} {v!r} is not a semantic version", file=MANIFEST, path="metadata.version",
+                    loc=("metadata", "version"))
+            return
+    if chart_v != meta_v:
+        ctx.add("chart.version", f"metadata.version {meta_v} differs from Chart.yaml version {chart_v}", file=MANIFEST,
+                path="metadata.version", loc=("metadata", "version"), hint="copy one version into both, or render with olares-pack")
+    app_version, version_name = ctx.chart.get("appVersion"), ctx.spec.get("versionName")
+    if app_version is not None and version_name is not None and str(app_version) != str(version_name):
+        ctx.add("chart.app-version", f"spec.versionName {version_name!r} differs from Chart.yaml appVersion {app_version!r}",
+                file=MANIFEST, path="spec.versionName", loc=("spec", "versionName"))
+
+
+def schema_version(ctx: ChartContext) -> None:
+    if ctx.config_version is None:
+        ctx.add("manifest.schema-version", f"olaresManifest.version {ctx.manifest.get('olaresManifest.version')!r} is not a semantic version",
+                file=MANIFEST, path="olaresManifest.version", loc=("olaresManifest.version",))
+    if ctx.api_version not in ("v1", "v2", "v3"):
+        ctx.add("manifest.schema-version", f"apiVersion {ctx.manifest.get('apiVersion')!r} is not v1, v2 or v3",
+                file=MANIFEST, path="apiVersion", loc=("apiVersion",))
+    if ctx.api_version == "v2":
+        subs = ctx.spec.get("subCharts") or []
+        if not subs:
+            ctx.add("manifest.schema-version", "apiVersion v2 requires spec.subCharts", file=MANIFEST, path="spec.subCharts",
+                    hint="a single-workload app is apiVersion v1 (Olares 1.12.3-1.12.5) or v3 (1.12.6+)")
+        elif not any(isinstance(s, dict) and s.get("shared") for s in subs):
+            ctx.add("manifest.schema-version", "spec.subCharts needs an entry with shared: true", file=MANIFEST, path="spec.subCharts")
+
+
+def metadata(ctx: ChartContext) -> None:
+    md = ctx.manifest.get("metadata")
+    if not isinstance(md, dict):
+        ctx.add("manifest.metadata", "metadata is missing", file=MANIFEST, path="metadata")
+        return
+    for key in ("name", "title", "description", "icon", "version"):
+        if not md.get(key):
+            ctx.add("manifest.metadata", f"metadata.{key} is required", file=MANIFEST, path=f"metadata.{key}", loc=("metadata",))
+    title = str(md.get("title") or "")
+    if title and not 1 <= len(title) <= 30:
+        ctx.add("manifest.metadata", f"metadata.title is {len(title)} characters (1-30)", file=MANIFEST, path="metadata.title",
+                loc=("metadata", "title"))
+    icon = md.get("icon")
+    if icon and not URL_RE.match(str(icon)):
+        ctx.add("manifest.metadata", f"metadata.icon {icon!r} is not an http(s) URL", file=MANIFEST, path="metadata.icon",
+                loc=("metadata", "icon"))
+    if ctx.modern:
+        for key in sorted(set(md) - METADATA_KEYS):
+            ctx.add("manifest.metadata", f"unknown metadata key {key!r} (rejected on 0.12.0)", file=MANIFEST,
+                    path=f"metadata.{key}", loc=("metadata", key))
+
+
+def entrances(ctx: ChartContext) -> None:
+    ents = ctx.manifest.get("entrances")
+    if not isinstance(ents, list) or not 1 <= len(ents) <= 10:
+        n = len(ents) if isinstance(ents, list) else 0
+        ctx.add("manifest.entrances", f"{n} entrances declared (1-10 required)", file=MANIFEST, path="entrances", loc=("entrances",))
+        if not isinstance(ents, list):
+            return
+    seen: set[str] = set()
+    for i, e in enumerate(ents):
+        p = f"entrances[{i}]"
+        if not isinstance(e, dict):
+            ctx.add("manifest.entrances", "an entrance is a mapping", file=MANIFEST, path=p)
+            continue
+        name = str(e.get("name", ""))
+        if not ENTRANCE_NAME.match(name) or len(name) > 63:
+            ctx.add("manifest.entrances", f"name {name!r} must match ^[a-z0-9A-Z-]*$ (at most 63)", file=MANIFEST, path=f"{p}.name", loc=("entrances", i, "name"))
+        if name in seen:
+            ctx.add("manifest.entrances", f"duplicate entrance name {name!r}", file=MANIFEST, path=f"{p}.name", loc=("entrances", i, "name"))
+        seen.add(name)
+        host = str(e.get("host", ""))
+        if not ENTRANCE_HOST.match(host) or len(host) > 63:
+            ctx.add("manifest.entrances", f"host {host!r} must be a Service name (^[a-z]([-a-z0-9]*[a-z0-9])$, at most 63)", file=MANIFEST, path=f"{p}.host", loc=("entrances", i, "host"))
+        port = e.get("port")
+        if not isinstance(port, int) or port <= 0:
+            ctx.add("manifest.entrances", f"port {port!r} must be > 0", file=MANIFEST, path=f"{p}.port", loc=("entrances", i, "port"))
+        title = str(e.get("title") or "")
+        if not 1 <= len(title) <= 30:
+            ctx.add("manifest.entrances", f"title {title!r} must be 1-30 characters", file=MANIFEST, path=f"{p}.title", loc=("entrances", i))
+        if e.get("authLevel", "") not in ("", "public", "private", "internal"):
+            ctx.add("manifest.entrances", f"authLevel {e.get('authLevel')!r} is not one of public, private, internal", file=MANIFEST, path=f"{p}.authLevel", loc=("entrances", i, "authLevel"))
+        if e.get("openMethod", "") not in ("", "default", "iframe", "window"):
+            ctx.add("manifest.entrances", f"openMethod {e.get('openMethod')!r} is not one of default, iframe, window", file=MANIFEST, path=f"{p}.openMethod", loc=("entrances", i, "openMethod"))
+
+
+def _mask_strings(text: str) -> list[str]:
+    """The manifest's lines with every brace inside a YAML string (single- or double-quoted on one
+    line, or a |/> block scalar) blanked, so what remains is template syntax outside any value."""
+    out: list[str] = []
+    block_indent = -1
+    for line in text.split("\n"):
+        body = line.rstrip("\r")
+        indent = len(body) - len(body.lstrip(" "))
+        blank = not body.strip()
+        if block_indent >= 0 and (blank or indent > block_indent):
+            out.append(body.replace("{", " ").replace("}", " "))
+            continue
+        block_indent = -1
+        chars = list(body)
+        quote = ""
+        j = 0
+        while j < len(chars):
+            c = chars[j]
+            if quote == '"':
+                if c == "\\" and j + 1 < len(chars):
+                    if chars[j + 1] in "{}":
+                        chars[j + 1] = " "
+                    j += 2
+                    continue
+                if c == '"':
+                    quote = ""
+                elif c in "{}":
+                    chars[j] = " "
+            elif quote == "'":
+                if c == "'":
+                    if j + 1 < len(chars) and chars[j + 1] == "'":
+                        j += 2
+                        continue
+                    quote = ""
+                elif c in "{}":
+                    chars[j] = " "
+            elif c in "\"'":
+                quote = c
+            elif c == "#":
+                break
+            elif c in "|>" and re.fullmatch(r"[\s+\-0-9]*(#.*)?", body[j + 1:]):
+                block_indent = indent
+            j += 1
+        out.append("".join(chars))
+    return out
+
+
+def static_manifest(ctx: ChartContext) -> None:
+    """0.12.0 manifests are read without rendering: '{{' or '}}' outside a YAML string is a leftover
+    Helm placeholder (framework/oac checkNoTemplateSyntax)."""
+    text = ctx.source.files.get(MANIFEST, "")
+    if not ctx.declared_modern:
+        return
+    for n, line in enumerate(_mask_strings(text), 1):
+        m = re.search(r"\{\{|\}\}", line)
+        if m:
+            ctx.findings.append(make("manifest.static", ctx.label, f"line {n}: {m.group(0)!r} is template syntax outside any "
+                                     "YAML string; a 0.12.0 manifest is not rendered", file=MANIFEST, line=n,
+                                     hint="quote the value or use a |/> block scalar; per-user values belong in templates"))
+
+
+def _check_quantity(ctx: ChartContext, value: Any, path: str, loc: tuple[Any, ...]) -> bool:
+    if str(value).strip() == "-1":  # the installer's auto-compute sentinel
+        return False
+    try:
+        quantity.parse(value)
+        return True
+    except quantity.QuantityError:
+        ctx.add("manifest.resources", f"{path} {value!r} is not a Kubernetes quantity", file=MANIFEST, path=path, loc=loc)
+        return False
+
+
+def _pair(ctx: ChartContext, env: dict[str, Any], req: str, lim: str, prefix: str, loc: tuple[Any, ...]) -> None:
+    if req in env and lim in env and _check_quantity(ctx, env[req], prefix + req, (*loc, req)) and \
+            _check_quantity(ctx, env[lim], prefix + lim, (*loc, lim)):
+        if quantity.parse(env[lim]) < quantity.parse(env[req]):
+            ctx.add("manifest.resources", f"{prefix}{lim} ({env[lim]}) must be >= {prefix}{req} ({env[req]})",
+                    file=MANIFEST, path=prefix + lim, loc=(*loc, lim))
+
+
+def resources(ctx: ChartContext) -> None:
+    spec = ctx.spec
+    accel = ctx.accelerators
+    if accel:
+        for key in FLAT:
+            if spec.get(key) not in (None, ""):
+                ctx.add("manifest.resources", f"spec.{key} must be empty when spec.accelerator is set", file=MANIFEST,
+                        path=f"spec.{key}", loc=("spec", key), hint="pick one: envelopes in spec.accelerator, or the flat fields")
+    if ctx.modern and ctx.api_version != "v2" and accel:
+        key = "accelerator" if "accelerator" in spec else "resources"
+        for i, env in enumerate(accel):
+            prefix, loc = f"spec.{key}[{i}].", ("spec", key, i)
+            mode = env.get("mode")
+            if mode not in MODES:
+                # Newer devices add modes; an unknown one is worth a look, not a refusal.
+                ctx.add("manifest.resources", f"mode {mode!r} is not one this linter knows ({', '.join(sorted(MODES))})",
+                        file=MANIFEST, path=prefix + "mode", loc=(*loc, "mode"), severity="warning")
+                continue
+            for k in ENVELOPE:
+                if env.get(k) in (None, ""):
+                    ctx.add("manifest.resources", f"{prefix}{k} is required for a complete envelope (mode={mode})", file=MANIFEST, path=prefix + k, loc=loc)
+            gpu_keys = [k for pair in GPU_PAIRS for k in pair if env.get(k) not in (None, "")]
+            if mode in GPU_MODES and not any(env.get(r) and env.get(lim) for r, lim in GPU_PAIRS):
+                ctx.add("manifest.resources", f"mode={mode} needs requiredGPUMemory and limitedGPUMemory", file=MANIFEST, path=prefix + "requiredGPUMemory", loc=loc)
+            if mode not in GPU_MODES and gpu_keys:
+                ctx.add("manifest.resources", f"{prefix}{gpu_keys[0]} must be empty for mode={mode}", file=MANIFEST, path=prefix + gpu_keys[0], loc=(*loc, gpu_keys[0]))
+            for req, lim in (("requiredCpu", "limitedCpu"), ("requiredMemory", "limitedMemory"), ("requiredDisk", "limitedDisk"), *GPU_PAIRS):
+                _pair(ctx, env, req, lim, prefix, loc)
+        return
+    if ctx.modern and not accel and not any(spec.get(k) for k in ENVELOPE):
+        ctx.add("manifest.resources", "declare spec.accelerator envelopes or the flat spec.requiredCpu/limitedCpu/... fields", file=MANIFEST, path="spec")
+        return
+    if not ctx.modern:
+        for k in ("requiredCpu", "limitedCpu", "requiredMemory", "limitedMemory", "requiredDisk"):
+            if spec.get(k) in (None, ""):
+                ctx.add("manifest.resources", f"spec.{k} is required below manifest 0.12.0", file=MANIFEST, path=f"spec.{k}", loc=("spec",))
+    for req, lim in (("requiredCpu", "limitedCpu"), ("requiredMemory", "limitedMemory"), ("requiredDisk", "limitedDisk"), ("requiredGpu", "limitedGpu")):
+        _pair(ctx, spec, req, lim, "spec.", ("spec",))
+
+
+def mode_arch(ctx: ChartContext) -> None:
+    arches = ctx.spec.get("supportArch") or []
+    for a in arches:
+        if a not in ("amd64", "arm64"):
+            ctx.add("manifest.mode-arch", f"spec.supportArch entry {a!r} is not amd64 or arm64", file=MANIFEST, path="spec.supportArch", loc=("spec", "supportArch"))
+    if not ctx.modern:
+        return
+    for env in ctx.accelerators:
+        need = MODE_ARCH.get(str(env.get("mode")))
+        if need and need not in arches:
+            ctx.add("manifest.mode-arch", f"mode={env.get('mode')} requires spec.supportArch to contain {need}", file=MANIFEST,
+                    path="spec.supportArch", loc=("spec",))
+
+
+def supported_gpu(ctx: ChartContext) -> None:
+    if ctx.modern and ctx.spec.get("supportedGpu"):
+        ctx.add("manifest.supported-gpu", "spec.supportedGpu must be empty on 0.12.0; declare GPU envelopes in spec.accelerator",
+                file=MANIFEST, path="spec.supportedGpu", loc=("spec", "supportedGpu"))
+
+
+def workload_replicas(ctx: ChartContext) -> None:
+    if ctx.modern and ctx.api_version != "v2" and not ctx.workload_replicas:
+        ctx.add("manifest.workload-replicas", "workloadReplicas is required on 0.12.0 (one entry per Deployment/StatefulSet)",
+                file=MANIFEST, path="workloadReplicas", hint="add workloadReplicas: {<deployment>: 1} and wire replicas to .Values.workloads.<deployment>.replicaCount")
+
+
+def _olares_dep(ctx: ChartContext) -> dict[str, Any] | None:
+    opts = ctx.manifest.get("options") if isinstance(ctx.manifest.get("options"), dict) else {}
+    for d in opts.get("dependencies") or []:
+        if isinstance(d, dict) and d.get("name") == "olares" and d.get("type", "system") == "system":
+            return d
+    return None
+
+
+def admits(constraint: str, version: str) -> bool:
+    """Whether a Masterminds-style constraint ('>=1.12.3-0,<1.12.6', '>=1.12.6-0', '1.12.x || >=1.13')
+    admits an Olares version."""
+    v = targets.parse_os_version(version)
+    for alternative in constraint.split("||"):
+        ok = True
+        for part in re.split(r"[,\s]+(?=[<>=!~^]|\d)", alternative.strip()):
+            part = part.strip().rstrip(",")
+            if not part or part in ("*", "x"):
+                continue
+            m = re.match(r"^(>=|<=|>|<|!=|=|==|~|\^)?\s*v?([0-9xX*][^\s,]*)$", part)
+            if not m:
+                raise InputError(f"cannot read the version constraint {constraint!r}")
+            op, ref = m.group(1) or "=", m.group(2)
+            if "x" in ref.lower() or "*" in ref:
+                prefix = [p for p in re.split(r"[.]", ref) if p not in ("x", "X", "*")]
+                ok = ok and [str(v.major), str(v.minor), str(v.patch)][: len(prefix)] == prefix
+                continue
+            r = targets.parse_os_version(ref)
+            c = v.compare(r)
+            ok = ok and {">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0, "!=": c != 0, "=": c == 0, "==": c == 0,
+                         "~": c >= 0 and v.major == r.major and v.minor == r.minor,
+                         "^": c >= 0 and v.major == r.major}[op]
+        if ok:
+            return True
+    return False
+
+
+# Versions just outside each window, as the installer samples them.
+WINDOW_PROBES = {
+    "v3": ({"1.12.6", "1.12.7", "1.13.0"}, {"1.12.5", "1.12.5-20260501", "1.12.3", "1.11.0"}),
+    "pre-v3": ({"1.12.3", "1.12.5"}, {"1.12.6-0", "1.12.6", "1.13.0", "1.12.2", "1.11.0"}),
+}
+
+
+def olares_dependency(ctx: ChartContext) -> None:
+    dep = _olares_dep(ctx)
+    if dep is None:
+        if ctx.modern:
+            ctx.add("manifest.olares-dependency", "options.dependencies needs {name: olares, type: system, version: ...}",
+                    file=MANIFEST, path="options.dependencies", hint="'>=1.12.6-0' for apiVersion v3")
+        return
+    constraint = str(dep.get("version") or "")
+    window = "v3" if ctx.api_version == "v3" else "pre-v3"
+    expected = ">=1.12.6-0" if window == "v3" else ">=1.12.3-0,<1.12.6"
+    try:
+        must, must_not = WINDOW_PROBES[window]
+        wrong = sorted(v for v in must_not if admits(constraint, v)) if ctx.modern else []
+        missing = sorted(v for v in must if not admits(constraint, v)) if ctx.modern else []
+    except InputError as exc:
+        ctx.add("manifest.olares-dependency", str(exc), file=MANIFEST, path="options.dependencies")
+        return
+    if wrong or missing:
+        detail = f"admits {', '.join(wrong)}" if wrong else f"excludes {', '.join(missing)}"
+        ctx.add("manifest.olares-dependency", f"olares dependency {constraint!r} {detail}; apiVersion {ctx.api_version} "
+                f"requires {expected!r}", file=MANIFEST, path="options.dependencies", hint=f"version: '{expected}'")
+    target = ctx.options.olares_version
+    if target:
+        try:
+            ok = admits(constraint, target)
+        except InputError:
+            return
+        if not ok:
+            gen = f"{ctx.manifest.get('olaresManifest.version')}/{ctx.api_version}"
+            hint = ("v1/v2 manifests are pinned to >=1.12.3-0,<1.12.6: render the current target (0.12.0/v3)"
+                    if ctx.api_version in ("v1", "v2") else "")
+            ctx.add("manifest.os-window", f"Olares {target} is outside this chart's olares dependency {constraint!r} "
+                    f"(manifest {gen}): the device refuses to install it", file=MANIFEST, path="options.dependencies", hint=hint)
+
+
+def provider(ctx: ChartContext) -> None:
+    if not ctx.modern:
+        return
+    if ctx.manifest.get("provider"):
+        ctx.add("manifest.provider", "top-level provider must be empty on 0.12.0", file=MANIFEST, path="provider", loc=("provider",))
+    perm = ctx.manifest.get("permission")
+    if isinstance(perm, dict) and perm.get("provider"):
+        ctx.add("manifest.provider", "permission.provider must be empty on 0.12.0", file=MANIFEST, path="permission.provider",
+                loc=("permission", "provider"))
+
+
+def olares_user(ctx: ChartContext) -> None:
+    if not ctx.modern:
+        return
+    for i, e in enumerate(ctx.manifest.get("envs") or []):
+        if isinstance(e, dict) and str(e.get("envName", "")).startswith("OLARES_USER"):
+            ctx.add("manifest.olares-user", f"envs[{i}].envName {e.get('envName')!r} starts with OLARES_USER", file=MANIFEST,
+                    path=f"envs[{i}].envName", loc=("envs", i, "envName"),
+                    hint="declare an app-local name with valueFrom: {envName: OLARES_SYSTEM_...}")
+    for path, text in sorted(ctx.source.files.items()):
+        if (path.startswith("templates/") or path == "values.yaml") and "OLARES_USER" in text:
+            line = next(i for i, t in enumerate(text.splitlines(), 1) if "OLARES_USER" in t)
+            ctx.add("manifest.olares-user", f"the string OLARES_USER appears on line {line}", file=path,
+                    hint="0.12.0 charts read system values through envs[].valueFrom and .Values.olaresEnv.<local name>")
+
+
+def api_timeout(ctx: ChartContext) -> None:
+    from .engine_rules import engine_containers
+
+    if not ctx.renders or not engine_containers(ctx.renders[0].objects):
+        return
+    opts = ctx.manifest.get("options") if isinstance(ctx.manifest.get("options"), dict) else {}
+    if opts.get("apiTimeout") != 0:
+        ctx.add("manifest.api-timeout", f"options.apiTimeout is {opts.get('apiTimeout', 'unset (15 s)')}: long generations are cut",
+                file=MANIFEST, path="options.apiTimeout", hint="apiTimeout: 0 for streaming LLM APIs")
+
+
+I18N_KEYS = {"metadata": {"title", "description"}, "spec": {"fullDescription", "upgradeDescription"}}
+
+
+def i18n(ctx: ChartContext) -> None:
+    import yaml
+
+    locales = ctx.spec.get("locale") or []
+    for path, text in sorted(ctx.source.files.items()):
+        m = re.match(r"^i18n/([^/]+)/OlaresManifest\.yaml$", path)
+        if not m:
+            continue
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            ctx.add("manifest.i18n", f"not valid YAML: {str(exc).splitlines()[0]}", file=path)
+            continue
+        if not isinstance(data, dict):
+            ctx.add("manifest.i18n", "not a mapping", file=path)
+            continue
+        for section, value in data.items():
+            allowed = I18N_KEYS.get(section)
+            if allowed is None or not isinstance(value, dict):
+                ctx.add("manifest.i18n", f"unexpected section {section!r}", file=path, severity="info")
+                continue
+            for key in sorted(set(value) - allowed):
+                ctx.add("manifest.i18n", f"{section}.{key} is not a translatable text", file=path, severity="info")
+        if locales and m.group(1) not in locales:
+            ctx.add("manifest.i18n", f"locale {m.group(1)} has an i18n file but is not in spec.locale", file=path, severity="info")
+
+
+RULES: list[Rule] = [chart_name, chart_version, schema_version, metadata, entrances, resources,
+                     mode_arch, supported_gpu, workload_replicas, olares_dependency, provider, olares_user, i18n]
+POST_RENDER: list[Rule] = [api_timeout]

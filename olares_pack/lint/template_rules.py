@@ -1,0 +1,238 @@
+"""Rules on the rendered objects, checked on every installer render (owner == admin and
+owner != admin, each compute mode), plus the Kubernetes schemas."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+from .. import kube, quantity
+from .context import ChartContext, Render
+
+Rule = Callable[[ChartContext], None]
+WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume", "StorageClass",
+                  "CustomResourceDefinition", "PriorityClass", "MutatingWebhookConfiguration",
+                  "ValidatingWebhookConfiguration", "IngressClass", "RuntimeClass"}
+USERSPACE = ("appData", "appCache", "userData", "appCommon")
+
+
+def obj_name(o: dict[str, Any]) -> str:
+    return f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}"
+
+
+def pod_spec(o: dict[str, Any]) -> dict[str, Any] | None:
+    kind = o.get("kind")
+    spec = o.get("spec") or {}
+    if kind in ("Deployment", "StatefulSet", "DaemonSet", "Job"):
+        return ((spec.get("template") or {}).get("spec")) or None
+    if kind == "CronJob":
+        return (((spec.get("jobTemplate") or {}).get("spec") or {}).get("template") or {}).get("spec")
+    if kind == "Pod":
+        return spec
+    return None
+
+
+def containers(o: dict[str, Any], *, init: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+    ps = pod_spec(o) or {}
+    keys = ("containers", "initContainers") if init else ("containers",)
+    for key in keys:
+        for c in ps.get(key) or []:
+            if isinstance(c, dict):
+                yield key, c
+
+
+def _describe(r: Render) -> str:
+    who = "owner == admin" if r.owner == r.admin else "owner != admin"
+    return f"{who}, GPU.Type={r.mode}"
+
+
+def schemas(ctx: ChartContext) -> None:
+    seen: set[str] = set()
+    for r in ctx.renders:
+        for o in r.objects:
+            found = kube.check(o, ctx.options.kube_version)
+            if found is None or f"{obj_name(o)}: {found[1]}" in seen:
+                continue
+            seen.add(f"{obj_name(o)}: {found[1]}")
+            ctx.add("kube.schema", found[1], path=obj_name(o), severity=found[0],  # type: ignore[arg-type]
+                    hint=f"Kubernetes {ctx.options.kube_version} schema")
+
+
+def namespace(ctx: ChartContext) -> None:
+    for r in ctx.renders:
+        ns = f"{ctx.name or ctx.source.folder}-{r.owner}"
+        for o in r.objects:
+            if o.get("kind") in CLUSTER_SCOPED:
+                continue
+            got = (o.get("metadata") or {}).get("namespace")
+            if got != ns:
+                ctx.add("template.namespace", f"namespace is {got!r}, not the release namespace ({_describe(r)})",
+                        path=obj_name(o), hint='namespace: "{{ .Release.Namespace }}"')
+        return  # one render is enough: the namespace does not depend on the values
+
+
+def app_workload(ctx: ChartContext) -> None:
+    r = ctx.primary_render()
+    if r is None or not ctx.name or ctx.manifest_type != "app":
+        return
+    if not any(o.get("kind") in ("Deployment", "StatefulSet") and (o.get("metadata") or {}).get("name") == ctx.name for o in r.objects):
+        ctx.add("template.app-workload", f"no Deployment or StatefulSet named {ctx.name!r}",
+                hint="name the main workload after the app (metadata.name)")
+
+
+def hostpath_recreate(ctx: ChartContext) -> None:
+    r = ctx.primary_render()
+    if r is None:
+        return
+    for o in r.objects:
+        if o.get("kind") != "Deployment":
+            continue
+        vols = (pod_spec(o) or {}).get("volumes") or []
+        if any(isinstance(v, dict) and "hostPath" in v for v in vols):
+            strategy = ((o.get("spec") or {}).get("strategy") or {}).get("type")
+            if strategy != "Recreate":
+                ctx.add("template.hostpath-recreate", f"hostPath volumes with strategy {strategy or 'RollingUpdate (default)'}",
+                        path=obj_name(o), hint="strategy: {type: Recreate}")
+
+
+def _q(v: Any) -> Decimal | None:
+    try:
+        return quantity.parse(v)
+    except (quantity.QuantityError, TypeError):
+        return None
+
+
+def installer_checks_resources(ctx: ChartContext) -> bool:
+    """The installer checks container resources against flat fields below 0.12.0, and against
+    spec.accelerator envelopes from 0.12.0 on; a 0.12.0 chart with flat fields (or apiVersion v2)
+    skips the check (framework/oac checkResourceLimits)."""
+    if ctx.api_version == "v2":
+        return False
+    return not ctx.modern or bool(ctx.accelerators)
+
+
+def container_resources(ctx: ChartContext) -> None:
+    """The installer checks the primary containers of Deployments and StatefulSets."""
+    severity = None if installer_checks_resources(ctx) else "warning"
+    seen: set[tuple[str, str]] = set()
+    for r in ctx.renders:
+        for o in r.objects:
+            if o.get("kind") not in ("Deployment", "StatefulSet"):
+                continue
+            for key, c in containers(o, init=False):
+                res = c.get("resources") or {}
+                where = f"{obj_name(o)}: {key}[{c.get('name')}]"
+                for res_key in ("cpu", "memory"):
+                    for section in ("requests", "limits"):
+                        if (res.get(section) or {}).get(res_key) in (None, ""):
+                            msg = f"no {section}.{res_key}"
+                            if (where, msg) not in seen:
+                                seen.add((where, msg))
+                                ctx.add("template.resources", msg, path=where, severity=severity,
+                                        hint="every container sets cpu and memory requests and limits")
+                    req, lim = _q((res.get("requests") or {}).get(res_key)), _q((res.get("limits") or {}).get(res_key))
+                    if req is not None and lim is not None and req > lim:
+                        msg = f"requests.{res_key} {res['requests'][res_key]} > limits.{res_key} {res['limits'][res_key]}"
+                        if (where, msg) not in seen:
+                            seen.add((where, msg))
+                            ctx.add("template.resources", msg, path=where, severity=severity)
+
+
+def envelope(ctx: ChartContext) -> None:
+    """The primary containers' sums (init containers excluded, as the installer sums them) fit
+    the envelope of the mode the chart was rendered with."""
+    if not installer_checks_resources(ctx):
+        return
+    pairs = {"requiredCpu": ("requests", "cpu"), "limitedCpu": ("limits", "cpu"),
+             "requiredMemory": ("requests", "memory"), "limitedMemory": ("limits", "memory")}
+    for r in ctx.renders:
+        if r.owner != r.admin:
+            continue
+        env = ctx.envelope(r.mode)
+        for key, (section, res_key) in pairs.items():
+            limit = _q(env.get(key))
+            if limit is None:
+                continue
+            total = sum((_q(((c.get("resources") or {}).get(section) or {}).get(res_key)) or Decimal(0))
+                        for o in r.objects if o.get("kind") in ("Deployment", "StatefulSet")
+                        for _, c in containers(o, init=False))
+            if total > limit:
+                ctx.add("template.envelope", f"containers' {section}.{res_key} add up to {quantity.cores_string(total) if res_key == 'cpu' else int(total)}"
+                        f"{'' if res_key == 'cpu' else ' bytes'}, above {key} {env.get(key)} (GPU.Type={r.mode})",
+                        file="OlaresManifest.yaml", path=key, hint="raise the envelope or lower the containers")
+
+
+def userspace_permission(ctx: ChartContext) -> None:
+    text = "\n".join(ctx.templates_text().values())
+    perm = ctx.manifest.get("permission") if isinstance(ctx.manifest.get("permission"), dict) else {}
+    for key in USERSPACE:
+        used = f".Values.userspace.{key}" in text
+        granted = bool(perm.get(key))
+        if used and not granted:
+            ctx.add("template.userspace-permission", f"templates use .Values.userspace.{key} without permission.{key}",
+                    file="OlaresManifest.yaml", path=f"permission.{key}", hint=f"permission: {{{key}: true}}")
+        elif granted and not used:
+            ctx.add("template.userspace-permission", f"permission.{key} is granted but no template uses .Values.userspace.{key}",
+                    file="OlaresManifest.yaml", path=f"permission.{key}", severity="info")
+
+
+def workload_replicas(ctx: ChartContext) -> None:
+    r = ctx.primary_render()
+    if r is None or not ctx.workload_replicas or ctx.manifest_type != "app":
+        return
+    names = {(o.get("metadata") or {}).get("name") for o in r.objects if o.get("kind") in ("Deployment", "StatefulSet")}
+    for n in sorted(x for x in names if x not in ctx.workload_replicas):
+        ctx.add("template.workload-replicas", f"workloadReplicas has no entry for workload {n!r}", file="OlaresManifest.yaml", path="workloadReplicas")
+    for n in sorted(str(k) for k in ctx.workload_replicas if k not in names):
+        ctx.add("template.workload-replicas", f"workloadReplicas entry {n!r} matches no rendered Deployment/StatefulSet",
+                file="OlaresManifest.yaml", path="workloadReplicas")
+
+
+def replicas_wiring(ctx: ChartContext) -> None:
+    if not ctx.modern or ctx.zero_replicas is None or not ctx.workload_replicas:
+        return
+    for o in ctx.zero_replicas:
+        if o.get("kind") not in ("Deployment", "StatefulSet"):
+            continue
+        got = (o.get("spec") or {}).get("replicas")
+        if got != 0:
+            name = (o.get("metadata") or {}).get("name")
+            ctx.add("template.replicas-wiring", f"spec.replicas rendered as {got if got is not None else 'unset (1)'} with "
+                    f"workloads.{name}.replicaCount = 0: the app cannot be stopped", path=obj_name(o),
+                    hint=f"replicas: {{{{ .Values.workloads.{name}.replicaCount }}}} (no default filter)")
+
+
+def gpu_memory(ctx: ChartContext) -> None:
+    for r in ctx.renders:
+        if r.owner != r.admin:
+            continue
+        for o in r.objects:
+            for key, c in containers(o):
+                res = c.get("resources") or {}
+                req = (res.get("requests") or {}).get("nvidia.com/gpumem")
+                lim = (res.get("limits") or {}).get("nvidia.com/gpumem")
+                where = f"{obj_name(o)}: {key}[{c.get('name')}]"
+                for label, v in (("requests", req), ("limits", lim)):
+                    if v is not None and not (isinstance(v, int) or (isinstance(v, str) and v.isdigit())):
+                        ctx.add("template.gpu-memory", f"{label}.nvidia.com/gpumem is {v!r}: a Mi/Gi suffix is misread (GPU.Type={r.mode})",
+                                path=where, hint="a bare integer of MiB, e.g. 23552")
+                if (req is None) != (lim is None) or (req is not None and str(req) != str(lim)):
+                    ctx.add("template.gpu-memory", f"nvidia.com/gpumem differs between requests ({req}) and limits ({lim})", path=where,
+                            hint="the same value in requests and limits")
+                if "nvidia.com/gpu" in (res.get("limits") or {}) or "nvidia.com/gpu" in (res.get("requests") or {}):
+                    ctx.add("template.gpu-memory", "nvidia.com/gpu requests a whole GPU, which Olares 1.12 grants as a 16 GB default",
+                            path=where, severity="warning", hint="request nvidia.com/gpumem: <MiB> instead")
+        break
+
+
+def runtime_class(ctx: ChartContext) -> None:
+    r = ctx.primary_render()
+    for o in (r.objects if r else []):
+        if (pod_spec(o) or {}).get("runtimeClassName"):
+            ctx.add("template.runtime-class", "runtimeClassName is set; the platform injects it for GPU workloads", path=obj_name(o))
+
+
+RULES: list[Rule] = [schemas, namespace, app_workload, hostpath_recreate, container_resources, envelope,
+                     userspace_permission, workload_replicas, replicas_wiring, gpu_memory, runtime_class]

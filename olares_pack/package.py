@@ -1,0 +1,77 @@
+"""Byte-reproducible chart archives: `<name>-<version>.tgz` with every member under `<name>/`.
+
+The same files give the same bytes on every run and machine: members sorted by path, fixed
+mtime, owner and mode, no directory entries, and a gzip header without a timestamp or file name.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import tarfile
+
+MTIME = 0  # the archive says nothing about when it was built
+FILE_MODE = 0o644
+
+
+def archive_name(name: str, version: str) -> str:
+    return f"{name}-{version}.tgz"
+
+
+def build_archive(name: str, files: dict[str, str]) -> bytes:
+    """The .tgz bytes of a chart given as relative path -> text."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for rel in sorted(files):
+            data = files[rel].encode("utf-8")
+            info = tarfile.TarInfo(f"{name}/{rel}")
+            info.size = len(data)
+            info.mtime = MTIME
+            info.mode = FILE_MODE
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.type = tarfile.REGTYPE
+            tar.addfile(info, io.BytesIO(data))
+    out = io.BytesIO()
+    # filename="" and mtime=0 keep the gzip header free of the machine's path and the clock.
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
+        gz.write(raw.getvalue())
+    return out.getvalue()
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_archive(data: bytes) -> tuple[str, dict[str, str]]:
+    """(chart name, relative path -> text) of a chart archive; every member under one folder."""
+    name, files, binary = read_archive_split(data)
+    if binary:
+        raise ValueError(f"{sorted(binary)[0]} is not UTF-8 text")
+    return name, files
+
+
+def read_archive_split(data: bytes) -> tuple[str, dict[str, str], dict[str, bytes]]:
+    """(chart name, text members, binary members) of a chart archive, paths relative to its folder."""
+    files: dict[str, str] = {}
+    binary: dict[str, bytes] = {}
+    names: set[str] = set()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            if not member.isfile():
+                continue
+            top, _, rel = member.name.partition("/")
+            if not rel or rel.startswith("/") or ".." in rel.split("/"):
+                raise ValueError(f"archive member {member.name!r} is not under a chart folder")
+            names.add(top)
+            f = tar.extractfile(member)
+            assert f is not None
+            raw = f.read()
+            try:
+                files[rel] = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                binary[rel] = raw
+    if len(names) != 1:
+        raise ValueError(f"archive holds {len(names)} top-level folders, expected one")
+    return names.pop(), dict(sorted(files.items())), binary
