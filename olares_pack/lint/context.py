@@ -37,6 +37,10 @@ class Render:
     admin: str
     mode: str | None
     objects: list[dict[str, Any]]
+    files: dict[int, str] = field(default_factory=dict)  # id(object) -> template it came from
+
+    def file_of(self, obj: dict[str, Any]) -> str:
+        return self.files.get(id(obj), "")
 
 
 @dataclass
@@ -133,6 +137,12 @@ class ChartContext:
 
     def primary_render(self) -> Render | None:
         return self.renders[0] if self.renders else None
+
+    def file_of(self, obj: dict[str, Any]) -> str:
+        for r in self.renders:
+            if id(obj) in r.files:
+                return r.files[id(obj)]
+        return ""
 
 
 def _render_templated_manifest(source: ChartSource, text: str) -> str:
@@ -231,12 +241,14 @@ def run_helm(ctx: ChartContext) -> None:
                 for mode in ctx.modes:
                     try:
                         out = chart.render(values=ctx.values(owner, admin, mode), name=name, namespace=f"{name}-{owner}")
-                        objs = [o for _, o in helm.objects(out) if isinstance(o, dict)]
+                        pairs = [(p, o) for p, o in helm.objects(out) if isinstance(o, dict)]
                     except (helm_python.HelmError, yaml.YAMLError) as exc:
                         who = "owner == admin" if owner == admin else "owner != admin"
                         ctx.add("helm.render", f"render fails ({who}, GPU.Type={mode}): {_short(str(exc))}")
                         continue
-                    ctx.renders.append(Render(owner, admin, mode, objs))
+                    # Helm names templates '<chart>/templates/x.yaml'; findings use the chart-relative path.
+                    files = {id(o): p.split("/", 1)[1] if "/" in p else p for p, o in pairs}
+                    ctx.renders.append(Render(owner, admin, mode, [o for _, o in pairs], files))
             ctx.zero_replicas = _render_zero(ctx, chart, name)
 
 

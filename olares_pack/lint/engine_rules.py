@@ -46,6 +46,10 @@ def _build_for(ctx: ChartContext, inv: Invocation) -> tuple[str | None, str]:
     return None, "unknown"
 
 
+def _file_of_workload(ctx: ChartContext, objects: list[dict[str, Any]], workload: str) -> str:
+    return next((ctx.file_of(o) for o in objects if obj_name(o) == workload), "")
+
+
 def _hint_for_value(flag: str, value: str, reg: registry.Registry) -> str:
     for ev in registry.history(reg.engine):
         if ev.kind == "rename-value" and ev.flag == flag and ev.old == value:
@@ -71,38 +75,39 @@ def llama_flags(ctx: ChartContext) -> None:
         if inv.kind != "llamacpp":
             continue
         where = f"{inv.workload}: containers[{inv.container}]"
+        file = _file_of_workload(ctx, r.objects, inv.workload)
         key, how = _build_for(ctx, inv)
         try:
             reg = registry.load("llamacpp", key)
         except InputError as exc:
-            ctx.add("engine.build", str(exc), path=where, severity="warning")
+            ctx.add("engine.build", str(exc), path=where, file=file, severity="warning")
             reg = registry.load("llamacpp")
         if key is None:
             ctx.add("engine.build", f"engine build unknown: checked against llama.cpp {reg.build}, the newest known",
-                    path=where, hint="olares-pack apps: set engine.build; hand-written charts: --engine-build")
+                    path=where, file=file, hint="olares-pack apps: set engine.build; hand-written charts: --engine-build")
         args = normalize_llama(inv.argv, reg, inv.env)
         for name in args.unknown:
             ctx.add("engine.flag", f"llama.cpp {reg.build} does not accept {name}: llama-server exits at start",
-                    path=where, hint=_hint_for_flag(name, reg))
+                    path=where, file=file, hint=_hint_for_flag(name, reg))
         for arg in args.args.values():
             spec = reg.lookup(arg.flag) or reg.lookup(arg.spelled.split()[0].split("=")[0])
             if spec is None:
                 continue
             if spec.removed:
                 ctx.add("engine.flag", f"{arg.spelled.split()[0]} was removed before llama.cpp {reg.build}: llama-server exits at start",
-                        path=where, hint=f"use {spec.replacement}" if spec.replacement else _hint_for_flag(arg.spelled.split()[0], reg))
+                        path=where, file=file, hint=f"use {spec.replacement}" if spec.replacement else _hint_for_flag(arg.spelled.split()[0], reg))
                 continue
             if spec.choices and spec.takes_value and not spec.optional_value:
                 parts = arg.value.split(",") if arg.flag == "--spec-type" else [arg.value]
                 for part in parts:
                     if part not in spec.choices:
                         ctx.add("engine.value", f"{arg.flag} {part}: llama.cpp {reg.build} accepts {', '.join(spec.choices)}",
-                                path=where, hint=_hint_for_value(arg.flag, part, reg))
+                                path=where, file=file, hint=_hint_for_value(arg.flag, part, reg))
         for flag, label in (("--host", "--host (default 127.0.0.1: unreachable from the Service)"),
                             ("--port", "--port (the default moved between builds)"),
                             ("--parallel", "-np/--parallel (default auto = 4 slots, each with its own state)")):
             if flag not in args.args:
-                ctx.add("engine.defaults", f"{label} is left to its default", path=where, hint=f"set {flag} explicitly")
+                ctx.add("engine.defaults", f"{label} is left to its default", path=where, file=file, hint=f"set {flag} explicitly")
         port = args.args.get("--port")
         _ports_agree(ctx, inv, int(port.value) if port and port.value.isdigit() else None, r.objects)
 
@@ -118,7 +123,8 @@ def vllm_flags(ctx: ChartContext) -> None:
         where = f"{inv.workload}: containers[{inv.container}]"
         for flag in ("--host", "--port"):
             if flag not in args.args:
-                ctx.add("engine.defaults", f"{flag} is left to its default", path=where, hint=f"set {flag} explicitly")
+                ctx.add("engine.defaults", f"{flag} is left to its default", path=where, file=_file_of_workload(ctx, r.objects, inv.workload),
+                        hint=f"set {flag} explicitly")
         port = args.args.get("--port")
         _ports_agree(ctx, inv, int(port.value) if port and port.value.isdigit() else 8000, r.objects)
 
@@ -128,7 +134,8 @@ def _ports_agree(ctx: ChartContext, inv: Invocation, listen: int | None, objects
     if listen is None:
         return
     if inv.ports and listen not in inv.ports:
-        ctx.add("engine.port", f"the engine listens on {listen} but the container declares ports {inv.ports}", path=where)
+        ctx.add("engine.port", f"the engine listens on {listen} but the container declares ports {inv.ports}", path=where,
+                file=_file_of_workload(ctx, objects, inv.workload))
     workload = next((o for o in objects if obj_name(o) == inv.workload), None)
     labels = (((((workload or {}).get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")) or {}
     services = [o for o in objects if o.get("kind") == "Service" and (o.get("spec") or {}).get("selector")
@@ -141,7 +148,7 @@ def _ports_agree(ctx: ChartContext, inv: Invocation, listen: int | None, objects
             target = port_names.get(target, target) if isinstance(target, str) else target
             if target != listen:
                 ctx.add("engine.port", f"{obj_name(svc)} port {p.get('port')} targets {target}, the engine listens on {listen}",
-                        path=obj_name(svc))
+                        path=obj_name(svc), file=ctx.file_of(svc))
     svc_ports = {(svc.get("metadata") or {}).get("name"): {p.get("port") for p in (svc.get("spec") or {}).get("ports") or []}
                  for svc in services}
     for i, e in enumerate(ctx.manifest.get("entrances") or []):
@@ -158,7 +165,7 @@ def images(ctx: ChartContext) -> None:
             image = str(c.get("image", ""))
             if image and "@sha256:" not in image and image not in seen:
                 seen.add(image)
-                ctx.add("image.unpinned", f"{image} is not pinned by digest", path=f"{obj_name(o)}: {key}[{c.get('name')}]",
+                ctx.add("image.unpinned", f"{image} is not pinned by digest", path=f"{obj_name(o)}: {key}[{c.get('name')}]", file=ctx.file_of(o),
                         severity="error" if ctx.options.strict else None, hint="repository:tag@sha256:<digest>")
 
 
@@ -169,24 +176,26 @@ def plaintext_secrets(ctx: ChartContext) -> None:
         if o.get("kind") == "ConfigMap":
             for k, v in sorted((o.get("data") or {}).items()):
                 if _looks_secret(str(k), v):
-                    ctx.add("secret.plaintext", f"ConfigMap key {k!r} holds a secret in plain text", path=obj_name(o),
+                    ctx.add("secret.plaintext", f"ConfigMap key {k!r} holds a secret in plain text", path=obj_name(o), file=ctx.file_of(o),
                             hint="put it in a Secret and reference it with secretKeyRef")
         for key, c in containers(o):
             where = f"{obj_name(o)}: {key}[{c.get('name')}]"
             for e in c.get("env") or []:
                 name, value = str(e.get("name", "")), e.get("value")
                 if _looks_secret(name, value):
-                    ctx.add("secret.plaintext", f"env {name} is a literal value", path=where,
+                    ctx.add("secret.plaintext", f"env {name} is a literal value", path=where, file=ctx.file_of(o),
                             hint="valueFrom: {secretKeyRef: ...}")
             words = [str(x) for x in (c.get("command") or []) + (c.get("args") or [])]
             for i, w in enumerate(words):
                 for flag in ("--api-key", "--hf-token", "--token"):
                     if w.startswith(flag + "=") and "$(" not in w:
-                        ctx.add("secret.plaintext", f"{flag} is given literally in the arguments", path=where, hint="pass it through a Secret-backed env var")
+                        ctx.add("secret.plaintext", f"{flag} is given literally in the arguments", path=where, file=ctx.file_of(o),
+                                hint="pass it through a Secret-backed env var")
                     elif w == flag and i + 1 < len(words) and "$(" not in words[i + 1] and not words[i + 1].startswith("$"):
-                        ctx.add("secret.plaintext", f"{flag} is given literally in the arguments", path=where, hint="pass it through a Secret-backed env var")
+                        ctx.add("secret.plaintext", f"{flag} is given literally in the arguments", path=where, file=ctx.file_of(o),
+                                hint="pass it through a Secret-backed env var")
                 if re.search(r"(--api-key|--hf-token)[ =]['\"]?[A-Za-z0-9_\-]{16,}", w) and " " in w:
-                    ctx.add("secret.plaintext", "a key or token is written into a shell command", path=where)
+                    ctx.add("secret.plaintext", "a key or token is written into a shell command", path=where, file=ctx.file_of(o))
 
 
 RULES: list[Rule] = [llama_flags, vllm_flags, images, plaintext_secrets]

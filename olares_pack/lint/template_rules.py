@@ -56,7 +56,7 @@ def schemas(ctx: ChartContext) -> None:
             if found is None or f"{obj_name(o)}: {found[1]}" in seen:
                 continue
             seen.add(f"{obj_name(o)}: {found[1]}")
-            ctx.add("kube.schema", found[1], path=obj_name(o), severity=found[0],  # type: ignore[arg-type]
+            ctx.add("kube.schema", found[1], path=obj_name(o), file=ctx.file_of(o), severity=found[0],  # type: ignore[arg-type]
                     hint=f"Kubernetes {ctx.options.kube_version} schema")
 
 
@@ -69,7 +69,7 @@ def namespace(ctx: ChartContext) -> None:
             got = (o.get("metadata") or {}).get("namespace")
             if got != ns:
                 ctx.add("template.namespace", f"namespace is {got!r}, not the release namespace ({_describe(r)})",
-                        path=obj_name(o), hint='namespace: "{{ .Release.Namespace }}"')
+                        path=obj_name(o), file=ctx.file_of(o), hint='namespace: "{{ .Release.Namespace }}"')
         return  # one render is enough: the namespace does not depend on the values
 
 
@@ -94,7 +94,7 @@ def hostpath_recreate(ctx: ChartContext) -> None:
             strategy = ((o.get("spec") or {}).get("strategy") or {}).get("type")
             if strategy != "Recreate":
                 ctx.add("template.hostpath-recreate", f"hostPath volumes with strategy {strategy or 'RollingUpdate (default)'}",
-                        path=obj_name(o), hint="strategy: {type: Recreate}")
+                        path=obj_name(o), file=ctx.file_of(o), hint="strategy: {type: Recreate}")
 
 
 def _q(v: Any) -> Decimal | None:
@@ -130,14 +130,14 @@ def container_resources(ctx: ChartContext) -> None:
                             msg = f"no {section}.{res_key}"
                             if (where, msg) not in seen:
                                 seen.add((where, msg))
-                                ctx.add("template.resources", msg, path=where, severity=severity,
+                                ctx.add("template.resources", msg, path=where, severity=severity, file=ctx.file_of(o),
                                         hint="every container sets cpu and memory requests and limits")
                     req, lim = _q((res.get("requests") or {}).get(res_key)), _q((res.get("limits") or {}).get(res_key))
                     if req is not None and lim is not None and req > lim:
                         msg = f"requests.{res_key} {res['requests'][res_key]} > limits.{res_key} {res['limits'][res_key]}"
                         if (where, msg) not in seen:
                             seen.add((where, msg))
-                            ctx.add("template.resources", msg, path=where, severity=severity)
+                            ctx.add("template.resources", msg, path=where, severity=severity, file=ctx.file_of(o))
 
 
 def envelope(ctx: ChartContext) -> None:
@@ -190,6 +190,15 @@ def workload_replicas(ctx: ChartContext) -> None:
                 file="OlaresManifest.yaml", path="workloadReplicas")
 
 
+def _template_of(ctx: ChartContext, o: dict[str, Any]) -> str:
+    """The template of the same-named object in the regular render (the zero render has no map)."""
+    r = ctx.primary_render()
+    for other in (r.objects if r else []):
+        if obj_name(other) == obj_name(o):
+            return ctx.file_of(other)
+    return ""
+
+
 def replicas_wiring(ctx: ChartContext) -> None:
     if not ctx.modern or ctx.zero_replicas is None or not ctx.workload_replicas:
         return
@@ -200,7 +209,7 @@ def replicas_wiring(ctx: ChartContext) -> None:
         if got != 0:
             name = (o.get("metadata") or {}).get("name")
             ctx.add("template.replicas-wiring", f"spec.replicas rendered as {got if got is not None else 'unset (1)'} with "
-                    f"workloads.{name}.replicaCount = 0: the app cannot be stopped", path=obj_name(o),
+                    f"workloads.{name}.replicaCount = 0: the app cannot be stopped", path=obj_name(o), file=_template_of(ctx, o),
                     hint=f"replicas: {{{{ .Values.workloads.{name}.replicaCount }}}} (no default filter)")
 
 
@@ -217,13 +226,13 @@ def gpu_memory(ctx: ChartContext) -> None:
                 for label, v in (("requests", req), ("limits", lim)):
                     if v is not None and not (isinstance(v, int) or (isinstance(v, str) and v.isdigit())):
                         ctx.add("template.gpu-memory", f"{label}.nvidia.com/gpumem is {v!r}: a Mi/Gi suffix is misread (GPU.Type={r.mode})",
-                                path=where, hint="a bare integer of MiB, e.g. 23552")
+                                path=where, file=ctx.file_of(o), hint="a bare integer of MiB, e.g. 23552")
                 if (req is None) != (lim is None) or (req is not None and str(req) != str(lim)):
-                    ctx.add("template.gpu-memory", f"nvidia.com/gpumem differs between requests ({req}) and limits ({lim})", path=where,
+                    ctx.add("template.gpu-memory", f"nvidia.com/gpumem differs between requests ({req}) and limits ({lim})", path=where, file=ctx.file_of(o),
                             hint="the same value in requests and limits")
                 if "nvidia.com/gpu" in (res.get("limits") or {}) or "nvidia.com/gpu" in (res.get("requests") or {}):
                     ctx.add("template.gpu-memory", "nvidia.com/gpu requests a whole GPU, which Olares 1.12 grants as a 16 GB default",
-                            path=where, severity="warning", hint="request nvidia.com/gpumem: <MiB> instead")
+                            path=where, file=ctx.file_of(o), severity="warning", hint="request nvidia.com/gpumem: <MiB> instead")
         break
 
 
@@ -231,7 +240,8 @@ def runtime_class(ctx: ChartContext) -> None:
     r = ctx.primary_render()
     for o in (r.objects if r else []):
         if (pod_spec(o) or {}).get("runtimeClassName"):
-            ctx.add("template.runtime-class", "runtimeClassName is set; the platform injects it for GPU workloads", path=obj_name(o))
+            ctx.add("template.runtime-class", "runtimeClassName is set; the platform injects it for GPU workloads", path=obj_name(o),
+                    file=ctx.file_of(o))
 
 
 RULES: list[Rule] = [schemas, namespace, app_workload, hostpath_recreate, container_resources, envelope,
