@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from pathlib import Path
 
 import click
 
-from . import __version__, console, fsio, kube, render, targets
+from . import __version__, console, fsio, index, kube, releases, render, targets
 from .build import load_catalogue, render_catalogue
 from .errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputError, OlaresPackError
-from .manifest import App, MANIFEST_FILE, load_app
+from .manifest import MANIFEST_FILE, App, load_app
+from .releases import Repo
 
 DEFAULT_APPS = Path("apps")
 DEFAULT_OUT = Path("build/charts")
@@ -87,18 +89,168 @@ def render_cmd(app_ref: str, target_names: tuple[str, ...], out: Path, apps_dir:
     show_default=True,
     help="Output folder; each chart goes to OUT/<target>/<name>/.",
 )
-def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path) -> int:
-    """Render every app under --apps-dir for each of its targets."""
+@click.option("--check", is_flag=True,
+              help="Write nothing; exit 1 when market-index.json or a package would change, or an "
+              "app.yaml changed without a new version.")
+def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: bool) -> int:
+    """Render every app under --apps-dir for each of its targets into OUT, and bring the published
+    packages/ and market-index.json up to date with apps/<name>/releases/."""
+    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
     apps = load_catalogue(apps_dir)
     for app in apps:
         show_warnings(app)
+    state = releases.derive(repo)
+    edits = releases.unpublished_edits(repo)
+    if check:
+        stale = [repo.rel(p) for p in sorted(state.packages)]
+        old = repo.index_file.read_text(encoding="utf-8") if repo.index_file.exists() else ""
+        if old != state.index_text:
+            stale.append(f"{repo.rel(repo.index_file)}")
+        for line in stale:
+            console.error(f"{line} would change (run olares-pack build)")
+        for line in edits:
+            console.error(line)
+        if stale or edits:
+            return EXIT_FINDINGS
+        console.info(f"up to date: {len(apps)} app(s), {repo.rel(repo.index_file)} and packages")
+        return EXIT_OK
+    for line in edits:
+        console.warn(line)
     charts = render_catalogue(apps, list(target_names) or None)
     for chart in charts:
         dest = out / chart.relpath
         fsio.write_tree(chart.files, dest)
         console.out.print(str(dest))
+    for path, data in sorted(state.packages.items()):
+        fsio.write_bytes_atomic(path, data)
+        console.out.print(repo.rel(path))
+    if not repo.index_file.exists() or repo.index_file.read_text(encoding="utf-8") != state.index_text:
+        fsio.write_text_atomic(repo.index_file, state.index_text)
+        console.out.print(repo.rel(repo.index_file))
     console.info(f"rendered {len(charts)} chart(s) from {len(apps)} app(s) into {out}")
     return EXIT_OK
+
+
+@cli.command("release")
+@click.argument("app_ref", metavar="APP")
+@click.option("--bump", type=click.Choice(["patch", "minor", "major"]), help="Bump the latest version.")
+@click.option("--version", "version", metavar="X.Y.Z", help="Release exactly this version.")
+@click.option("--summary", help="One line: what this version changes.")
+@click.option("--change", "changes", multiple=True, metavar="KIND:TEXT",
+              help="A structured change (kinds: model, image, engine-args, resources, packaging, fix, docs, feature). Repeatable.")
+@click.option("--notes", default="", help="Free markdown notes (benchmarks, caveats).")
+@click.option("--date", "date_text", metavar="YYYY-MM-DD", help="Publication date (default: today).")
+@click.option("--edit", is_flag=True, help="Write the changelog entry in $EDITOR.")
+@click.option("--dry-run", is_flag=True, help="Show what would change and write nothing.")
+@click.option("--force", is_flag=True, help="Allow a version that does not increase.")
+@apps_dir_option
+def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: str | None, changes: tuple[str, ...],
+                notes: str, date_text: str | None, edit: bool, dry_run: bool, force: bool, apps_dir: Path) -> int:
+    """Publish a version of APP: bump app.yaml (comments and order kept), add its changelog entry,
+    render, lint (errors stop it), package reproducibly, freeze the manifest under
+    apps/<name>/releases/ and record it in market-index.json."""
+    app = resolve_app(app_ref, apps_dir)
+    app_dir = _app_dir(app_ref, apps_dir)
+    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
+    parsed_changes = [_parse_change(c) for c in changes]
+    date = _parse_date(date_text) if date_text else None
+    entry = None
+    if edit:
+        entry = _edit_entry(app.name, version or (releases.next_version(app.version, bump) if bump else app.version),
+                            date or dt.date.today(), summary or "", parsed_changes, notes)
+    plan = releases.plan_release(repo, app_dir, version=version, bump=bump, summary=summary, changes=parsed_changes,
+                                 notes=notes, date=date, force=force, entry_override=entry)
+    errors = [f for f in plan.findings if f.severity == "error"]
+    if errors:
+        from .lint.output import print_text
+
+        print_text(errors, sorted({f.chart for f in errors}))
+        console.error(f"{plan.app.name} {plan.app.version}: lint found {len(errors)} error(s); nothing was released")
+        return EXIT_FINDINGS
+    for f in plan.findings:
+        if f.severity == "warning":
+            console.warn(f"{f.chart}: {f.rule}: {f.message}")
+    if plan.already_published:
+        console.info(f"{plan.app.name} {plan.app.version} is already published with these exact bytes; nothing to do")
+        return EXIT_OK
+    if dry_run:
+        console.out.print(plan.diff(), markup=False, highlight=False)
+        for p in plan.packages:
+            console.out.print(f"would write {repo.rel(p.path)} (sha256 {p.sha256})", markup=False)
+        console.out.print(f"would write {repo.rel(plan.snapshot)}, {repo.rel(plan.manifest_path)}, {repo.rel(repo.index_file)}", markup=False)
+        return EXIT_OK
+    for path in releases.write_release(plan, repo):
+        console.out.print(repo.rel(path))
+    console.info(f"released {plan.app.name} {plan.app.version}")
+    return EXIT_OK
+
+
+@cli.command("package")
+@click.argument("app_ref", metavar="APP")
+@click.option("--version", "version", metavar="X.Y.Z", help="A published version (default: app.yaml's).")
+@target_option
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("build/packages"), show_default=True,
+              help="Folder for <name>-<version>.tgz (one subfolder per target).")
+@apps_dir_option
+def package_cmd(app_ref: str, version: str | None, target_names: tuple[str, ...], out: Path, apps_dir: Path) -> int:
+    """Package APP (or one published version of it, from its frozen manifest) reproducibly; a
+    published version whose bytes would differ from the ledger is refused."""
+    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
+    app_dir = _app_dir(app_ref, apps_dir)
+    if version:
+        path = releases.snapshot_path(app_dir, version)
+        if not path.exists():
+            raise InputError(f"{app_dir.name} {version} is not published (no {repo.rel(path)})")
+        app = releases.load_snapshot(app_dir, version, path)
+    else:
+        app = resolve_app(app_ref, apps_dir)
+    built = [b for b in releases.build_packages(app, repo) if not target_names or b.target in target_names]
+    releases.check_immutable(app, built, index.load(repo.index_file))
+    for b in built:
+        dest = out / b.target / b.path.name
+        fsio.write_bytes_atomic(dest, b.data)
+        console.out.print(f"{dest}  sha256:{b.sha256}", markup=False)
+    return EXIT_OK
+
+
+def _app_dir(ref: str, apps_dir: Path) -> Path:
+    path = Path(ref)
+    if path.exists():
+        return path if path.is_dir() else path.parent
+    return apps_dir / ref
+
+
+def _parse_change(text: str) -> tuple[str, str]:
+    kind, sep, what = text.partition(":")
+    if not sep or not what.strip():
+        raise click.BadParameter(f"{text!r}: expected KIND:TEXT, e.g. engine-args:--ctx-size 131072", param_hint="--change")
+    return kind.strip(), what.strip()
+
+
+def _parse_date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected YYYY-MM-DD", param_hint="--date") from None
+
+
+def _edit_entry(name: str, version: str, date: dt.date, summary: str, changes: list[tuple[str, str]], notes: str) -> object:
+    """Open $EDITOR on a changelog entry; return it as a round-trip YAML mapping."""
+    import io
+
+    template = (
+        f"# Changelog entry for {name} {version}. Lines starting with # are ignored.\n"
+        f"# kinds: model, image, engine-args, resources, packaging, fix, docs, feature\n"
+        f"version: {version}\ndate: {date.isoformat()}\nsummary: {summary or 'one line: what changed'}\n"
+        "changes:\n" + "".join(f"  - {{kind: {k}, text: {t!r}}}\n" for k, t in changes or [("fix", "describe it")])
+        + "notes: |\n" + "".join(f"  {line}\n" for line in (notes or "markdown notes").splitlines())
+    )
+    text = click.edit(template, extension=".yaml")
+    if text is None:
+        raise click.Abort()
+    from .yamlsrc import roundtrip_yaml
+
+    return roundtrip_yaml().load(io.StringIO(text))
 
 
 @cli.command("lint")

@@ -185,7 +185,7 @@ def _deployment(tmp_path: Path, app_name: str, target: str, gpu: str | None, ola
 def test_current_gpu_request_is_bare_mib(tmp_path: Path) -> None:
     objs = _deployment(tmp_path, "llamacppqwen36mtpone", "current", "nvidia")
     dep = objs["Deployment"]
-    assert dep["metadata"]["annotations"] == {"applications.app.bytetrade.io/gpu-inject": "llamacpp"}
+    assert dep["metadata"]["annotations"]["applications.app.bytetrade.io/gpu-inject"] == "llamacpp"
     engine = dep["spec"]["template"]["spec"]["containers"][0]
     assert engine["resources"]["requests"]["nvidia.com/gpumem"] == 23552
     assert engine["resources"]["limits"]["nvidia.com/gpumem"] == 23552
@@ -225,7 +225,7 @@ def test_legacy_target_uses_flat_resources(tmp_path: Path) -> None:
     assert (spec["requiredGpu"], spec["limitedGpu"]) == ("23552Mi", "23552Mi")
     assert "workloadReplicas" not in _manifest(files)
     dep = _deployment(tmp_path, "llamacppqwen36mtpone", "legacy", "nvidia")["Deployment"]
-    assert dep["metadata"]["annotations"] == {"applications.app.bytetrade.io/gpu-inject": "true"}
+    assert dep["metadata"]["annotations"]["applications.app.bytetrade.io/gpu-inject"] == "true"
     assert "nvidia.com/gpumem" not in dep["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
 
 
@@ -243,7 +243,7 @@ def test_cpu_mode_drops_the_gpu(tmp_path: Path) -> None:
         values = helm.installer_values("llamacppqwen36mtpone", ["llamacppqwen36mtpone"], gpu_type=gpu)
         objs = {o["kind"]: o for _, o in helm.objects(helm.render(helm.load(chart_dir), values, namespace="ns"))}
         dep = objs["Deployment"]
-        assert ("annotations" in dep["metadata"]) is annotated
+        assert ("applications.app.bytetrade.io/gpu-inject" in dep["metadata"].get("annotations", {})) is annotated
         engine = dep["spec"]["template"]["spec"]["containers"][0]
         assert ("nvidia.com/gpumem" in engine["resources"]["limits"]) is annotated
         assert engine["args"][engine["args"].index("--n-gpu-layers") + 1] == layers

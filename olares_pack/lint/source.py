@@ -51,6 +51,20 @@ def from_app(path: Path, target_names: list[str] | None = None) -> list[ChartSou
     return out
 
 
+def _search(folder: Path) -> list[Path]:
+    """Chart folders, app folders and .tgz files under `folder`, in path order (not descending
+    into what it finds)."""
+    found = []
+    for p in sorted(x for x in folder.iterdir() if not x.name.startswith(".")):
+        if p.is_dir() and ((p / "Chart.yaml").exists() or (p / MANIFEST_FILE).exists()):
+            found.append(p)
+        elif p.is_dir():
+            found.extend(_search(p))
+        elif p.name.endswith((".tgz", ".tar.gz")):
+            found.append(p)
+    return found
+
+
 def resolve(paths: list[Path], target_names: list[str] | None = None) -> list[ChartSource]:
     """Every chart named by `paths`: folders holding Chart.yaml, .tgz files, app manifests, or
     folders of those (searched one level deep, in name order)."""
@@ -67,9 +81,7 @@ def resolve(paths: list[Path], target_names: list[str] | None = None) -> list[Ch
         elif path.is_dir() and (path / MANIFEST_FILE).exists():
             out.extend(from_app(path / MANIFEST_FILE, target_names))
         elif path.is_dir():
-            children = sorted(p for p in path.iterdir() if not p.name.startswith("."))
-            found = [p for p in children if (p.is_dir() and ((p / "Chart.yaml").exists() or (p / MANIFEST_FILE).exists()))
-                     or p.name.endswith(".tgz")]
+            found = _search(path)
             if not found:
                 raise InputError(f"{path}: holds no chart folder, chart archive or app manifest")
             out.extend(resolve(found, target_names))
