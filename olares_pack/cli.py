@@ -140,12 +140,15 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: b
               help="A structured change (kinds: model, image, engine-args, resources, packaging, fix, docs, feature). Repeatable.")
 @click.option("--notes", default="", help="Free markdown notes (benchmarks, caveats).")
 @click.option("--date", "date_text", metavar="YYYY-MM-DD", help="Publication date (default: today).")
+@click.option("--changes-from-diff", is_flag=True,
+              help="Pre-fill the changes from `olares-pack diff` between the latest published version and app.yaml.")
 @click.option("--edit", is_flag=True, help="Write the changelog entry in $EDITOR.")
 @click.option("--dry-run", is_flag=True, help="Show what would change and write nothing.")
 @click.option("--force", is_flag=True, help="Allow a version that does not increase.")
 @apps_dir_option
 def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: str | None, changes: tuple[str, ...],
-                notes: str, date_text: str | None, edit: bool, dry_run: bool, force: bool, apps_dir: Path) -> int:
+                notes: str, date_text: str | None, changes_from_diff: bool, edit: bool, dry_run: bool, force: bool,
+                apps_dir: Path) -> int:
     """Publish a version of APP: bump app.yaml (comments and order kept), add its changelog entry,
     render, lint (errors stop it), package reproducibly, freeze the manifest under
     apps/<name>/releases/ and record it in market-index.json."""
@@ -153,6 +156,8 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
     app_dir = _app_dir(app_ref, apps_dir)
     repo = Repo.at(apps_dir.resolve().parent, apps_dir)
     parsed_changes = [_parse_change(c) for c in changes]
+    if changes_from_diff:
+        parsed_changes += _changes_since_latest(app_ref, apps_dir)
     date = _parse_date(date_text) if date_text else None
     entry = None
     if edit:
@@ -211,6 +216,97 @@ def package_cmd(app_ref: str, version: str | None, target_names: tuple[str, ...]
         fsio.write_bytes_atomic(dest, b.data)
         console.out.print(f"{dest}  sha256:{b.sha256}", markup=False)
     return EXIT_OK
+
+
+@cli.command("diff")
+@click.argument("refs", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--all", "show_all", is_flag=True, help="Also list what did not change.")
+@click.option("--rendered", is_flag=True, help="Also compare the rendered Kubernetes objects, matched by kind/name.")
+@click.option("--target", "target_name", type=click.Choice(sorted(targets.TARGETS)), default="current", show_default=True,
+              help="Target to render app versions for.")
+@click.option("--engine-build", metavar="BUILD", help="Flag registry for hand-written llama.cpp charts.")
+@apps_dir_option
+def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, target_name: str,
+             engine_build: str | None, apps_dir: Path) -> int:
+    """Compare two versions: `diff APP V1 V2` (published versions, or `current` for app.yaml) or
+    `diff A B` (chart folders, .tgz files, app manifests). Exit 0 equal, 1 different."""
+    from . import diff
+    from .lint import LintOptions
+
+    if len(refs) == 3:
+        a_src = _version_source(refs[0], refs[1], target_name, apps_dir)
+        b_src = _version_source(refs[0], refs[2], target_name, apps_dir)
+    elif len(refs) == 2:
+        a_src, b_src = (_path_source(Path(r), target_name) for r in refs)
+    else:
+        raise click.UsageError("give APP V1 V2, or two charts A B")
+    options = LintOptions(engine_build=engine_build)
+    result = diff.compare(diff.facts(a_src, options), diff.facts(b_src, options), rendered=rendered)
+    if fmt == "markdown":
+        console.out.print(diff.to_markdown(result, show_all=show_all), markup=False, highlight=False)
+    elif fmt == "json":
+        import json
+
+        console.out.print_json(json.dumps(diff.to_json(result, show_all=show_all), ensure_ascii=False, default=str))
+    else:
+        _print_diff_table(result, show_all)
+    return EXIT_OK if result.equal else EXIT_FINDINGS
+
+
+def _print_diff_table(result: object, show_all: bool) -> None:
+    from rich.table import Table
+
+    from .diff import DiffResult
+
+    assert isinstance(result, DiffResult)
+    table = Table(title=f"{result.a} → {result.b}", title_justify="left")
+    for col in ("section", "what", "old", "new", "note"):
+        table.add_column(col, overflow="fold")
+    style = {"added": "green", "removed": "red", "changed": "yellow", "unchanged": "dim"}
+    for c in result.changes + (result.unchanged if show_all else []):
+        s = style[c.kind]
+        table.add_row(c.section, f"[{s}]{c.key}[/{s}]", "—" if c.old is None else str(c.old), "—" if c.new is None else str(c.new), c.note)
+    if result.equal and not show_all:
+        console.out.print(f"{result.a} and {result.b}: no difference", markup=False)
+    else:
+        console.out.print(table)
+
+
+def _version_source(app_ref: str, version: str, target_name: str, apps_dir: Path) -> object:
+    from .lint.source import ChartSource
+
+    app_dir = _app_dir(app_ref, apps_dir)
+    if version in ("current", "app.yaml"):
+        app = load_app(app_dir / MANIFEST_FILE)
+    else:
+        path = releases.snapshot_path(app_dir, version)
+        if not path.exists():
+            known = ", ".join(v for v, _ in releases.published(app_dir)) or "none"
+            raise InputError(f"{app_dir.name} {version} is not published (published: {known}; or use current)")
+        app = releases.load_snapshot(app_dir, version, path)
+    t = targets.get(target_name if target_name in app.targets else app.targets[0])
+    return ChartSource(f"{app.name} {app.version}", app.name, render.render(app, t), app=app, target=t.name)
+
+
+def _path_source(path: Path, target_name: str) -> object:
+    from .lint.source import resolve
+
+    found = resolve([path], [target_name] if path.suffix in (".yaml", ".yml") or (path / MANIFEST_FILE).exists() else None)
+    if len(found) != 1:
+        raise InputError(f"{path}: holds {len(found)} charts; name one chart")
+    return found[0]
+
+
+def _changes_since_latest(app_ref: str, apps_dir: Path) -> list[tuple[str, str]]:
+    from . import diff
+
+    versions = releases.published(_app_dir(app_ref, apps_dir))
+    if not versions:
+        return []
+    a = diff.facts(_version_source(app_ref, versions[-1][0], "current", apps_dir))  # type: ignore[arg-type]
+    b = diff.facts(_version_source(app_ref, "current", "current", apps_dir))  # type: ignore[arg-type]
+    return [c for c in diff.suggested_changes(diff.compare(a, b)) if not c[1].startswith("version ")]
 
 
 def _app_dir(ref: str, apps_dir: Path) -> Path:

@@ -70,6 +70,9 @@ def roundtrip_yaml() -> YAML:
     yaml.preserve_quotes = True
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=4, offset=2)
+    # ruamel writes None as an empty value; keep the user's explicit `null`
+    yaml.representer.add_representer(
+        type(None), lambda rep, _: rep.represent_scalar("tag:yaml.org,2002:null", "null"))
     return yaml
 
 

@@ -204,6 +204,7 @@ spec:
           args: [--model, /models/Qwen3.6-27B-UD-Q3_K_XL.gguf, --alias, qwen3.6-27b-mtp, --host, 0.0.0.0,
                  --port, "8000", --n-gpu-layers, "99", --threads, "16", --cache-type-k, q4_0, --cache-type-v, q4_0,
                  --batch-size, "512", --ubatch-size, "512", --parallel, "1", --flash-attn, "on", --jinja,
+                 --chat-template-kwargs, '{"enable_thinking": false}',
                  --ctx-size, "262144", --spec-type, mtp, --spec-draft-n-max, "5"]
           env:
             - name: HF_TOKEN

@@ -95,6 +95,7 @@ def test_release_from_a_clean_checkout(repo: Path, capsys: pytest.CaptureFixture
     app_yaml = (repo / "apps" / NAME / "app.yaml").read_text()
     assert "version: 1.0.10\n" in app_yaml
     assert "# flag registry: olares_pack/engines/data/llamacpp-history.yaml" in app_yaml  # comments kept
+    assert "    digest: null\n" in app_yaml  # and the user's spelling
     assert app_yaml.index("title:") < app_yaml.index("engine:") < app_yaml.index("changelog:")  # order kept
     assert "  - version: 1.0.10\n    date: 2026-06-01\n    summary: ctx 196608 for more headroom\n" in app_yaml
     after = tree_digest(repo)
@@ -213,3 +214,13 @@ def test_edit_opens_the_editor_on_the_entry(repo: Path, tmp_path: Path, monkeypa
     app = load_app(repo / "apps" / NAME / "app.yaml")
     assert app.version == "1.0.10" and app.changelog_entry is not None
     assert app.changelog_entry.summary == "written in the editor"
+
+
+def test_changes_from_diff(repo: Path) -> None:
+    app_yaml = repo / "apps" / NAME / "app.yaml"
+    app_yaml.write_text(app_yaml.read_text().replace("  ctx_size: 262144", "  ctx_size: 196608"))
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "more headroom",
+                 "--changes-from-diff", "--date", "2026-06-01"]) == 0
+    entry = load_app(app_yaml).changelog_entry
+    assert entry is not None
+    assert [(c.kind, c.text) for c in entry.changes] == [("engine-args", "--ctx-size 262144 → 196608")]
