@@ -298,6 +298,91 @@ def _path_source(path: Path, target_name: str) -> object:
     return found[0]
 
 
+@cli.command("vram")
+@click.argument("app_ref", metavar="APP")
+@click.option("--version", "version", metavar="X.Y.Z", help="A published version (default: app.yaml).")
+@click.option("--ctx", "ctxs", type=int, multiple=True, help="Context size(s) to estimate at (default: the app's). Repeatable.")
+@click.option("--device", "device_name", default="olares-one", show_default=True, help="Device profile.")
+@click.option("--gpu-mib", type=int, help="GPU memory of another device, in MiB.")
+@click.option("--reserve-mib", type=int, help="Memory the desktop/driver keeps (default: the profile's).")
+@click.option("--largest-ctx", is_flag=True, help="Also answer: the largest context that fits.")
+@click.option("--quants", is_flag=True, help="Also answer: which locked quant of this repo fits at this context.")
+@click.option("--lock", is_flag=True, help="Read the GGUF header (Hugging Face range reads, or --gguf) into model.lock.json first.")
+@click.option("--gguf", "gguf_file", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="A local GGUF file for --lock.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@apps_dir_option
+def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_name: str, gpu_mib: int | None,
+             reserve_mib: int | None, largest_ctx: bool, quants: bool, lock: bool, gguf_file: Path | None, fmt: str,
+             apps_dir: Path) -> int:
+    """Estimate the GPU memory APP needs at full context, term by term, and whether it fits.
+    Exit 1 when an estimate does not fit."""
+    from . import budget, gguf_meta, vram
+    from .manifest import LlamaCppApp
+
+    app_dir = _app_dir(app_ref, apps_dir)
+    app = (releases.load_snapshot(app_dir, version, releases.snapshot_path(app_dir, version)) if version
+           else resolve_app(app_ref, apps_dir))
+    try:
+        dev = vram.device(device_name, gpu_mib, reserve_mib)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--device") from None
+    if lock:
+        if not isinstance(app, LlamaCppApp):
+            raise InputError("--lock reads a GGUF header: llama.cpp apps only")
+        meta = budget.lock_model(app, app_dir, gguf_file)
+        console.info(f"locked {meta.repo}/{meta.file}@{meta.revision} in {app_dir / gguf_meta.LOCK_FILE}")
+    estimates = [budget.app_estimate(app, app_dir, dev, c) for c in (ctxs or [None])]
+    extra: dict[str, object] = {}
+    if isinstance(app, LlamaCppApp) and (largest_ctx or quants):
+        meta = budget.model_meta(app, app_dir)
+        s = budget.settings_for(app.server)
+        if largest_ctx:
+            extra["largest_ctx"] = {"fits": vram.largest_context(meta, s, dev, "fits"),
+                                    "tight": vram.largest_context(meta, s, dev, "tight")}
+        if quants:
+            rows = []
+            for m in gguf_meta.load_lock(app_dir).models:
+                if m.repo == app.model.repo:
+                    e = vram.estimate(m, budget.settings_for(app.server, ctxs[0] if ctxs else None), dev)
+                    rows.append({"file": m.file, "size": m.file_size, "total_mib": round(e.total_mib), "verdict": e.verdict})
+            extra["quants"] = rows
+    if fmt == "json":
+        import json
+
+        doc = {"app": app.name, "version": app.version, "estimates": [e.to_dict() for e in estimates], **extra}
+        console.out.print_json(json.dumps(doc))
+    else:
+        for e in estimates:
+            _print_estimate(f"{app.name} {app.version}", e)
+        if "largest_ctx" in extra:
+            lc = extra["largest_ctx"]
+            console.out.print(f"largest context that fits: {lc['fits']} (tight up to {lc['tight']})", markup=False)  # type: ignore[index]
+        for row in extra.get("quants", []):  # type: ignore[attr-defined]
+            console.out.print(f"{row['file']}: {row['total_mib']} MiB, {row['verdict']}", markup=False)
+    return EXIT_FINDINGS if any(e.verdict == "does not fit" for e in estimates) else EXIT_OK
+
+
+def _print_estimate(title: str, e: object) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from .vram import Estimate
+
+    assert isinstance(e, Estimate)
+    table = Table(title=f"{title} at --ctx-size {e.settings.ctx} on {e.device.name}", title_justify="left")
+    for col, justify in (("term", "left"), ("MiB", "right"), ("when", "left"), ("how", "left")):
+        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for t in e.terms:
+        table.add_row(t.name, f"{t.mib:,.0f}", t.when, escape(t.formula))
+    table.add_row("total", f"{e.total_mib:,.0f}", "", f"boot {e.boot_mib:,.0f} MiB; full context {e.total_mib:,.0f} MiB")
+    table.add_row("device", f"{e.device.usable_mib:,}", "", f"{e.device.total_mib} MiB − {e.device.reserve_mib} MiB desktop/driver reserve")
+    color = {"fits": "green", "tight": "yellow", "does not fit": "red"}[e.verdict]
+    table.add_row("headroom", f"{e.headroom_mib:,.0f}", "", f"[{color}]{e.verdict}[/{color}]")
+    console.out.print(table)
+    for n in e.notes:
+        console.out.print(f"  note: {n}", markup=False)
+
+
 def _changes_since_latest(app_ref: str, apps_dir: Path) -> list[tuple[str, str]]:
     from . import diff
 

@@ -311,7 +311,8 @@ class Resources(Model_):
     cpu: CpuRange
     memory: ByteRange
     disk: ByteRange
-    gpu_memory_mib: int | None = Field(default=None, gt=0, description="nvidia.com/gpumem, whole MiB")
+    gpu_memory_mib: Annotated[int, Field(gt=0)] | Literal["auto"] | None = Field(
+        default=None, description="nvidia.com/gpumem, whole MiB; auto: derived from the GPU memory estimate")
 
 
 class Entrance(Model_):
@@ -595,11 +596,34 @@ def load_app(path: Path) -> App:
     app = validate_doc(doc)
     if file.name == MANIFEST_FILE and file.parent.name != app.name:
         raise InputError("", [doc.problem(("name",), f"{app.name!r} differs from its folder {file.parent.name!r}")])
+    if app.resources.gpu_memory_mib == "auto":
+        _derive_gpu_memory(app, doc)
     return app
 
 
+def _derive_gpu_memory(app: App, doc: SourceDoc) -> None:
+    """gpu_memory_mib: auto -> the full-context estimate on an Olares One, rounded up to 256 MiB."""
+    from . import budget, vram
+
+    loc = ("resources", "gpu_memory_mib")
+    if not isinstance(app, LlamaCppApp):
+        raise InputError("", [doc.problem(loc, "auto is derived from the llama.cpp estimate; give vLLM apps a number")])
+    try:
+        est = budget.app_estimate(app, budget.app_dir_of(doc.path), vram.device())
+    except InputError as exc:
+        raise InputError("", [doc.problem(loc, f"auto needs the model's metadata: {exc}")]) from None
+    if est.verdict == "does not fit":
+        raise InputError("", [doc.problem(loc, f"auto: the estimate ({est.total_mib:.0f} MiB at --ctx-size "
+                                          f"{est.settings.ctx}) does not fit {est.device.name}")])
+    app.resources.gpu_memory_mib = vram.gpu_request_mib(est)
+
+
 def parse_app(text: str, path: Path = Path("<string>")) -> App:
-    return validate_doc(parse_yaml(text, path))
+    doc = parse_yaml(text, path)
+    app = validate_doc(doc)
+    if app.resources.gpu_memory_mib == "auto":
+        _derive_gpu_memory(app, doc)
+    return app
 
 
 def discover(apps_dir: Path) -> list[Path]:

@@ -93,11 +93,11 @@ def build_packages(app: App, repo: Repo) -> list[BuiltPackage]:
     return out
 
 
-def lint_app(app: App) -> list[Finding]:
+def lint_app(app: App, app_dir: Path) -> list[Finding]:
     findings: list[Finding] = []
     for name in app.targets:
         files = render.render(app, targets.get(name))
-        src = ChartSource(f"{app.name}@{name}", app.name, files, app=app, target=name)
+        src = ChartSource(f"{app.name}@{name}", app.name, files, app=app, target=name, app_dir=app_dir)
         findings.extend(lint_source(src, LintOptions()))
     return findings
 
@@ -293,7 +293,7 @@ def plan_release(
     already = check_immutable(app, packages, load(repo.index_file))
     if republish and not already:
         already = _matches_committed(app, packages, repo)
-    findings = lint_app(app)
+    findings = lint_app(app, app_dir)
     index_text = "" if already else derive(repo, (app, records(packages, repo))).index_text
     return ReleasePlan(app, doc.path.read_text(encoding="utf-8"), new_text, packages, findings, already,
                        index_text, snapshot_path(app_dir, new_version), manifest_path)

@@ -8,78 +8,22 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 
 import pytest
 
-REPO, REVISION = "acme/tiny-GGUF", "main"
+from fakehub import REPO, REVISION, FakeHub, serve
+
 PAYLOAD = bytes(range(256)) * 4096  # 1 MiB
 SH = shutil.which("sh") or "/bin/sh"
 
 
-class FakeHub:
-    def __init__(self) -> None:
-        self.files: dict[str, bytes] = {}
-        self.requests: list[dict[str, str | None]] = []
-        self.cut_first_after: int | None = None  # drop the first response after this many bytes
-
-    def handler(self) -> type[BaseHTTPRequestHandler]:
-        hub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                hub.requests.append({"path": self.path, "range": self.headers.get("Range"),
-                                     "auth": self.headers.get("Authorization")})
-                prefix = f"/{REPO}/resolve/{REVISION}/"
-                data = hub.files.get(self.path[len(prefix):]) if self.path.startswith(prefix) else None
-                if data is None:
-                    self.send_error(404)
-                    return
-                start = 0
-                rng = self.headers.get("Range")
-                if rng:
-                    start = int(rng.removeprefix("bytes=").split("-")[0])
-                    if start >= len(data):
-                        self.send_response(416)
-                        self.send_header("Content-Range", f"bytes */{len(data)}")
-                        self.end_headers()
-                        return
-                    self.send_response(206)
-                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
-                else:
-                    self.send_response(200)
-                body = data[start:]
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if hub.cut_first_after is not None:
-                    cut, hub.cut_first_after = hub.cut_first_after, None
-                    self.wfile.write(body[:cut])
-                    self.wfile.flush()
-                    self.close_connection = True
-                    return
-                self.wfile.write(body)
-
-        return Handler
-
-
 @pytest.fixture
 def hub() -> Iterator[tuple[FakeHub, str]]:
-    fake = FakeHub()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), fake.handler())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield fake, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve() as served:
+        yield served
 
 
 def run_script(tmp_path: Path, endpoint: str, files: str, token: str = "") -> subprocess.CompletedProcess[str]:

@@ -198,4 +198,30 @@ def plaintext_secrets(ctx: ChartContext) -> None:
                     ctx.add("secret.plaintext", "a key or token is written into a shell command", path=where, file=ctx.file_of(o))
 
 
-RULES: list[Rule] = [llama_flags, vllm_flags, images, plaintext_secrets]
+def gpu_budget(ctx: ChartContext) -> None:
+    """For charts rendered from an app manifest: the estimate at full context, against the device
+    and against the GPU memory the chart declares (the HAMi grant)."""
+    from .. import budget, vram
+    from ..manifest import LlamaCppApp
+
+    app, app_dir = ctx.source.app, ctx.source.app_dir
+    if app is None or app_dir is None or "nvidia" not in app.modes:
+        return
+    try:
+        est = budget.app_estimate(app, app_dir, vram.device())
+    except InputError as exc:
+        ctx.add("vram.budget", f"no estimate: {exc}", severity="info")
+        return
+    declared = app.resources.gpu_memory_mib
+    figures = f"{est.total_mib:,.0f} MiB at full context ({est.boot_mib:,.0f} at boot), {est.headroom_mib:,.0f} MiB headroom on {est.device.name}"
+    if est.verdict == "does not fit":
+        ctx.add("vram.budget", f"does not fit: {figures}", hint="olares-pack vram shows every term; lower --ctx-size, the cache type or the quant")
+    elif est.verdict == "tight":
+        ctx.add("vram.budget", f"tight: {figures}", severity="warning",
+                hint="little headroom once the context fills; olares-pack vram --largest-ctx")
+    if isinstance(app, LlamaCppApp) and isinstance(declared, int) and declared < est.total_mib:
+        ctx.add("vram.budget", f"declares {declared} MiB of GPU memory but needs {est.total_mib:,.0f} MiB at full context",
+                file="OlaresManifest.yaml", hint=f"gpu_memory_mib: {vram.gpu_request_mib(est)} (or auto)")
+
+
+RULES: list[Rule] = [llama_flags, vllm_flags, images, plaintext_secrets, gpu_budget]

@@ -67,6 +67,7 @@ RULES: dict[str, tuple[Severity, str]] = {
     "engine.port": ("error", "container port, Service port, entrance port and --port agree"),
     "engine.build": ("info", "which engine build's flag registry was used"),
     "image.unpinned": ("warning", "images are pinned by digest"),
+    "vram.budget": ("error", "the GPU memory estimate fits the device, and the declared GPU memory covers it (olares-pack apps)"),
     "secret.plaintext": ("error", "tokens and API keys never appear in plain text (ConfigMap, args, env value)"),
     "lint.internal": ("error", "a rule could not run on this chart (a bug in olares-pack: please report it)"),
 }

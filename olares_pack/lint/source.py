@@ -19,6 +19,7 @@ class ChartSource:
     app: App | None = None  # set when rendered by olares-pack from an app manifest
     target: str | None = None
     binary: dict[str, bytes] = field(default_factory=dict)  # icons and other non-text files
+    app_dir: Path | None = None  # the app's folder (model.lock.json), for olares-pack apps
 
 
 def from_folder(path: Path) -> ChartSource:
@@ -43,11 +44,14 @@ def from_archive_bytes(data: bytes, label: str) -> ChartSource:
 
 
 def from_app(path: Path, target_names: list[str] | None = None) -> list[ChartSource]:
+    from ..budget import app_dir_of
+
     app = load_app(path)
     out = []
     for name in target_names or app.targets:
         t = targets.get(name)
-        out.append(ChartSource(f"{path}@{t.name}", app.name, render.render(app, t), app=app, target=t.name))
+        out.append(ChartSource(f"{path}@{t.name}", app.name, render.render(app, t), app=app, target=t.name,
+                               app_dir=app_dir_of(path)))
     return out
 
 

@@ -1,0 +1,309 @@
+"""What the GPU memory budget needs from a GGUF file: architecture numbers and tensor sizes.
+
+Read from a local file (gguf.GGUFReader), or from Hugging Face without downloading the file: the
+GGUF header (metadata and tensor infos) sits at the start, so a few HTTP range reads of the
+`resolve` URL are enough. The result is stored next to the app (`model.lock.json`), so builds
+and CI need no network afterwards.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import gguf
+
+from .errors import InputError
+
+LOCK_FILE = "model.lock.json"
+
+
+@dataclass
+class ModelMeta:
+    """Architecture numbers and tensor bytes of one GGUF file."""
+
+    arch: str
+    block_count: int
+    embedding_length: int
+    head_count: int
+    head_count_kv: list[int]  # per block
+    key_length: int
+    value_length: int
+    context_length: int
+    vocab_size: int
+    nextn_predict_layers: int = 0
+    full_attention_interval: int = 0  # 0: every layer has attention
+    ssm_conv_kernel: int = 0
+    ssm_state_size: int = 0
+    ssm_group_count: int = 0
+    ssm_inner_size: int = 0
+    tensor_bytes: int = 0  # all tensors
+    token_embd_bytes: int = 0  # kept in host memory by llama.cpp
+    file_size: int | None = None
+    # where the numbers come from: "gguf-header" (read from the file) or "published" (the file's
+    # published size and the model card's architecture; tensor split estimated, see notes)
+    provenance: str = "gguf-header"
+    notes: str = ""
+    repo: str | None = None
+    file: str | None = None
+    revision: str | None = None
+
+    @property
+    def trunk_layers(self) -> int:
+        return self.block_count - self.nextn_predict_layers
+
+    def has_attention(self, layer: int) -> bool:
+        """Hybrid models (qwen35, qwen3next) have attention on every interval-th layer only."""
+        if self.full_attention_interval <= 0:
+            return True
+        return (layer + 1) % self.full_attention_interval == 0
+
+    @property
+    def recurrent_layers(self) -> int:
+        if self.full_attention_interval <= 0 or not self.ssm_inner_size:
+            return 0
+        return sum(1 for i in range(self.trunk_layers) if not self.has_attention(i))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------- reading a header
+
+
+_SCALAR = {
+    gguf.GGUFValueType.UINT8: "<B", gguf.GGUFValueType.INT8: "<b", gguf.GGUFValueType.UINT16: "<H",
+    gguf.GGUFValueType.INT16: "<h", gguf.GGUFValueType.UINT32: "<I", gguf.GGUFValueType.INT32: "<i",
+    gguf.GGUFValueType.FLOAT32: "<f", gguf.GGUFValueType.BOOL: "<?", gguf.GGUFValueType.UINT64: "<Q",
+    gguf.GGUFValueType.INT64: "<q", gguf.GGUFValueType.FLOAT64: "<d",
+}
+
+
+class _Stream:
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+
+    def read(self, n: int) -> bytes:
+        data = self.f.read(n)
+        if len(data) != n:
+            raise InputError("the GGUF header ends early (truncated file?)")
+        return data
+
+    def unpack(self, fmt: str) -> Any:
+        return struct.unpack(fmt, self.read(struct.calcsize(fmt)))[0]
+
+    def string(self) -> str:
+        return self.read(self.unpack("<Q")).decode("utf-8", errors="replace")
+
+    def value(self, vtype: int, keep_arrays: bool) -> Any:
+        t = gguf.GGUFValueType(vtype)
+        if t == gguf.GGUFValueType.STRING:
+            return self.string()
+        if t == gguf.GGUFValueType.ARRAY:
+            item = gguf.GGUFValueType(self.unpack("<I"))
+            n = self.unpack("<Q")
+            if item in _SCALAR and not keep_arrays:
+                self.read(n * struct.calcsize(_SCALAR[item]))  # skip: a token table is megabytes
+                return n
+            if item == gguf.GGUFValueType.STRING and not keep_arrays:
+                for _ in range(n):
+                    self.read(self.unpack("<Q"))
+                return n
+            return [self.value(item, keep_arrays) for _ in range(n)]
+        return self.unpack(_SCALAR[t])
+
+
+def read_header(f: BinaryIO) -> tuple[dict[str, Any], dict[str, int]]:
+    """(metadata, tensor name -> bytes) from the start of a GGUF file, read sequentially.
+
+    Arrays are returned as their length, except numeric arrays under the architecture prefix
+    (per-layer head counts), which are returned whole.
+    """
+    s = _Stream(f)
+    if s.read(4) != b"GGUF":
+        raise InputError("not a GGUF file (bad magic)")
+    version = s.unpack("<I")
+    if version < 2:
+        raise InputError(f"GGUF version {version} is not supported")
+    n_tensors, n_kv = s.unpack("<Q"), s.unpack("<Q")
+    meta: dict[str, Any] = {}
+    for _ in range(n_kv):
+        key = s.string()
+        vtype = s.unpack("<I")
+        keep = not key.startswith(("tokenizer.", "general."))
+        meta[key] = s.value(vtype, keep)
+    tensors: dict[str, int] = {}
+    for _ in range(n_tensors):
+        name = s.string()
+        dims = [s.unpack("<Q") for _ in range(s.unpack("<I"))]
+        qtype = gguf.GGMLQuantizationType(s.unpack("<I"))
+        s.unpack("<Q")  # offset
+        block, type_size = gguf.GGML_QUANT_SIZES[qtype]
+        elements = 1
+        for d in dims:
+            elements *= d
+        tensors[name] = elements // block * type_size
+    return meta, tensors
+
+
+def meta_from(meta: dict[str, Any], tensors: dict[str, int]) -> ModelMeta:
+    arch = str(meta.get("general.architecture", ""))
+    if not arch:
+        raise InputError("the GGUF has no general.architecture")
+
+    def get(key: str, default: Any = None) -> Any:
+        return meta.get(f"{arch}.{key}", default)
+
+    blocks = int(get("block_count") or 0)
+    heads = int(get("attention.head_count") or 0) if not isinstance(get("attention.head_count"), list) else max(get("attention.head_count"))
+    kv = get("attention.head_count_kv", heads)
+    kv_list = [int(x) for x in kv] if isinstance(kv, list) else [int(kv)] * blocks
+    n_embd = int(get("embedding_length") or 0)
+    key_len = int(get("attention.key_length") or (n_embd // heads if heads else 0))
+    vocab = get("vocab_size") or meta.get("tokenizer.ggml.tokens") or 0
+    return ModelMeta(
+        arch=arch,
+        block_count=blocks,
+        embedding_length=n_embd,
+        head_count=heads,
+        head_count_kv=kv_list,
+        key_length=key_len,
+        value_length=int(get("attention.value_length") or key_len),
+        context_length=int(get("context_length") or 0),
+        vocab_size=int(vocab if not isinstance(vocab, list) else len(vocab)),
+        nextn_predict_layers=int(get("nextn_predict_layers") or 0),
+        full_attention_interval=int(get("full_attention_interval") or 0),
+        ssm_conv_kernel=int(get("ssm.conv_kernel") or 0),
+        ssm_state_size=int(get("ssm.state_size") or 0),
+        ssm_group_count=int(get("ssm.group_count") or 0),
+        ssm_inner_size=int(get("ssm.inner_size") or 0),
+        tensor_bytes=sum(tensors.values()),
+        token_embd_bytes=tensors.get("token_embd.weight", 0),
+    )
+
+
+def from_file(path: Path) -> ModelMeta:
+    """Read a local GGUF with the gguf package's own reader."""
+    try:
+        reader = gguf.GGUFReader(str(path))
+    except (ValueError, OSError) as exc:
+        raise InputError(f"{path}: not a readable GGUF file: {exc}") from None
+    meta: dict[str, Any] = {}
+    for name, fld in reader.fields.items():
+        if not fld.types:
+            continue
+        if fld.types[0] == gguf.GGUFValueType.ARRAY:
+            if len(fld.types) > 1 and fld.types[1] != gguf.GGUFValueType.STRING and not name.startswith("tokenizer."):
+                meta[name] = [fld.parts[i].tolist()[0] for i in fld.data]
+            else:
+                meta[name] = len(fld.data)
+        elif fld.types[0] == gguf.GGUFValueType.STRING:
+            meta[name] = bytes(fld.parts[fld.data[0]]).decode("utf-8", errors="replace")
+        else:
+            meta[name] = fld.parts[fld.data[0]].tolist()[0]
+    tensors = {t.name: int(t.n_bytes) for t in reader.tensors}
+    m = meta_from(meta, tensors)
+    m.file_size = path.stat().st_size
+    m.file = path.name
+    return m
+
+
+class _HttpRange(io.RawIOBase):
+    """A read-only file over HTTP range requests (the Hugging Face `resolve` URL honours them)."""
+
+    def __init__(self, url: str, headers: dict[str, str], chunk: int = 1 << 20) -> None:
+        self.url, self.headers, self.chunk = url, headers, chunk
+        self.pos = 0
+        self.buf = b""
+        self.buf_start = 0
+        self.size: int | None = None
+        self.commit: str | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def _fetch(self, start: int, n: int) -> bytes:
+        req = urllib.request.Request(self.url, headers={**self.headers, "Range": f"bytes={start}-{start + n - 1}"})
+        with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 - an https URL we built
+            rng = resp.headers.get("Content-Range", "")
+            if rng and "/" in rng and rng.rsplit("/", 1)[1].isdigit():
+                self.size = int(rng.rsplit("/", 1)[1])
+            self.commit = resp.headers.get("X-Repo-Commit") or self.commit
+            data = resp.read()
+            return data if resp.status == 206 else data[start:start + n]
+
+    def read(self, n: int = -1) -> bytes:
+        if n < 0:
+            raise InputError("refusing to read a whole model file over HTTP")
+        out = b""
+        while len(out) < n:
+            offset = self.pos - self.buf_start
+            if 0 <= offset < len(self.buf):
+                piece = self.buf[offset:offset + n - len(out)]
+            else:
+                self.buf_start = self.pos
+                self.buf = self._fetch(self.pos, max(self.chunk, n - len(out)))
+                if not self.buf:
+                    break
+                piece = self.buf[: n - len(out)]
+            out += piece
+            self.pos += len(piece)
+        return out
+
+
+def from_hub(repo: str, file: str, revision: str = "main", *, endpoint: str | None = None, token: str | None = None) -> ModelMeta:
+    """Read the header of a GGUF on Hugging Face with range requests; no download of the weights."""
+    import os
+
+    from huggingface_hub import get_token
+
+    base = (endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    token = token or get_token()
+    headers = {"User-Agent": "olares-pack"} | ({"Authorization": f"Bearer {token}"} if token else {})
+    stream = _HttpRange(f"{base}/{repo}/resolve/{revision}/{file}", headers)
+    try:
+        meta, tensors = read_header(stream)  # type: ignore[arg-type]
+    except OSError as exc:
+        raise InputError(f"{repo}/{file}@{revision}: cannot read the GGUF header: {exc}") from None
+    m = meta_from(meta, tensors)
+    m.file_size, m.repo, m.file = stream.size, repo, file
+    m.revision = stream.commit or revision
+    return m
+
+
+# ---------------------------------------------------------------- the lock file
+
+
+@dataclass
+class Lock:
+    models: list[ModelMeta] = field(default_factory=list)
+
+    def find(self, repo: str, file: str, revision: str) -> ModelMeta | None:
+        for m in self.models:
+            if m.repo == repo and m.file == file and (m.revision == revision or revision == "main"):
+                return m
+        return None
+
+    def put(self, meta: ModelMeta) -> None:
+        self.models = [m for m in self.models if (m.repo, m.file, m.revision) != (meta.repo, meta.file, meta.revision)]
+        self.models.append(meta)
+        self.models.sort(key=lambda m: (m.repo or "", m.file or "", m.revision or ""))
+
+    def dumps(self) -> str:
+        return json.dumps({"format": 1, "models": [m.to_dict() for m in self.models]}, indent=2, sort_keys=True) + "\n"
+
+
+def load_lock(app_dir: Path) -> Lock:
+    path = app_dir / LOCK_FILE
+    if not path.exists():
+        return Lock()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Lock([ModelMeta(**m) for m in data.get("models", [])])
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise InputError(f"{path}: not a model lock file: {exc}") from None
