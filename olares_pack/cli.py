@@ -362,6 +362,30 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
     return EXIT_FINDINGS if any(e.verdict == "does not fit" for e in estimates) else EXIT_OK
 
 
+@cli.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0 for every interface).")
+@click.option("--port", default=8080, show_default=True, type=int)
+@click.option("--tls-cert", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="PEM certificate: serve HTTPS.")
+@click.option("--tls-key", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="PEM private key of --tls-cert.")
+@click.option("--base-url", default="", help="Public URL of this source (icons under it), e.g. https://market.example.org")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False, exists=True), default=Path("."), show_default=True,
+              help="Repository holding market-index.json, packages/ and apps/.")
+@click.option("--reload-on-change", is_flag=True, help="Reload when market-index.json changes (SIGHUP always reloads).")
+@click.option("--default-version", default="1.12.6", show_default=True, help="Olares version assumed when a request names none.")
+def serve_cmd(host: str, port: int, tls_cert: Path | None, tls_key: Path | None, base_url: str, root: Path,
+              reload_on_change: bool, default_version: str) -> int:
+    """Serve market-index.json and packages/ as an Olares market source."""
+    from . import server
+
+    if (tls_cert is None) != (tls_key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    targets.parse_os_version(default_version)
+    console.info(f"serving {root.resolve() / 'market-index.json'} on {'https' if tls_cert else 'http'}://{host}:{port}")
+    server.run(root, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key,
+               reload_every=2.0 if reload_on_change else None, default_version=default_version, base_url=base_url)
+    return EXIT_OK
+
+
 def _print_estimate(title: str, e: object) -> None:
     from rich.markup import escape
     from rich.table import Table

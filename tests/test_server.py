@@ -1,0 +1,200 @@
+"""The market source, served for real on loopback and synced exactly as a device does."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from conftest import APPS, ROOT
+from olares_pack import helm, index
+from olares_pack.cli import main
+from olares_pack.server import Source, create_app
+
+NAME, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"
+
+
+@contextmanager
+def running(root: Path, reload_every: float | None = None) -> Iterator[str]:
+    app = create_app(Source(root, root / "market-index.json"), reload_every=reload_every)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    with running(ROOT) as url:
+        yield url
+
+
+# the JSON type of every ApplicationInfoEntry field a device reads (beclab/market types.go)
+ENTRY_TYPES = {
+    "id": str, "name": str, "cfgType": str, "chartName": str, "icon": str, "description": dict, "appID": str,
+    "title": dict, "version": str, "apiVersion": str, "categories": list, "versionName": str, "fullDescription": dict,
+    "upgradeDescription": dict, "promoteImage": list, "promoteVideo": str, "subCategory": str, "locale": list,
+    "developer": str, "requiredMemory": str, "requiredDisk": str, "requiredGPU": str, "requiredCPU": str,
+    "limitedMemory": str, "limitedDisk": str, "limitedCPU": str, "limitedGPU": str, "supportClient": dict,
+    "supportArch": list, "rating": int, "target": str, "permission": dict, "entrances": list, "ports": list,
+    "tailscale": dict, "middleware": dict, "options": dict, "subCharts": list, "envs": list, "submitter": str,
+    "doc": str, "website": str, "featuredImage": str, "sourceCode": str, "license": list, "legal": list, "i18n": dict,
+    "modelSize": str, "namespace": str, "onlyAdmin": bool, "lastCommitHash": str, "createTime": int, "updateTime": int,
+    "appLabels": list, "count": int, "versionHistory": list, "screenshots": list, "tags": list, "updated_at": str,
+}
+
+
+def device_sync(base: str, os_version: str) -> dict[str, dict]:
+    """hash -> info -> details in batches of at most 10 -> chart download, like beclab/market."""
+    with httpx.Client(base_url=base, timeout=10) as client:
+        h = client.get("/api/v1/appstore/hash", params={"version": os_version}).json()
+        assert h["hash"] and h["version"] == os_version
+        info = client.get("/api/v1/appstore/info", params={"version": os_version}).json()
+        assert info["hash"] == h["hash"] and info["version"] == os_version
+        apps = info["data"]["apps"]
+        for key, a in apps.items():
+            assert key == a["id"] == hashlib.md5(a["name"].encode()).hexdigest()[:8]
+        ids = list(apps)
+        details: dict[str, dict] = {}
+        for i in range(0, len(ids), 10):
+            r = client.post("/api/v1/applications/info", json={"app_ids": ids[i:i + 10], "version": os_version}).json()
+            assert r["not_found"] == [] and r["version"] == os_version
+            details.update(r["apps"])
+        assert set(details) == set(ids)
+        for app_id, e in details.items():
+            assert {k for k, t in ENTRY_TYPES.items() if not isinstance(e.get(k), t)} == set(), e["name"]
+            chart = client.get(f"/api/v1/applications/{e['name']}/chart",
+                               params={"version": os_version, "fileName": e["chartName"]})
+            assert chart.status_code == 200 and chart.headers["content-type"] == "application/gzip"
+            assert int(chart.headers["content-length"]) == len(chart.content)
+            e["_chart"] = chart.content
+            e["_etag"] = chart.headers["etag"]
+        return {e["name"]: e for e in details.values()} | {"_hash": h, "_info": info}  # type: ignore[return-value]
+
+
+def test_device_sync_on_1_12_6(base: str) -> None:
+    got = device_sync(base, "1.12.6")
+    ledger = index.load(ROOT / "market-index.json")
+    assert set(got) - {"_hash", "_info"} == {NAME, VLLM}
+    e = got[NAME]
+    assert (e["version"], e["chartName"], e["apiVersion"]) == ("1.0.9", f"{NAME}-1.0.9.tgz", "v3")
+    assert (e["requiredCPU"], e["limitedCPU"]) == ("4", "16")
+    assert (e["requiredMemory"], e["limitedMemory"]) == (str(20 * 2**30), str(40 * 2**30))
+    assert (e["requiredDisk"], e["requiredGPU"]) == (str(25 * 2**30), str(23552 * 2**20))
+    assert e["title"] == {"en-US": "Qwen36 27B Long Context"} and "en-US" in e["i18n"]
+    assert [h["version"] for h in e["versionHistory"]] == ["1.0.9", "1.0.8", "1.0.7", "1.0.5"]
+    assert "86.7 % draft acceptance" in e["versionHistory"][0]["upgradeDescription"]
+    assert e["updated_at"] == "2026-05-21T00:00:00Z" == got["_hash"]["last_updated"]
+    sha = index.recorded_sha(ledger, NAME, "1.0.9", "current")
+    assert hashlib.sha256(e["_chart"]).hexdigest() == sha and e["_etag"] == f'"sha256:{sha}"'
+    for name in (NAME, VLLM):
+        with helm.load_bytes(got[name]["_chart"]) as chart:
+            assert (chart.name, chart.version) == (name, got[name]["version"])
+    data = got["_info"]["data"]
+    assert json.loads(data["pages"]["AI"]["content"])[0]["id"] in data["topics"]
+    assert set(data["topic_lists"]["ai-models"]["content"].split(",")) == {e["id"] for n, e in got.items() if not n.startswith("_")}
+    assert "AI" in data["tags"] and data["latest"][0] == NAME
+
+
+def test_the_version_window(base: str) -> None:
+    old = device_sync(base, "1.12.5")
+    new = device_sync(base, "1.12.6")
+    assert set(old) - {"_hash", "_info"} == {NAME}  # the vLLM app has no legacy chart
+    assert old[NAME]["apiVersion"] == "v1" and old[NAME]["options"]["dependencies"][0]["version"] == ">=1.12.3-0,<1.12.6"
+    assert old["_hash"]["hash"] != new["_hash"]["hash"]
+    with helm.load_bytes(old[NAME]["_chart"]) as chart:
+        assert chart.version == "1.0.9"
+    assert old[NAME]["_chart"] != new[NAME]["_chart"]
+    none = httpx.get(f"{base}/api/v1/appstore/info", params={"version": "1.12.2"}).json()
+    assert none["data"]["apps"] == {}
+    # the hash is stable for the same catalogue
+    assert httpx.get(f"{base}/api/v1/appstore/hash", params={"version": "1.12.6"}).json() == new["_hash"]
+
+
+def test_chart_caching_headers(base: str) -> None:
+    url = f"{base}/api/v1/applications/{NAME}/chart"
+    r = httpx.get(url, params={"fileName": f"{NAME}-1.0.5.tgz"})
+    assert r.status_code == 200 and "immutable" in r.headers["cache-control"]
+    again = httpx.get(url, params={"fileName": f"{NAME}-1.0.5.tgz"}, headers={"If-None-Match": r.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+
+
+@pytest.mark.parametrize("method,path,kwargs,status", [
+    ("POST", "/api/v1/applications/info", {"content": b"not json"}, 400),
+    ("POST", "/api/v1/applications/info", {"content": b"\xff\xfe"}, 400),
+    ("POST", "/api/v1/applications/info", {"json": ["43e83ecd"]}, 400),
+    ("POST", "/api/v1/applications/info", {"json": {"app_ids": "43e83ecd"}}, 400),
+    ("POST", "/api/v1/applications/info", {"json": {"app_ids": [1, 2]}}, 400),
+    ("POST", "/api/v1/applications/info", {"json": {"app_ids": ["a"] * 101}}, 400),
+    ("POST", "/api/v1/applications/info", {"json": {"app_ids": [], "version": 12}}, 400),
+    ("POST", "/api/v1/applications/info", {"content": b'{"app_ids": ["' + b"a" * 70000 + b'"]}'}, 413),
+    ("GET", "/api/v1/appstore/hash?version=../../etc", {}, 400),
+    ("GET", "/api/v1/appstore/info?version=abc", {}, 400),
+    ("GET", f"/api/v1/applications/{NAME}/chart?fileName=../../market-index.json", {}, 404),
+    ("GET", f"/api/v1/applications/{NAME}/chart?fileName=..%2F..%2Fmarket-index.json", {}, 404),
+    ("GET", "/api/v1/applications/..%2F..%2Fapps/chart?fileName=x.tgz", {}, 404),
+    ("GET", "/api/v1/applications/ghost/chart?fileName=ghost-1.0.0.tgz", {}, 404),
+    ("GET", f"/api/v1/applications/{NAME}/chart?fileName={NAME}-9.9.9.tgz", {}, 404),
+    ("GET", f"/api/v1/applications/{NAME}/chart", {}, 404),
+    ("GET", "/icons/..%2F..%2Fmarket-index.png", {}, 404),
+    ("GET", "/api/v2/whatever", {}, 404),
+    ("DELETE", "/api/v1/appstore/hash", {}, 405),
+    ("GET", "/api/v1/applications/info", {}, 405),
+])
+def test_bad_requests_get_a_json_4xx(base: str, method: str, path: str, kwargs: dict, status: int) -> None:
+    r = httpx.request(method, base + path, **kwargs)
+    assert r.status_code == status
+    assert r.headers["content-type"].startswith("application/json") and r.json()["status"] == status
+
+
+def test_unknown_ids_are_not_found(base: str) -> None:
+    r = httpx.post(f"{base}/api/v1/applications/info", json={"app_ids": ["ffffffff", "43e83ecd", "43e83ecd"], "version": "1.12.6"})
+    doc = r.json()
+    assert list(doc["apps"]) == ["43e83ecd"] and doc["not_found"] == ["ffffffff"]
+
+
+def test_health(base: str) -> None:
+    assert httpx.get(f"{base}/health").json()["status"] == "ok"
+
+
+def test_publishing_reloads_without_downtime(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(APPS, root / "apps")
+    shutil.copytree(ROOT / "packages", root / "packages")
+    shutil.copy(ROOT / "market-index.json", root / "market-index.json")
+    with running(root, reload_every=0.1) as url:
+        before = httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"]
+        assert main(["release", NAME, "--apps-dir", str(root / "apps"), "--bump", "patch", "--summary", "x",
+                     "--date", "2026-06-01"]) == 0
+        deadline = time.monotonic() + 10
+        while httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == before:
+            assert time.monotonic() < deadline, "the new version was not picked up"
+            time.sleep(0.05)
+        info = httpx.get(f"{url}/api/v1/appstore/info", params={"version": "1.12.6"}).json()
+        assert info["data"]["apps"]["43e83ecd"]["version"] == "1.0.10"
+        current = info["hash"]
+        # a ledger that does not load (here: a package it lists is missing) is not served
+        ledger = json.loads((root / "market-index.json").read_text())
+        ledger["apps"][NAME]["versions"][-1]["charts"]["current"]["file"] = "packages/current/missing.tgz"
+        (root / "market-index.json").write_text(json.dumps(ledger))
+        time.sleep(0.5)
+        assert httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == current
+        assert httpx.get(f"{url}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.10.tgz"}).status_code == 200
