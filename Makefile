@@ -1,4 +1,5 @@
-# `make` sets everything up in .venv and builds the bundled catalogue; `make test` runs the tests.
+# `make` sets everything up in .venv and builds the bundled catalogue; `make test` runs the tests
+# and checks that the committed market-index.json and packages/ are up to date.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -18,6 +19,7 @@ build: $(BIN)/olares-pack
 
 test: $(BIN)/olares-pack
 	$(BIN)/python -m pytest
+	$(BIN)/olares-pack build --check
 
 clean:
 	rm -rf build $(VENV)
