@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-
 import sys
+
+from rich.console import Console
 
 # Piped output keeps whole lines: tables are not squeezed into 80 columns.
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)

@@ -319,20 +319,18 @@ def _fmt(v: Any) -> str:
     return "—" if v is None else str(v)
 
 
+def describe(c: Change, key: str) -> str:
+    """'<key> old → new', '<key> new added', ... with the note that explains it."""
+    text = {"added": f"{key} {_fmt(c.new)} added", "removed": f"{key} {_fmt(c.old)} removed",
+            "unchanged": f"{key} {_fmt(c.new)} (unchanged)"}.get(c.kind, f"{key} {_fmt(c.old)} → {_fmt(c.new)}")
+    return text + (f" ({c.note})" if c.note else "")
+
+
 def to_markdown(res: DiffResult, *, show_all: bool = False) -> str:
     lines = [f"Changes from {res.a} to {res.b}:", ""]
     if res.equal:
         lines.append("- no change")
-    for c in res.changes + (res.unchanged if show_all else []):
-        if c.kind == "added":
-            text = f"`{c.key}` {_fmt(c.new)} added"
-        elif c.kind == "removed":
-            text = f"`{c.key}` {_fmt(c.old)} removed"
-        elif c.kind == "unchanged":
-            text = f"`{c.key}` {_fmt(c.new)} (unchanged)"
-        else:
-            text = f"`{c.key}` {_fmt(c.old)} → {_fmt(c.new)}"
-        lines.append(f"- {c.section}: {text}" + (f" ({c.note})" if c.note else ""))
+    lines += [f"- {c.section}: {describe(c, f'`{c.key}`')}" for c in res.changes + (res.unchanged if show_all else [])]
     return "\n".join(lines) + "\n"
 
 
@@ -347,16 +345,6 @@ CHANGE_KIND = {"arguments": "engine-args", "image": "image", "model": "model", "
 
 def suggested_changes(res: DiffResult) -> list[tuple[str, str]]:
     """Changelog `changes` pre-filled from a diff (release --changes-from-diff)."""
-    out = []
-    for c in res.changes:
-        if c.section == "manifest" and c.key in ("version", "texts"):
-            continue
-        if c.kind == "added":
-            text = f"{c.key} {_fmt(c.new)} added"
-        elif c.kind == "removed":
-            text = f"{c.key} {_fmt(c.old)} removed"
-        else:
-            text = f"{c.key} {_fmt(c.old)} → {_fmt(c.new)}"
-        out.append((CHANGE_KIND[c.section], text + (f" ({c.note})" if c.note else "")))
-    return out
+    return [(CHANGE_KIND[c.section], describe(c, c.key)) for c in res.changes
+            if not (c.section == "manifest" and c.key in ("version", "texts"))]
 

@@ -15,7 +15,6 @@ import yaml
 
 from .errors import InputError
 
-
 # Helm lint severities (helm_python.lint): 1 info, 2 warning, 3 error.
 SEVERITY = {0: "info", 1: "info", 2: "warning", 3: "error"}
 

@@ -14,9 +14,9 @@ import json
 import logging
 import re
 import signal
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette

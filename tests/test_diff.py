@@ -6,14 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import APPS, build_file_tree
+from test_lint import HAND_WRITTEN_LEGACY
+
 from olares_pack import render, targets
 from olares_pack.cli import main
 from olares_pack.diff import compare, facts, suggested_changes
 from olares_pack.lint.source import ChartSource, from_folder
 from olares_pack.manifest import load_app
-from test_lint import HAND_WRITTEN_LEGACY
 
 NAME = "llamacppqwen36mtpone"
 

@@ -13,7 +13,6 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-
 from fakehub import REPO, REVISION, FakeHub, serve
 
 PAYLOAD = bytes(range(256)) * 4096  # 1 MiB

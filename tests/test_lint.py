@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from conftest import APPS, build_file_tree
+
 from olares_pack import package, render, targets
 from olares_pack.cli import main
 from olares_pack.lint import LintOptions, lint_source

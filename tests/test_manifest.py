@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import APPS
+
 from olares_pack.cli import main
 from olares_pack.errors import InputError
 from olares_pack.manifest import LlamaCppApp, VllmApp, load_app, parse_app

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import APPS, ROOT
+
 from olares_pack import fsio, helm, index, package, releases, render, targets
 from olares_pack.cli import main
 from olares_pack.manifest import load_app

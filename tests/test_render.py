@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from conftest import APPS, EXPECTED
+
 from olares_pack import fsio, helm, kube, quantity, render, targets
 from olares_pack.cli import main
 from olares_pack.manifest import load_app

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
-
 from conftest import APPS, ROOT
+
 from olares_pack import helm, index
 from olares_pack.cli import main
 from olares_pack.server import Source, create_app
@@ -79,7 +79,7 @@ def device_sync(base: str, os_version: str) -> dict[str, dict]:
             assert r["not_found"] == [] and r["version"] == os_version
             details.update(r["apps"])
         assert set(details) == set(ids)
-        for app_id, e in details.items():
+        for e in details.values():
             assert {k for k, t in ENTRY_TYPES.items() if not isinstance(e.get(k), t)} == set(), e["name"]
             chart = client.get(f"/api/v1/applications/{e['name']}/chart",
                                params={"version": os_version, "fileName": e["chartName"]})

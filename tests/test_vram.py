@@ -11,9 +11,9 @@ from pathlib import Path
 import gguf
 import numpy as np
 import pytest
-
 from conftest import APPS
 from fakehub import COMMIT, REPO, REVISION, serve
+
 from olares_pack import gguf_meta, vram
 from olares_pack.cli import main
 from olares_pack.gguf_meta import from_file, from_hub, load_lock
@@ -49,6 +49,10 @@ def write_hybrid(path: Path, big: int = 0) -> dict[str, int]:
     }
     if big:
         tensors["blk.1.ssm_out.weight"] = np.zeros((big // 4,), dtype=np.float32)
+    return finish(w, tensors)
+
+
+def finish(w: gguf.GGUFWriter, tensors: dict[str, np.ndarray]) -> dict[str, int]:
     for name, arr in tensors.items():
         w.add_tensor(name, arr)
     w.write_header_to_file()
@@ -67,14 +71,8 @@ def write_plain(path: Path) -> dict[str, int]:
     w.add_head_count_kv(2)
     w.add_context_length(8192)
     w.add_uint32("llama.vocab_size", 50)
-    tensors = {"token_embd.weight": np.zeros((50, 64), dtype=np.float32), "blk.0.attn_k.weight": np.zeros((16, 64), dtype=np.float16)}
-    for name, arr in tensors.items():
-        w.add_tensor(name, arr)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return {name: arr.nbytes for name, arr in tensors.items()}
+    return finish(w, {"token_embd.weight": np.zeros((50, 64), dtype=np.float32),
+                      "blk.0.attn_k.weight": np.zeros((16, 64), dtype=np.float16)})
 
 
 def term(est: vram.Estimate, name: str) -> float:

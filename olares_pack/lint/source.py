@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import tarfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import fsio, package, render, targets
