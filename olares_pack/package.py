@@ -44,14 +44,6 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_archive(data: bytes) -> tuple[str, dict[str, str]]:
-    """(chart name, relative path -> text) of a chart archive; every member under one folder."""
-    name, files, binary = read_archive_split(data)
-    if binary:
-        raise ValueError(f"{sorted(binary)[0]} is not UTF-8 text")
-    return name, files
-
-
 def read_archive_split(data: bytes) -> tuple[str, dict[str, str], dict[str, bytes]]:
     """(chart name, text members, binary members) of a chart archive, paths relative to its folder."""
     files: dict[str, str] = {}
