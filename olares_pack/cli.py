@@ -5,14 +5,20 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from . import __version__, console, fsio, index, kube, releases, render, targets
 from .build import load_catalogue, render_catalogue
 from .errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputError, OlaresPackError
+from .lint.source import ChartSource
 from .manifest import MANIFEST_FILE, App, load_app
 from .releases import Repo
+
+if TYPE_CHECKING:
+    from .diff import DiffResult
+    from .vram import Estimate
 
 DEFAULT_APPS = Path("apps")
 DEFAULT_OUT = Path("build/charts")
@@ -254,12 +260,8 @@ def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, ta
     return EXIT_OK if result.equal else EXIT_FINDINGS
 
 
-def _print_diff_table(result: object, show_all: bool) -> None:
+def _print_diff_table(result: DiffResult, show_all: bool) -> None:
     from rich.table import Table
-
-    from .diff import DiffResult
-
-    assert isinstance(result, DiffResult)
     table = Table(title=f"{result.a} → {result.b}", title_justify="left")
     for col in ("section", "what", "old", "new", "note"):
         table.add_column(col, overflow="fold")
@@ -273,9 +275,7 @@ def _print_diff_table(result: object, show_all: bool) -> None:
         console.out.print(table)
 
 
-def _version_source(app_ref: str, version: str, target_name: str, apps_dir: Path) -> object:
-    from .lint.source import ChartSource
-
+def _version_source(app_ref: str, version: str, target_name: str, apps_dir: Path) -> ChartSource:
     app_dir = _app_dir(app_ref, apps_dir)
     if version in ("current", "app.yaml"):
         app = load_app(app_dir / MANIFEST_FILE)
@@ -289,7 +289,7 @@ def _version_source(app_ref: str, version: str, target_name: str, apps_dir: Path
     return ChartSource(f"{app.name} {app.version}", app.name, render.render(app, t), app=app, target=t.name)
 
 
-def _path_source(path: Path, target_name: str) -> object:
+def _path_source(path: Path, target_name: str) -> ChartSource:
     from .lint.source import resolve
 
     found = resolve([path], [target_name] if path.suffix in (".yaml", ".yml") or (path / MANIFEST_FILE).exists() else None)
@@ -386,13 +386,9 @@ def serve_cmd(host: str, port: int, tls_cert: Path | None, tls_key: Path | None,
     return EXIT_OK
 
 
-def _print_estimate(title: str, e: object) -> None:
+def _print_estimate(title: str, e: Estimate) -> None:
     from rich.markup import escape
     from rich.table import Table
-
-    from .vram import Estimate
-
-    assert isinstance(e, Estimate)
     table = Table(title=f"{title} at --ctx-size {e.settings.ctx} on {e.device.name}", title_justify="left")
     for col, justify in (("term", "left"), ("MiB", "right"), ("when", "left"), ("how", "left")):
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
@@ -413,8 +409,8 @@ def _changes_since_latest(app_ref: str, apps_dir: Path) -> list[tuple[str, str]]
     versions = releases.published(_app_dir(app_ref, apps_dir))
     if not versions:
         return []
-    a = diff.facts(_version_source(app_ref, versions[-1][0], "current", apps_dir))  # type: ignore[arg-type]
-    b = diff.facts(_version_source(app_ref, "current", "current", apps_dir))  # type: ignore[arg-type]
+    a = diff.facts(_version_source(app_ref, versions[-1][0], "current", apps_dir))
+    b = diff.facts(_version_source(app_ref, "current", "current", apps_dir))
     return [c for c in diff.suggested_changes(diff.compare(a, b)) if not c[1].startswith("version ")]
 
 

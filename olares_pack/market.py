@@ -69,6 +69,7 @@ class Catalogue:
     ledger_sha256: str
     base_url: str = ""  # where this source is reachable: icons in apps/<name>/icon.png are served under it
     views: dict[tuple[str, ...], View] = field(default_factory=dict)
+    by_version: dict[str, View] = field(default_factory=dict)  # request version string -> its view
 
     def chart_for(self, os_version: str) -> dict[str, Chart]:
         """For each app, the newest chart whose olares dependency admits this OS version."""
@@ -82,10 +83,18 @@ class Catalogue:
         return dict(sorted(best.items()))
 
     def view(self, os_version: str) -> View:
+        """The view of one version string; resolving the windows once per string keeps the
+        constraint parsing off the request path."""
+        cached = self.by_version.get(os_version)
+        if cached is not None:
+            return cached
         charts = self.chart_for(os_version)
         key = tuple(f"{c.name}@{c.version}/{c.target}" for c in charts.values())
         if key not in self.views:
             self.views[key] = build_view(self, charts)
+        if len(self.by_version) >= 256:  # bounded: devices send a handful of versions
+            self.by_version.pop(next(iter(self.by_version)))
+        self.by_version[os_version] = self.views[key]
         return self.views[key]
 
     def archive(self, name: str, file_name: str, os_version: str | None) -> Chart | None:

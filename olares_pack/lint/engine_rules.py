@@ -29,10 +29,6 @@ def _looks_secret(name: str, value: object) -> bool:
             and any(c.isdigit() for c in text) and any(c.isalpha() for c in text))
 
 
-def engine_containers(objects: list[dict[str, Any]]) -> list[Invocation]:
-    return find_engines(objects)
-
-
 def _build_for(ctx: ChartContext, inv: Invocation) -> tuple[str | None, str]:
     """(build key, how it was chosen) for a llama.cpp invocation."""
     if ctx.options.engine_build:
@@ -71,7 +67,7 @@ def llama_flags(ctx: ChartContext) -> None:
     r = ctx.primary_render()
     if r is None:
         return
-    for inv in engine_containers(r.objects):
+    for inv in find_engines(r.objects):
         if inv.kind != "llamacpp":
             continue
         where = f"{inv.workload}: containers[{inv.container}]"
@@ -116,7 +112,7 @@ def vllm_flags(ctx: ChartContext) -> None:
     r = ctx.primary_render()
     if r is None:
         return
-    for inv in engine_containers(r.objects):
+    for inv in find_engines(r.objects):
         if inv.kind != "vllm":
             continue
         args = normalize_generic(inv.argv)

@@ -385,9 +385,9 @@ def olares_user(ctx: ChartContext) -> None:
 
 
 def api_timeout(ctx: ChartContext) -> None:
-    from .engine_rules import engine_containers
+    from ..engines.detect import find_engines
 
-    if not ctx.renders or not engine_containers(ctx.renders[0].objects):
+    if not ctx.renders or not find_engines(ctx.renders[0].objects):
         return
     opts = ctx.manifest.get("options") if isinstance(ctx.manifest.get("options"), dict) else {}
     if opts.get("apiTimeout") != 0:
