@@ -28,9 +28,8 @@ def settings_for(s: LlamaServer, ctx: int | None = None) -> vram.Settings:
 
 
 def app_dir_of(manifest_path: Path) -> Path:
-    """The app folder of app.yaml or of a frozen release manifest (apps/<name>/releases/<v>.yaml)."""
-    parent = manifest_path.parent
-    return parent.parent if parent.name == "releases" else parent
+    """The app folder of an app.yaml (where model.lock.json lives)."""
+    return manifest_path.parent
 
 
 def model_meta(app: LlamaCppApp, app_dir: Path) -> gguf_meta.ModelMeta:

@@ -10,7 +10,8 @@ def upgrade_description(entry: ChangelogEntry, locale: str = "en-US") -> str:
     loc = entry.locales.get(locale)
     summary = loc.summary if loc else entry.summary
     notes = loc.notes if loc and loc.notes else entry.notes
-    parts = [f"**{entry.version}** ({entry.date.isoformat()}): {summary}"]
+    status = "" if entry.shipped else ", never shipped"
+    parts = [f"**{entry.version}** ({entry.date.isoformat()}{status}): {summary}"]
     if entry.changes:
         parts.append("\n".join(f"- {c.kind}: {c.text}" for c in entry.changes))
     if notes.strip():

@@ -9,12 +9,23 @@ from typing import TYPE_CHECKING
 
 import click
 
-from . import __version__, console, fsio, index, kube, releases, render, targets
+from . import (
+    __version__,
+    catalogue,
+    console,
+    fsio,
+    kube,
+    package,
+    records,
+    releases,
+    render,
+    targets,
+)
 from .build import load_catalogue, render_catalogue
 from .errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputError, OlaresPackError
 from .lint.source import ChartSource
 from .manifest import MANIFEST_FILE, App, load_app
-from .releases import Repo
+from .repo import DEFAULT_LOCK_TIMEOUT, Repo
 
 if TYPE_CHECKING:
     from .diff import DiffResult
@@ -30,6 +41,9 @@ apps_dir_option = click.option(
     show_default=True,
     help="Folder holding one <name>/app.yaml per app.",
 )
+lock_timeout_option = click.option(
+    "--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, show_default=True, metavar="SECONDS",
+    help="How long to wait while another olares-pack command holds the repository.")
 target_option = click.option(
     "--target",
     "target_names",
@@ -96,43 +110,45 @@ def render_cmd(app_ref: str, target_names: tuple[str, ...], out: Path, apps_dir:
     help="Output folder; each chart goes to OUT/<target>/<name>/.",
 )
 @click.option("--check", is_flag=True,
-              help="Write nothing; exit 1 when market-index.json or a package would change, or an "
-              "app.yaml changed without a new version.")
-def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: bool) -> int:
-    """Render every app under --apps-dir for each of its targets into OUT, and bring the published
-    packages/ and market-index.json up to date with apps/<name>/releases/."""
+              help="Write nothing; exit 1 when market-index.json differs from the release records, a package "
+              "differs from its record, the current template generation no longer reproduces an app's newest "
+              "version, or an app.yaml changed a published version.")
+@lock_timeout_option
+def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: bool, lock_timeout: float) -> int:
+    """Render every app under --apps-dir for each of its targets into OUT, and bring packages/ and
+    market-index.json up to date with the release records (apps/<name>/releases/<version>.json)."""
     repo = Repo.at(apps_dir.resolve().parent, apps_dir)
-    apps = load_catalogue(apps_dir)
-    for app in apps:
-        show_warnings(app)
-    state = releases.derive(repo)
-    edits = releases.unpublished_edits(repo)
-    if check:
-        stale = [repo.rel(p) for p in sorted(state.packages)]
-        old = repo.index_file.read_text(encoding="utf-8") if repo.index_file.exists() else ""
-        if old != state.index_text:
-            stale.append(f"{repo.rel(repo.index_file)}")
-        for line in stale:
-            console.error(f"{line} would change (run olares-pack build)")
-        for line in edits:
-            console.error(line)
-        if stale or edits:
-            return EXIT_FINDINGS
-        console.info(f"up to date: {len(apps)} app(s), {repo.rel(repo.index_file)} and packages")
-        return EXIT_OK
-    for line in edits:
-        console.warn(line)
+    with repo.open(write=not check, timeout=lock_timeout, purpose="build"):
+        apps = load_catalogue(apps_dir)
+        for app in apps:
+            show_warnings(app)
+        recs = catalogue.load_records(repo)
+        if check:
+            issues = catalogue.check(repo, recs)
+            for issue in issues:
+                console.error(str(issue))
+            if issues:
+                return EXIT_FINDINGS
+            n = sum(len(v) for v in recs.values())
+            console.info(f"up to date: {len(apps)} app(s), {n} published version(s), {repo.rel(repo.index_file)} and packages")
+            return EXIT_OK
+        for issue in catalogue.unpublished_edits(repo, recs):
+            console.warn(str(issue))
+        from .journal import Transaction
+
+        txn = Transaction(repo.root)
+        for path, data in sorted(catalogue.missing_packages(repo, recs).items()):
+            txn.write(path, data)
+        ledger = catalogue.ledger_text(recs)
+        if not repo.index_file.exists() or repo.index_file.read_text(encoding="utf-8") != ledger:
+            txn.write(repo.index_file, ledger)
+        for path in txn.commit():
+            console.out.print(repo.rel(path), markup=False)
     charts = render_catalogue(apps, list(target_names) or None)
     for chart in charts:
         dest = out / chart.relpath
         fsio.write_tree(chart.files, dest)
         console.out.print(str(dest))
-    for path, data in sorted(state.packages.items()):
-        fsio.write_bytes_atomic(path, data)
-        console.out.print(repo.rel(path))
-    if not repo.index_file.exists() or repo.index_file.read_text(encoding="utf-8") != state.index_text:
-        fsio.write_text_atomic(repo.index_file, state.index_text)
-        console.out.print(repo.rel(repo.index_file))
     console.info(f"rendered {len(charts)} chart(s) from {len(apps)} app(s) into {out}")
     return EXIT_OK
 
@@ -151,48 +167,51 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: b
 @click.option("--edit", is_flag=True, help="Write the changelog entry in $EDITOR.")
 @click.option("--dry-run", is_flag=True, help="Show what would change and write nothing.")
 @click.option("--force", is_flag=True, help="Allow a version that does not increase.")
+@lock_timeout_option
 @apps_dir_option
 def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: str | None, changes: tuple[str, ...],
                 notes: str, date_text: str | None, changes_from_diff: bool, edit: bool, dry_run: bool, force: bool,
-                apps_dir: Path) -> int:
+                lock_timeout: float, apps_dir: Path) -> int:
     """Publish a version of APP: bump app.yaml (comments and order kept), add its changelog entry,
-    render, lint (errors stop it), package reproducibly, freeze the manifest under
-    apps/<name>/releases/ and record it in market-index.json."""
-    app = resolve_app(app_ref, apps_dir)
+    render, lint (errors stop it), package reproducibly, write its release record under
+    apps/<name>/releases/ and its entry in market-index.json, all in one transaction."""
     app_dir = _app_dir(app_ref, apps_dir)
     repo = Repo.at(apps_dir.resolve().parent, apps_dir)
     parsed_changes = [_parse_change(c) for c in changes]
-    if changes_from_diff:
-        parsed_changes += _changes_since_latest(app_ref, apps_dir)
     date = _parse_date(date_text) if date_text else None
     entry = None
-    if edit:
+    if edit:  # before taking the lock: an editor may stay open for minutes
+        app = resolve_app(app_ref, apps_dir)
         entry = _edit_entry(app.name, version or (releases.next_version(app.version, bump) if bump else app.version),
                             date or dt.date.today(), summary or "", parsed_changes, notes)
-    plan = releases.plan_release(repo, app_dir, version=version, bump=bump, summary=summary, changes=parsed_changes,
-                                 notes=notes, date=date, force=force, entry_override=entry)
-    errors = [f for f in plan.findings if f.severity == "error"]
-    if errors:
-        from .lint.output import print_text
+    with repo.open(write=True, timeout=lock_timeout):
+        if changes_from_diff:
+            parsed_changes += _changes_since_latest(app_ref, apps_dir)
+        plan = releases.plan_release(repo, app_dir, version=version, bump=bump, summary=summary, changes=parsed_changes,
+                                     notes=notes, date=date, force=force, entry_override=entry)
+        errors = [f for f in plan.findings if f.severity == "error"]
+        if errors:
+            from .lint.output import print_text
 
-        print_text(errors, sorted({f.chart for f in errors}))
-        console.error(f"{plan.app.name} {plan.app.version}: lint found {len(errors)} error(s); nothing was released")
-        return EXIT_FINDINGS
-    for f in plan.findings:
-        if f.severity == "warning":
-            console.warn(f"{f.chart}: {f.rule}: {f.message}")
-    if plan.already_published:
-        console.info(f"{plan.app.name} {plan.app.version} is already published with these exact bytes; nothing to do")
-        return EXIT_OK
-    if dry_run:
-        console.out.print(plan.diff(), markup=False, highlight=False)
-        for p in plan.packages:
-            console.out.print(f"would write {repo.rel(p.path)} (sha256 {p.sha256})", markup=False)
-        console.out.print(f"would write {repo.rel(plan.snapshot)}, {repo.rel(plan.manifest_path)}, {repo.rel(repo.index_file)}", markup=False)
-        return EXIT_OK
-    for path in releases.write_release(plan, repo):
-        console.out.print(repo.rel(path))
-    console.info(f"released {plan.app.name} {plan.app.version}")
+            print_text(errors, sorted({f.chart for f in errors}))
+            console.error(f"{plan.app.name} {plan.app.version}: lint found {len(errors)} error(s); nothing was released")
+            return EXIT_FINDINGS
+        for f in plan.findings:
+            if f.severity == "warning":
+                console.warn(f"{f.chart}: {f.rule}: {f.message}")
+        if plan.already_published:
+            console.info(f"{plan.app.name} {plan.app.version} is already published and app.yaml still says the same; nothing to do")
+            return EXIT_OK
+        if dry_run:
+            console.out.print(plan.diff(), markup=False, highlight=False)
+            for p in plan.packages:
+                console.out.print(f"would write {repo.rel(p.path)} (sha256 {p.sha256})", markup=False)
+            console.out.print(f"would write {repo.rel(plan.record_path)}, {repo.rel(plan.manifest_path)}, "
+                              f"{repo.rel(repo.index_file)}", markup=False)
+            return EXIT_OK
+        for path in releases.write_release(plan, repo):
+            console.out.print(repo.rel(path), markup=False)
+    console.info(f"released {plan.app.name} {plan.app.version} (template generation {render.GENERATION})")
     return EXIT_OK
 
 
@@ -204,23 +223,41 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
               help="Folder for <name>-<version>.tgz (one subfolder per target).")
 @apps_dir_option
 def package_cmd(app_ref: str, version: str | None, target_names: tuple[str, ...], out: Path, apps_dir: Path) -> int:
-    """Package APP (or one published version of it, from its frozen manifest) reproducibly; a
-    published version whose bytes would differ from the ledger is refused."""
+    """Package APP reproducibly. A published version (--version, or app.yaml's when it is
+    published) is handed back as its committed bytes, or reproduced exactly from its record when
+    the template generation still matches; the command says which."""
     repo = Repo.at(apps_dir.resolve().parent, apps_dir)
     app_dir = _app_dir(app_ref, apps_dir)
-    if version:
-        path = releases.snapshot_path(app_dir, version)
-        if not path.exists():
-            raise InputError(f"{app_dir.name} {version} is not published (no {repo.rel(path)})")
-        app = releases.load_snapshot(app_dir, version, path)
-    else:
-        app = resolve_app(app_ref, apps_dir)
-    built = [b for b in releases.build_packages(app, repo) if not target_names or b.target in target_names]
-    releases.check_immutable(app, built, index.load(repo.index_file))
-    for b in built:
+    with repo.open(write=False):
+        name = app_dir.name
+        if version is None:
+            raw = load_app(app_dir / MANIFEST_FILE, derive=False)
+            name, version = raw.name, raw.version
+            if version not in records.versions(repo, name):
+                return _package_unpublished(app_dir, target_names, out, repo)
+        rec = records.read(repo, name, version)
+        for target in sorted(rec.charts):
+            if target_names and target not in target_names:
+                continue
+            data, how = catalogue.published_bytes(repo, rec, target)
+            dest = out / target / f"{name}-{version}.tgz"
+            fsio.write_bytes_atomic(dest, data)
+            console.out.print(f"{dest}  sha256:{package.sha256(data)}  ({how})", markup=False)
+    return EXIT_OK
+
+
+def _package_unpublished(app_dir: Path, target_names: tuple[str, ...], out: Path, repo: Repo) -> int:
+    app = load_app(app_dir / MANIFEST_FILE)
+    entry = app.changelog_entry
+    if entry is not None and not entry.shipped:
+        raise InputError(f"{app.name} {app.version} is marked shipped: false: an unshipped version is never packaged")
+    show_warnings(app)
+    for b in releases.build_packages(app, repo):
+        if target_names and b.target not in target_names:
+            continue
         dest = out / b.target / b.path.name
         fsio.write_bytes_atomic(dest, b.data)
-        console.out.print(f"{dest}  sha256:{b.sha256}", markup=False)
+        console.out.print(f"{dest}  sha256:{b.sha256}  (not published)", markup=False)
     return EXIT_OK
 
 
@@ -276,17 +313,21 @@ def _print_diff_table(result: DiffResult, show_all: bool) -> None:
 
 
 def _version_source(app_ref: str, version: str, target_name: str, apps_dir: Path) -> ChartSource:
+    """app.yaml rendered today (`current`), or a published version as it was published: its
+    committed package, read with the app of its record."""
     app_dir = _app_dir(app_ref, apps_dir)
     if version in ("current", "app.yaml"):
         app = load_app(app_dir / MANIFEST_FILE)
-    else:
-        path = releases.snapshot_path(app_dir, version)
-        if not path.exists():
-            known = ", ".join(v for v, _ in releases.published(app_dir)) or "none"
-            raise InputError(f"{app_dir.name} {version} is not published (published: {known}; or use current)")
-        app = releases.load_snapshot(app_dir, version, path)
-    t = targets.get(target_name if target_name in app.targets else app.targets[0])
-    return ChartSource(f"{app.name} {app.version}", app.name, render.render(app, t), app=app, target=t.name)
+        t = targets.get(target_name if target_name in app.targets else app.targets[0])
+        return ChartSource(f"{app.name} {app.version}", app.name, render.render(app, t), app=app, target=t.name)
+    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
+    rec = records.read(repo, app_dir.name, version)
+    target = target_name if target_name in rec.charts else sorted(rec.charts)[0]
+    data, _ = catalogue.published_bytes(repo, rec, target)
+    from .lint.source import from_archive_bytes
+
+    src = from_archive_bytes(data, f"{rec.name} {rec.version}")
+    return ChartSource(src.label, src.folder, src.files, app=records.app_of(rec), target=target, binary=src.binary)
 
 
 def _path_source(path: Path, target_name: str) -> ChartSource:
@@ -320,8 +361,8 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
     from .manifest import LlamaCppApp
 
     app_dir = _app_dir(app_ref, apps_dir)
-    app = (releases.load_snapshot(app_dir, version, releases.snapshot_path(app_dir, version)) if version
-           else resolve_app(app_ref, apps_dir))
+    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
+    app = records.app_of(records.read(repo, app_dir.name, version)) if version else resolve_app(app_ref, apps_dir)
     try:
         dev = vram.device(device_name, gpu_mib, reserve_mib)
     except ValueError as exc:
@@ -406,10 +447,11 @@ def _print_estimate(title: str, e: Estimate) -> None:
 def _changes_since_latest(app_ref: str, apps_dir: Path) -> list[tuple[str, str]]:
     from . import diff
 
-    versions = releases.published(_app_dir(app_ref, apps_dir))
+    app_dir = _app_dir(app_ref, apps_dir)
+    versions = records.versions(Repo.at(apps_dir.resolve().parent, apps_dir), app_dir.name)
     if not versions:
         return []
-    a = diff.facts(_version_source(app_ref, versions[-1][0], "current", apps_dir))
+    a = diff.facts(_version_source(app_ref, versions[-1], "current", apps_dir))
     b = diff.facts(_version_source(app_ref, "current", "current", apps_dir))
     return [c for c in diff.suggested_changes(diff.compare(a, b)) if not c[1].startswith("version ")]
 

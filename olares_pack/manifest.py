@@ -362,7 +362,10 @@ class ChangelogEntry(Model_):
     summary: str = Field(min_length=1)
     changes: list[Change] = Field(default_factory=list)
     notes: str = ""
+    # A version that was tried but never published: never packaged, listed or served. Its entry
+    # reaches the market's version history only when in_history says so.
     shipped: bool = True
+    in_history: bool = False
     locales: dict[str, LocaleChangelog] = Field(default_factory=dict)
 
     @field_validator("version")
@@ -378,6 +381,12 @@ class ChangelogEntry(Model_):
         return _no_helm_braces(v.strip())
 
     _notes = field_validator("notes")(classmethod(lambda cls, v: _no_helm_braces(v)))
+
+    @model_validator(mode="after")
+    def _history_of_unshipped(self) -> ChangelogEntry:
+        if self.in_history and self.shipped:
+            raise ValueError("in_history lists an unshipped version (shipped: false); a shipped one is always listed")
+        return self
 
 
 def _check_semver(v: Any) -> str:
@@ -586,8 +595,14 @@ def validate_doc(doc: SourceDoc) -> App:
         raise InputError("", _problems(doc, exc)) from None
 
 
-def load_app(path: Path) -> App:
-    """Load `apps/<name>/app.yaml` (or the folder holding it); the folder must be named after the app."""
+def validate_data(data: dict[str, Any], label: str) -> App:
+    """An app from data that has no YAML source (a release record): problems name `label`."""
+    return validate_doc(SourceDoc(path=Path(label), tree=None, data=data))
+
+
+def load_app(path: Path, *, derive: bool = True) -> App:
+    """Load `apps/<name>/app.yaml` (or the folder holding it); the folder must be named after the app.
+    With derive=False, `auto` values stay `auto` (nothing is estimated)."""
     path = Path(path)
     file = path / MANIFEST_FILE if path.is_dir() else path
     if not file.exists():
@@ -596,7 +611,7 @@ def load_app(path: Path) -> App:
     app = validate_doc(doc)
     if file.name == MANIFEST_FILE and file.parent.name != app.name:
         raise InputError("", [doc.problem(("name",), f"{app.name!r} differs from its folder {file.parent.name!r}")])
-    if app.resources.gpu_memory_mib == "auto":
+    if derive and app.resources.gpu_memory_mib == "auto":
         _derive_gpu_memory(app, doc)
     return app
 
@@ -618,10 +633,10 @@ def _derive_gpu_memory(app: App, doc: SourceDoc) -> None:
     app.resources.gpu_memory_mib = vram.gpu_request_mib(est)
 
 
-def parse_app(text: str, path: Path = Path("<string>")) -> App:
+def parse_app(text: str, path: Path = Path("<string>"), *, derive: bool = True) -> App:
     doc = parse_yaml(text, path)
     app = validate_doc(doc)
-    if app.resources.gpu_memory_mib == "auto":
+    if derive and app.resources.gpu_memory_mib == "auto":
         _derive_gpu_memory(app, doc)
     return app
 

@@ -23,6 +23,7 @@ from .errors import InputError
 from .lint.context import LintOptions, build_context
 from .lint.manifest_rules import admits
 from .lint.source import from_archive_bytes
+from .repo import INDEX_FILE
 
 CATEGORY = "AI"
 EMPTY_TIME = "1970-01-01T00:00:00Z"
@@ -245,7 +246,7 @@ def build_view(cat: Catalogue, charts: dict[str, Chart]) -> View:
 
 def load(root: Path, index_file: Path | None = None, base_url: str = "") -> Catalogue:
     """Read market-index.json and every package it lists; refuse bytes the ledger does not record."""
-    index_file = index_file or root / index.INDEX_FILE
+    index_file = index_file or root / INDEX_FILE
     if not index_file.exists():
         raise InputError(f"{index_file}: no market index (publish with olares-pack release)")
     raw = index_file.read_bytes()

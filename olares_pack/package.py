@@ -1,7 +1,10 @@
 """Byte-reproducible chart archives: `<name>-<version>.tgz` with every member under `<name>/`.
 
-The same files give the same bytes on every run and machine: members sorted by path, fixed
-mtime, owner and mode, no directory entries, and a gzip header without a timestamp or file name.
+The same files give the same tar on every run and machine: members sorted by path, fixed mtime,
+owner and mode, no directory entries. Reproducibility is defined on that uncompressed tar (its
+sha256 is the *content digest*): the gzip layer around it depends on the zlib the Python was built
+with (zlib-ng compresses the same stream to other bytes), so a published .tgz is never
+recompressed, and a re-gzipped copy is recognised as the same content with other bytes.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import gzip
 import hashlib
 import io
 import tarfile
+import zlib
 
 MTIME = 0  # the archive says nothing about when it was built
 FILE_MODE = 0o644
@@ -21,6 +25,11 @@ def archive_name(name: str, version: str) -> str:
 
 def build_archive(name: str, files: dict[str, str]) -> bytes:
     """The .tgz bytes of a chart given as relative path -> text."""
+    return compress(build_tar(name, files))
+
+
+def build_tar(name: str, files: dict[str, str]) -> bytes:
+    """The uncompressed tar of a chart: what the content digest covers."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
         for rel in sorted(files):
@@ -33,15 +42,27 @@ def build_archive(name: str, files: dict[str, str]) -> bytes:
             info.uname = info.gname = ""
             info.type = tarfile.REGTYPE
             tar.addfile(info, io.BytesIO(data))
+    return raw.getvalue()
+
+
+def compress(tar: bytes) -> bytes:
     out = io.BytesIO()
     # filename="" and mtime=0 keep the gzip header free of the machine's path and the clock.
     with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
-        gz.write(raw.getvalue())
+        gz.write(tar)
     return out.getvalue()
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def content_digest(tgz: bytes) -> str:
+    """sha256 of the uncompressed tar inside a .tgz: equal for the same chart whatever gzip made it."""
+    try:
+        return sha256(gzip.decompress(tgz))
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ValueError(f"not a gzip stream: {exc}") from None
 
 
 def read_archive_split(data: bytes) -> tuple[str, dict[str, str], dict[str, bytes]]:

@@ -1,189 +1,120 @@
-"""Published versions: frozen manifests, reproducible packages, version bumps and immutability."""
+"""Publishing a version: the bump and its changelog entry, packages, the frozen record, and one
+transaction that writes them with the ledger."""
 
 from __future__ import annotations
 
 import datetime as dt
 import difflib
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import semver
 
-from . import fsio, package, render, targets
+from . import __version__, engines, index, package, records, render, targets
 from .errors import InputError
-from .index import PackageRecord, build_index, dumps, load, package_path, recorded_sha
-from .lint import LintOptions, lint_source
+from .journal import Transaction
 from .lint.findings import Finding
-from .lint.source import ChartSource
-from .manifest import MANIFEST_FILE, App, discover, load_app, parse_app
+from .manifest import MANIFEST_FILE, App, ChangelogEntry, parse_app, validate_doc
+from .records import ChartRecord, EngineRecord, Record
+from .repo import Repo
 from .yamlsrc import load_yaml, roundtrip_yaml
 
-RELEASES_DIR = "releases"
-
-
-@dataclass(frozen=True)
-class Repo:
-    """Where a catalogue lives: apps, packages and the ledger, relative to one root."""
-
-    root: Path
-    apps_dir: Path
-    packages_dir: Path
-    index_file: Path
-
-    @classmethod
-    def at(cls, root: Path, apps_dir: Path | None = None) -> Repo:
-        return cls(root, apps_dir or root / "apps", root / "packages", root / "market-index.json")
-
-    def rel(self, path: Path) -> str:
-        try:
-            return path.resolve().relative_to(self.root.resolve()).as_posix()
-        except ValueError:
-            return str(path)
-
-
-def snapshot_path(app_dir: Path, version: str) -> Path:
-    return app_dir / RELEASES_DIR / f"{version}.yaml"
-
-
-def published(app_dir: Path) -> list[tuple[str, Path]]:
-    """(version, frozen manifest) of every published version of one app, oldest first."""
-    d = app_dir / RELEASES_DIR
-    if not d.is_dir():
-        return []
-    out = []
-    for p in d.glob("*.yaml"):
-        try:
-            semver.Version.parse(p.stem)
-        except ValueError:
-            raise InputError(f"{p}: a release file is named after its version (e.g. 1.0.9.yaml)") from None
-        out.append((p.stem, p))
-    return sorted(out, key=lambda vp: semver.Version.parse(vp[0]))
-
-
-def load_snapshot(app_dir: Path, version: str, path: Path) -> App:
-    app = load_app(path)
-    if app.version != version:
-        raise InputError(f"{path}: holds version {app.version}, not {version}")
-    if app.name != app_dir.name:
-        raise InputError(f"{path}: app {app.name!r} in the folder of {app_dir.name!r}")
-    if app.changelog_entry is None:
-        raise InputError(f"{path}: no changelog entry for {version}")
-    return app
-
-
-@dataclass
-class BuiltPackage:
-    target: str
-    path: Path
-    data: bytes
-
-    @property
-    def sha256(self) -> str:
-        return package.sha256(self.data)
-
-
-def build_packages(app: App, repo: Repo) -> list[BuiltPackage]:
-    out = []
-    for name in app.targets:
-        t = targets.get(name)
-        data = package.build_archive(app.name, render.render(app, t))
-        out.append(BuiltPackage(name, package_path(repo.packages_dir, name, app.name, app.version), data))
-    return out
-
-
-def lint_app(app: App, app_dir: Path) -> list[Finding]:
-    findings: list[Finding] = []
-    for name in app.targets:
-        files = render.render(app, targets.get(name))
-        src = ChartSource(f"{app.name}@{name}", app.name, files, app=app, target=name, app_dir=app_dir)
-        findings.extend(lint_source(src, LintOptions()))
-    return findings
-
-
-def records(packages: list[BuiltPackage], repo: Repo) -> list[PackageRecord]:
-    return [PackageRecord(p.target, repo.rel(p.path), p.sha256, len(p.data)) for p in packages]
+TOOL = f"olares-pack {__version__}"
 
 
 class ImmutableVersionError(InputError):
     pass
 
 
-def check_immutable(app: App, built: list[BuiltPackage], index: dict[str, Any]) -> bool:
-    """True when this version is already published with exactly these bytes; raises when the bytes differ."""
-    known = [recorded_sha(index, app.name, app.version, p.target) for p in built]
-    if not any(known):
-        return False
-    for p, sha in zip(built, known, strict=True):
-        if sha is not None and sha != p.sha256:
-            raise ImmutableVersionError(
-                f"{app.name} {app.version} ({p.target}) is published with sha256 {sha}; rebuilding it gives "
-                f"sha256 {p.sha256}. A published version never changes: release a new version "
-                f"(olares-pack release {app.name} --bump patch)."
-            )
-    return all(known)
-
-
-# ---------------------------------------------------------------- the ledger, derived
-
-
 @dataclass
-class CatalogueState:
-    """What the repository says is published, and what would be written to match it."""
+class BuiltPackage:
+    target: str
+    path: Path
+    files: dict[str, str]  # the rendered chart
+    tar: bytes
+    data: bytes  # the .tgz
 
-    index_text: str
-    packages: dict[Path, bytes] = field(default_factory=dict)  # package files a fresh clone lacks
+    @property
+    def sha256(self) -> str:
+        return package.sha256(self.data)
 
-
-AppVersions = dict[str, list[tuple[App, list[PackageRecord]]]]
-
-
-def derive(repo: Repo, extra: tuple[App, list[PackageRecord]] | None = None) -> CatalogueState:
-    """The ledger derived from the frozen manifests and the package files (plus `extra`, a version
-    about to be released), and the packages missing from the tree: rebuilt from their frozen
-    manifests, and refused if those bytes differ from what the ledger records."""
-    current = load(repo.index_file)
-    apps: AppVersions = {}
-    missing: dict[Path, bytes] = {}
-    for app_dir in discover(repo.apps_dir):
-        for version, path in published(app_dir):
-            app = load_snapshot(app_dir, version, path)
-            recs = []
-            for t in app.targets:
-                pkg = package_path(repo.packages_dir, t, app.name, version)
-                if pkg.exists():
-                    data = pkg.read_bytes()
-                    sha = recorded_sha(current, app.name, version, t)
-                    if sha is not None and sha != package.sha256(data):
-                        raise ImmutableVersionError(
-                            f"{repo.rel(pkg)} has sha256 {package.sha256(data)} but {repo.rel(repo.index_file)} "
-                            f"records {sha} for {app.name} {version}: a published package was changed"
-                        )
-                else:
-                    built = next(b for b in build_packages(app, repo) if b.target == t)
-                    check_immutable(app, [built], current)
-                    data = missing[pkg] = built.data
-                recs.append(PackageRecord(t, repo.rel(pkg), package.sha256(data), len(data)))
-            apps.setdefault(app.name, []).append((app, recs))
-    if extra is not None:
-        apps.setdefault(extra[0].name, []).append(extra)
-    return CatalogueState(dumps(build_index(apps)), missing)
+    @property
+    def content_sha256(self) -> str:
+        return package.sha256(self.tar)
 
 
-def unpublished_edits(repo: Repo) -> list[str]:
-    """Apps whose app.yaml renders differently from the published package of the same version."""
+def build_packages(app: App, repo: Repo) -> list[BuiltPackage]:
     out = []
-    index = load(repo.index_file)
-    for app_dir in discover(repo.apps_dir):
-        app = load_app(app_dir / MANIFEST_FILE)
-        built = build_packages(app, repo)
-        try:
-            check_immutable(app, built, index)
-        except ImmutableVersionError:
-            out.append(f"{repo.rel(app_dir / MANIFEST_FILE)}: changed since {app.name} {app.version} was published; "
-                       f"release a new version (olares-pack release {app.name} --bump patch)")
+    for name in app.targets:
+        files = render.render(app, targets.get(name))
+        tar = package.build_tar(app.name, files)
+        out.append(BuiltPackage(name, repo.package_path(name, app.name, app.version), files, tar, package.compress(tar)))
     return out
+
+
+def lint_app(app: App, app_dir: Path, built: list[BuiltPackage]) -> list[Finding]:
+    from .lint import LintOptions, lint_source
+    from .lint.source import ChartSource
+
+    findings: list[Finding] = []
+    for b in built:
+        src = ChartSource(f"{app.name}@{b.target}", app.name, b.files, app=app, target=b.target, app_dir=app_dir)
+        findings.extend(lint_source(src, LintOptions()))
+    return findings
+
+
+def engine_record(app: App) -> EngineRecord:
+    return EngineRecord(kind=app.engine.kind, build=app.engine.build, argv=engines.build_argv(app),
+                        flags=engines.normalized_flags(app), env=dict(sorted(app.env.items())))
+
+
+def make_record(app: App, built: list[BuiltPackage], repo: Repo, adds: list[ChangelogEntry],
+                derived: dict[str, str]) -> Record:
+    entry = adds[-1]
+    return Record(
+        name=app.name, version=app.version, published=entry.date, tool=TOOL, generation=render.GENERATION,
+        charts={b.target: ChartRecord(file=repo.rel(b.path), sha256=b.sha256, size=len(b.data),
+                                      content_sha256=b.content_sha256) for b in built},
+        engine=engine_record(app), changelog=adds, derived=derived, manifest=records.resolved_manifest(app))
+
+
+def derived_fields(raw: App) -> dict[str, str]:
+    """Fields app.yaml leaves to olares-pack (`auto`), by path, so a later estimate that differs
+    is not mistaken for an edit."""
+    return {"resources.gpu_memory_mib": "auto"} if raw.resources.gpu_memory_mib == "auto" else {}
+
+
+def edits_since(raw: App, rec: Record) -> list[str]:
+    """What app.yaml (with `auto` not yet derived) changes in a published version, by field path."""
+    mine = records.resolved_manifest(raw)
+    for path in rec.derived:
+        head, _, key = path.rpartition(".")
+        node: Any = mine
+        for part in head.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get(key) == rec.derived[path]:
+            node[key] = _at(rec.manifest, path)
+    out = records.differences(rec.manifest, mine)
+    entry = raw.changelog_entry
+    theirs = rec.entry.model_dump(mode="json")
+    out += records.differences(theirs, entry.model_dump(mode="json") if entry else None, f"changelog[{rec.version}]")
+    return out
+
+
+def _at(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def immutable_error(repo: Repo, rec: Record, edits: list[str]) -> ImmutableVersionError:
+    shown = "; ".join(edits[:5]) + (f"; and {len(edits) - 5} more" if len(edits) > 5 else "")
+    return ImmutableVersionError(
+        f"{rec.name} {rec.version} is published ({repo.rel(records.path_of(repo, rec.name, rec.version))}); "
+        f"app.yaml differs from it at {shown}. A published version never changes: release a new version "
+        f"(olares-pack release {rec.name} --bump patch).")
 
 
 # ---------------------------------------------------------------- release
@@ -194,12 +125,13 @@ class ReleasePlan:
     app: App
     old_text: str
     new_text: str
-    packages: list[BuiltPackage]
+    manifest_path: Path
     findings: list[Finding]
     already_published: bool
+    packages: list[BuiltPackage]
+    record: Record | None
+    record_path: Path
     index_text: str
-    snapshot: Path
-    manifest_path: Path
 
     def diff(self) -> str:
         return "".join(difflib.unified_diff(self.old_text.splitlines(True), self.new_text.splitlines(True),
@@ -244,26 +176,36 @@ def plan_release(
     force: bool = False,
     entry_override: Any = None,
 ) -> ReleasePlan:
-    """Everything a release would write, computed without writing anything."""
+    """Everything a release would write, computed without writing anything. It reads this app's
+    manifest and records and the ledger, nothing of the other apps."""
     manifest_path = app_ref / MANIFEST_FILE if app_ref.is_dir() else app_ref
     app_dir = manifest_path.parent
     doc = load_yaml(manifest_path)
-    old = load_app(manifest_path)
-    versions = [v for v, _ in published(app_dir)]
-    latest = max(versions, key=semver.Version.parse) if versions else None
+    old = validate_doc(doc)
+    published = records.versions(repo, old.name)
+    latest = published[-1] if published else None
     if bump and version:
         raise InputError("give --bump or --version, not both")
     if bump:
-        base = max([old.version, *versions], key=semver.Version.parse)
-        new_version = next_version(base, bump)
+        new_version = next_version(max([old.version, *published], key=semver.Version.parse), bump)
     else:
         new_version = version or old.version
     try:
         semver.Version.parse(new_version)
     except ValueError:
         raise InputError(f"{new_version!r} is not a semantic version") from None
-    republish = new_version in versions
-    if latest and not republish and semver.Version.parse(new_version) <= semver.Version.parse(latest) and not force:
+    old_text = doc.path.read_text(encoding="utf-8")
+
+    if new_version in published:
+        if new_version != old.version:
+            raise InputError(f"{old.name} {new_version} is already published; app.yaml holds {old.version}")
+        rec = records.read(repo, old.name, new_version)
+        edits = edits_since(old, rec)
+        if edits:
+            raise immutable_error(repo, rec, edits)
+        return ReleasePlan(records.app_of(rec), old_text, old_text, manifest_path, [], True, [], rec,
+                           records.path_of(repo, old.name, new_version), "")
+    if latest and semver.Version.parse(new_version) <= semver.Version.parse(latest) and not force:
         raise InputError(f"{old.name} {new_version} does not increase on the latest published version {latest} "
                          "(a device only updates to a higher version; --force to publish it anyway)")
 
@@ -272,52 +214,59 @@ def plan_release(
     log = tree.get("changelog")
     has_entry = any(str(e.get("version")) == new_version for e in (log or []))
     if entry_override is not None or summary:
-        if has_entry and not republish:
+        if has_entry:
             raise InputError(f"{manifest_path}: the changelog already has an entry for {new_version}")
         entry = entry_override if entry_override is not None else _entry_map(
             new_version, date or dt.date.today(), summary or "", changes or [], notes)
+        entry["version"] = new_version  # the editor was opened before the version was final
         if log is None:
             from ruamel.yaml.comments import CommentedSeq
 
             tree["changelog"] = log = CommentedSeq()
-        if not republish:
-            log.append(entry)
+        log.append(entry)
     elif not has_entry:
         raise InputError(f"{old.name} {new_version} needs a changelog entry: give --summary (and --change, --notes) or --edit")
     buf = io.StringIO()
     roundtrip_yaml().dump(tree, buf)
     new_text = buf.getvalue()
+    raw = parse_app(new_text, manifest_path, derive=False)
     app = parse_app(new_text, manifest_path)
+    own = app.changelog_entry
+    assert own is not None
+    if not own.shipped:
+        raise InputError(f"{manifest_path}: the changelog entry of {new_version} says shipped: false; an unshipped "
+                         "version is never packaged or published (remove shipped: false to publish it)")
+    top = semver.Version.parse(new_version)
+    below = [semver.Version.parse(v) for v in published if semver.Version.parse(v) < top]
+    floor = max(below) if below else None
+    adds = sorted((e for e in app.changelog
+                   if (floor is None or semver.Version.parse(e.version) > floor) and semver.Version.parse(e.version) <= top
+                   and (e.version == new_version or not e.shipped)),
+                  key=lambda e: semver.Version.parse(e.version))
 
-    packages = build_packages(app, repo)
-    already = check_immutable(app, packages, load(repo.index_file))
-    if republish and not already:
-        already = _matches_committed(app, packages, repo)
-    findings = lint_app(app, app_dir)
-    index_text = "" if already else derive(repo, (app, records(packages, repo))).index_text
-    return ReleasePlan(app, doc.path.read_text(encoding="utf-8"), new_text, packages, findings, already,
-                       index_text, snapshot_path(app_dir, new_version), manifest_path)
+    built = build_packages(app, repo)
+    findings = lint_app(app, app_dir, built)
+    rec = make_record(app, built, repo, adds, derived_fields(raw))
+    return ReleasePlan(app, old_text, new_text, manifest_path, findings, False, built, rec,
+                       records.path_of(repo, app.name, new_version), ledger_with(repo, rec))
 
 
-def _matches_committed(app: App, packages: list[BuiltPackage], repo: Repo) -> bool:
-    """A published version the ledger does not list yet: compare with its committed packages."""
-    for p in packages:
-        if p.path.exists() and p.path.read_bytes() != p.data:
-            raise ImmutableVersionError(
-                f"{app.name} {app.version} ({p.target}) is published as {repo.rel(p.path)} with sha256 "
-                f"{package.sha256(p.path.read_bytes())}; rebuilding it gives sha256 {p.sha256}. A published "
-                "version never changes: release a new version."
-            )
-    return True
+def ledger_with(repo: Repo, rec: Record) -> str:
+    """The ledger with one app's entry derived again from its records (plus `rec`); the other
+    apps' entries are carried over as they are."""
+    ledger = index.load(repo.index_file)
+    recs = [records.read(repo, rec.name, v) for v in records.versions(repo, rec.name) if v != rec.version]
+    ledger["apps"][rec.name] = index.app_entry(rec.name, [*recs, rec])
+    return index.dumps(ledger)
 
 
 def write_release(plan: ReleasePlan, repo: Repo) -> list[Path]:
-    """Write what the plan computed: packages and the frozen manifest first, the ledger last."""
-    written = []
+    """One transaction: packages, the record, app.yaml, the ledger (renamed into place in that order)."""
+    assert plan.record is not None
+    txn = Transaction(repo.root)
     for p in plan.packages:
-        fsio.write_bytes_atomic(p.path, p.data)
-        written.append(p.path)
-    fsio.write_text_atomic(plan.snapshot, plan.new_text)
-    fsio.write_text_atomic(plan.manifest_path, plan.new_text)
-    fsio.write_text_atomic(repo.index_file, plan.index_text)
-    return [*written, plan.snapshot, plan.manifest_path, repo.index_file]
+        txn.write(p.path, p.data)
+    txn.write(plan.record_path, records.dumps(plan.record))
+    txn.write(plan.manifest_path, plan.new_text)
+    txn.write(repo.index_file, plan.index_text)
+    return txn.commit()

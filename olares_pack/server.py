@@ -25,8 +25,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import index, market, targets
+from . import market, targets
 from .errors import InputError, OlaresPackError
+from .repo import INDEX_FILE
 
 log = logging.getLogger("olares_pack.server")
 
@@ -219,7 +220,7 @@ def run(root: Path, *, host: str, port: int, tls_cert: Path | None, tls_key: Pat
         reload_every: float | None, default_version: str, base_url: str = "", index_file: Path | None = None) -> None:
     import uvicorn
 
-    source = Source(root, index_file or root / index.INDEX_FILE, default_version, base_url)
+    source = Source(root, index_file or root / INDEX_FILE, default_version, base_url)
     source.load()
     app = create_app(source, reload_every=reload_every)
     uvicorn.run(app, host=host, port=port, ssl_certfile=str(tls_cert) if tls_cert else None,

@@ -38,7 +38,8 @@ class SourceDoc:
         return line
 
     def problem(self, loc: tuple[Any, ...], message: str) -> Problem:
-        return Problem(str(self.path), self.line_of(loc), format_loc(loc), message)
+        line = self.line_of(loc) if self.tree is not None else None
+        return Problem(str(self.path), line, format_loc(loc), message)
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:

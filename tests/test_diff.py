@@ -6,14 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import APPS, build_file_tree
+from conftest import build_file_tree, published_app
 from test_lint import HAND_WRITTEN_LEGACY
 
 from olares_pack import render, targets
 from olares_pack.cli import main
 from olares_pack.diff import compare, facts, suggested_changes
 from olares_pack.lint.source import ChartSource, from_folder
-from olares_pack.manifest import load_app
 
 NAME = "llamacppqwen36mtpone"
 
@@ -113,7 +112,7 @@ def test_shell_wrapper_with_defaults(tmp_path: Path) -> None:
 
 def test_hand_written_legacy_chart_against_the_rendered_current_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     legacy = build_file_tree(tmp_path / "hand" / NAME, HAND_WRITTEN_LEGACY)
-    app = load_app(APPS / NAME / "releases" / "1.0.8.yaml")
+    app = published_app(NAME, "1.0.8")
     current = build_file_tree(tmp_path / "rendered" / NAME, render.render(app, targets.CURRENT))
     code, doc = diff_json(capsys, str(legacy), str(current), "--engine-build", "pr22673")
     assert code == 1
@@ -138,8 +137,8 @@ def test_rendered_objects_are_matched_by_kind_and_name(tmp_path: Path, capsys: p
 
 
 def test_changes_prefill_a_changelog_entry() -> None:
-    a = load_app(APPS / NAME / "releases" / "1.0.8.yaml")
-    b = load_app(APPS / NAME / "releases" / "1.0.9.yaml")
+    a = published_app(NAME, "1.0.8")
+    b = published_app(NAME, "1.0.9")
     fa = facts(ChartSource("a", NAME, render.render(a, targets.CURRENT)))
     fb = facts(ChartSource("b", NAME, render.render(b, targets.CURRENT)))
     kinds = [k for k, _ in suggested_changes(compare(fa, fb))]

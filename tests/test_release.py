@@ -2,35 +2,30 @@
 
 from __future__ import annotations
 
-import hashlib
+import gzip
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import APPS, ROOT
+from conftest import APPS, ROOT, published_app, tree_digest
 
-from olares_pack import fsio, helm, index, package, releases, render, targets
+from olares_pack import (
+    __version__,
+    catalogue,
+    fsio,
+    helm,
+    index,
+    package,
+    records,
+    render,
+    targets,
+)
 from olares_pack.cli import main
 from olares_pack.manifest import load_app
+from olares_pack.repo import Repo
 
 NAME = "llamacppqwen36mtpone"
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A fresh copy of the catalogue: apps, committed packages and the ledger."""
-    root = tmp_path / "repo"
-    shutil.copytree(APPS, root / "apps")
-    shutil.copytree(ROOT / "packages", root / "packages")
-    shutil.copy(ROOT / "market-index.json", root / "market-index.json")
-    return root
-
-
-def tree_digest(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def test_packaging_is_byte_reproducible(tmp_path: Path) -> None:
@@ -56,24 +51,36 @@ def test_packaging_is_byte_reproducible(tmp_path: Path) -> None:
     assert data[4:8] == b"\0\0\0\0" and not data[3] & 0x08
 
 
-def test_every_published_version_is_rebuilt_from_the_repository() -> None:
+def test_every_published_version_is_reproduced_from_its_record() -> None:
+    """Each record, rendered again at its generation, gives its package's content; the committed
+    bytes are the ones it records, and so does the ledger."""
     ledger = json.loads((ROOT / "market-index.json").read_text())
-    repo = releases.Repo.at(ROOT)
+    repo = Repo.at(ROOT)
     checked = 0
-    for app_dir in sorted(APPS.iterdir()):
-        for version, path in releases.published(app_dir):
-            app = releases.load_snapshot(app_dir, version, path)
-            for built in releases.build_packages(app, repo):
-                assert built.path.read_bytes() == built.data, built.path
-                assert index.recorded_sha(ledger, app.name, version, built.target) == built.sha256
+    for name in records.published_apps(repo):
+        for version in records.versions(repo, name):
+            rec = records.read(repo, name, version)
+            assert rec.generation == render.GENERATION
+            app = records.app_of(rec)
+            for target, ch in rec.charts.items():
+                tar = package.build_tar(name, render.render(app, targets.get(target)))
+                data = (ROOT / ch.file).read_bytes()
+                assert package.sha256(tar) == ch.content_sha256 == package.content_digest(data)
+                assert package.sha256(data) == ch.sha256 == index.recorded_sha(ledger, name, version, target)
                 checked += 1
     assert checked == 9  # 4 llama.cpp versions x 2 targets + the vLLM app
 
 
-def test_the_committed_ledger_is_derived_from_the_repository() -> None:
-    state = releases.derive(releases.Repo.at(ROOT))
-    assert state.packages == {}
-    assert state.index_text == (ROOT / "market-index.json").read_text()
+def test_the_committed_ledger_is_the_projection_of_the_records() -> None:
+    repo = Repo.at(ROOT)
+    assert catalogue.ledger_text(catalogue.load_records(repo)) == (ROOT / "market-index.json").read_text()
+
+
+def test_records_hold_what_each_version_adds_not_the_whole_changelog() -> None:
+    repo = Repo.at(ROOT)
+    adds = {v: [e.version for e in records.read(repo, NAME, v).changelog] for v in records.versions(repo, NAME)}
+    assert adds == {"1.0.5": ["1.0.5"], "1.0.7": ["1.0.6", "1.0.7"], "1.0.8": ["1.0.8"], "1.0.9": ["1.0.9"]}
+    assert not records.read(repo, NAME, "1.0.7").changelog[0].shipped
 
 
 def test_version_history_of_the_example_app() -> None:
@@ -102,7 +109,7 @@ def test_release_from_a_clean_checkout(repo: Path, capsys: pytest.CaptureFixture
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert changed == sorted([
         "apps/llamacppqwen36mtpone/app.yaml",
-        "apps/llamacppqwen36mtpone/releases/1.0.10.yaml",
+        "apps/llamacppqwen36mtpone/releases/1.0.10.json",
         "market-index.json",
         "packages/current/llamacppqwen36mtpone-1.0.10.tgz",
         "packages/legacy/llamacppqwen36mtpone-1.0.10.tgz",
@@ -111,6 +118,9 @@ def test_release_from_a_clean_checkout(repo: Path, capsys: pytest.CaptureFixture
     new_versions = new_ledger["apps"][NAME]["versions"]
     assert new_versions[:-1] == old_ledger["apps"][NAME]["versions"]  # only the new version added
     assert new_versions[-1]["version"] == "1.0.10" and new_versions[-1]["published"] == "2026-06-01"
+    rec = records.read(Repo.at(repo), NAME, "1.0.10")
+    assert (rec.generation, rec.tool) == (render.GENERATION, f"olares-pack {__version__}")
+    assert [e.version for e in rec.changelog] == ["1.0.10"] and rec.manifest["server"]["ctx_size"] == 262144
     with helm.load(repo / "packages" / "current" / f"{NAME}-1.0.10.tgz") as chart:
         assert chart.version == "1.0.10"
     assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 0
@@ -131,13 +141,13 @@ def test_republishing_with_a_changed_argument_is_refused(repo: Path, capsys: pyt
     before = tree_digest(repo)
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.9"]) == 2
     err = capsys.readouterr().err
-    assert "is published with sha256" in err and "rebuilding it gives" in err
-    shas = [w for w in err.split() if len(w.strip(";.")) == 64]
-    assert len(shas) == 2 and shas[0] != shas[1]
+    assert "llamacppqwen36mtpone 1.0.9 is published (apps/llamacppqwen36mtpone/releases/1.0.9.json)" in err
+    assert "server.ctx_size (262144 → 131072)" in err
     assert tree_digest(repo) == before
-    # and CI notices the edit without a new version
+    # and CI notices the edit without a new version, naming the field
     assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
-    assert "changed since llamacppqwen36mtpone 1.0.9 was published" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "apps/llamacppqwen36mtpone/app.yaml:" in err and "server.ctx_size (262144 → 131072)" in err
 
 
 def test_a_version_that_does_not_increase_is_refused(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,7 +180,7 @@ def test_lint_errors_stop_a_release(repo: Path, capsys: pytest.CaptureFixture[st
     assert tree_digest(repo) == before
 
 
-def test_check_names_stale_files(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_names_stale_files_and_build_restores_them(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     apps = str(repo / "apps")
     assert main(["build", "--apps-dir", apps, "--check"]) == 0
     (repo / "packages" / "legacy" / f"{NAME}-1.0.7.tgz").unlink()
@@ -179,29 +189,65 @@ def test_check_names_stale_files(repo: Path, capsys: pytest.CaptureFixture[str])
     capsys.readouterr()
     assert main(["build", "--apps-dir", apps, "--check"]) == 1
     err = capsys.readouterr().err
-    assert "packages/legacy/llamacppqwen36mtpone-1.0.7.tgz would change" in err
-    assert "market-index.json would change" in err
-    # build restores both, byte for byte
+    assert "packages/legacy/llamacppqwen36mtpone-1.0.7.tgz: missing" in err
+    assert "market-index.json: differs from the release records" in err
+    # build reproduces the package from its record (same generation) and derives the ledger, byte for byte
     assert main(["build", "--apps-dir", apps, "--out", str(repo / "build")]) == 0
     assert main(["build", "--apps-dir", apps, "--check"]) == 0
-    assert (repo / "market-index.json").read_text() == (ROOT / "market-index.json").read_text()
+    assert tree_digest(repo / "packages") == tree_digest(ROOT / "packages")
+    assert ledger.read_text() == (ROOT / "market-index.json").read_text()
 
 
-def test_a_changed_published_package_is_refused(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_changed_published_package_is_named_with_both_digests(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pkg = repo / "packages" / "current" / f"{NAME}-1.0.8.tgz"
-    files = render.render(load_app(APPS / NAME / "releases" / "1.0.8.yaml"), targets.CURRENT)
+    files = render.render(published_app(NAME, "1.0.8"), targets.CURRENT)
     files["values.yaml"] += "# edited by hand\n"
     pkg.write_bytes(package.build_archive(NAME, files))
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 2
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
     err = capsys.readouterr().err
-    assert "a published package was changed" in err and package.sha256(pkg.read_bytes()) in err
+    assert "packages/current/llamacppqwen36mtpone-1.0.8.tgz: changed since publication" in err
+    assert package.sha256(pkg.read_bytes()) in err and index.recorded_sha(index.load(ROOT / "market-index.json"), NAME, "1.0.8", "current") in err
+    before = tree_digest(repo)
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(repo / "build")]) == 2  # never overwritten
+    assert "a published package was changed" in capsys.readouterr().err
+    assert tree_digest(repo) == before
 
 
-def test_package_command_rebuilds_a_published_version(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_recompressed_package_is_the_same_content_with_other_bytes(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What another zlib (zlib-ng) does to the same tar: other bytes, same content digest."""
+    pkg = repo / "packages" / "current" / f"{NAME}-1.0.9.tgz"
+    original = pkg.read_bytes()
+    pkg.write_bytes(gzip.compress(gzip.decompress(original), compresslevel=1, mtime=0))
+    assert pkg.read_bytes() != original and package.content_digest(pkg.read_bytes()) == package.content_digest(original)
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "llamacppqwen36mtpone-1.0.9.tgz: same content, different bytes" in err
+    assert "changed since publication" not in err
+
+
+def test_package_hands_back_the_committed_bytes_or_reproduces_them(repo: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    assert main(["package", NAME, "--version", "1.0.5", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == 0
+    args = ["package", NAME, "--version", "1.0.5", "--apps-dir", str(repo / "apps"), "--out", str(out)]
+    assert main(args) == 0
+    assert capsys.readouterr().out.count("(committed)") == 2
     for target in ("current", "legacy"):
         assert (out / target / f"{NAME}-1.0.5.tgz").read_bytes() == (ROOT / "packages" / target / f"{NAME}-1.0.5.tgz").read_bytes()
+    (repo / "packages" / "current" / f"{NAME}-1.0.5.tgz").unlink()
+    assert main(args) == 0
+    said = capsys.readouterr().out
+    assert "current/llamacppqwen36mtpone-1.0.5.tgz" in said and "(reproduced)" in said
+    assert (out / "current" / f"{NAME}-1.0.5.tgz").read_bytes() == (ROOT / "packages" / "current" / f"{NAME}-1.0.5.tgz").read_bytes()
+
+
+def test_a_missing_package_of_another_generation_is_not_guessed(repo: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(render, "GENERATION", render.GENERATION + 1)
+    (repo / "packages" / "current" / f"{NAME}-1.0.5.tgz").unlink()
+    assert main(["package", NAME, "--version", "1.0.5", "--apps-dir", str(repo / "apps"), "--out", str(repo / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"was rendered by generation 1, this olares-pack renders generation {render.GENERATION}" in err
+    assert not (repo / "o").exists()
 
 
 def test_edit_opens_the_editor_on_the_entry(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,5 +28,21 @@ def build_argv(app: App) -> list[str]:
     return vllm.build_argv(app.server, app.model.repo, download_dir=snapshot_cache(app), revision=app.model.revision)
 
 
+def normalized_flags(app: App) -> dict[str, str]:
+    """The engine arguments as flag -> value, whatever their spelling (the registry of this build)."""
+    from ..errors import InputError
+    from . import registry
+    from .normalize import normalize_generic, normalize_llama
+
+    argv = build_argv(app)
+    if isinstance(app, LlamaCppApp):
+        try:
+            reg = registry.load("llamacpp", app.engine.build)
+        except InputError:
+            reg = registry.load("llamacpp")
+        return normalize_llama(argv, reg, app.env).values()
+    return normalize_generic(argv[2:] if argv[:1] == ["serve"] else argv).values()
+
+
 def container_name(app: App) -> str:
     return app.engine.kind

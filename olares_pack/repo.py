@@ -1,0 +1,64 @@
+"""Where a catalogue lives (apps, records, packages, the ledger) and how commands open it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import console, journal
+from .lock import RepoLock
+
+INDEX_FILE = "market-index.json"
+PACKAGES_DIR = "packages"
+RELEASES_DIR = "releases"
+DEFAULT_LOCK_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class Repo:
+    """One catalogue, relative to one root: apps/, packages/, market-index.json, .olares-pack/."""
+
+    root: Path
+    apps_dir: Path
+    packages_dir: Path
+    index_file: Path
+
+    @classmethod
+    def at(cls, root: Path, apps_dir: Path | None = None) -> Repo:
+        return cls(root, apps_dir or root / "apps", root / PACKAGES_DIR, root / INDEX_FILE)
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / journal.STATE_DIR
+
+    def rel(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    def package_path(self, target: str, name: str, version: str) -> Path:
+        return self.packages_dir / target / f"{name}-{version}.tgz"
+
+    def records_dir(self, name: str) -> Path:
+        return self.apps_dir / name / RELEASES_DIR
+
+    @contextlib.contextmanager
+    def open(self, *, write: bool, timeout: float = DEFAULT_LOCK_TIMEOUT, purpose: str = "release") -> Iterator[Repo]:
+        """Hold the repository for a command: exclusively to write, shared to read. Either way an
+        interrupted write is finished (or undone) first, so every command sees a whole state."""
+        lock = self.state_dir / "lock"
+        if not write and journal.pending(self.root):
+            with RepoLock(lock, timeout=timeout, purpose="recovery"):
+                self._recover()
+        with RepoLock(lock, shared=not write, timeout=timeout, purpose=purpose):
+            if write:
+                self._recover()
+            yield self
+
+    def _recover(self) -> None:
+        said = journal.recover(self.root)
+        if said:
+            console.warn(said)

@@ -1,0 +1,212 @@
+"""Published versions never move: template generations, one writer at a time, crash safety,
+unshipped versions, derived (`auto`) fields."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, tree_digest
+
+from olares_pack import catalogue, index, journal, records, releases, render
+from olares_pack.cli import main
+from olares_pack.lock import RepoLock
+from olares_pack.manifest import load_app
+from olares_pack.repo import Repo
+
+NAME = "llamacppqwen36mtpone"
+CLI = [sys.executable, "-c", "from olares_pack.cli import main; main()"]
+
+
+def run_cli(repo: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=repo, capture_output=True, text=True, env={**os.environ, **(env or {})},
+                          timeout=300)
+
+
+def strays(repo: Path) -> list[str]:
+    """Anything a write could leave behind: temporary files, staging, a journal."""
+    out = [p.relative_to(repo).as_posix() for p in repo.rglob("*")
+           if ".tmp" in p.name or p.name.startswith(".") and p.name != ".olares-pack"]
+    state = repo / journal.STATE_DIR
+    out += [p.name for p in state.iterdir() if p.name not in ("lock", "cache")] if state.exists() else []
+    return out
+
+
+# ---------------------------------------------------------------- template generations
+
+
+@pytest.fixture
+def changed_templates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """olares-pack with one template changed (a line added to the Service)."""
+    root = tmp_path / "templates"
+    shutil.copytree(render.templates_root(), root, ignore=shutil.ignore_patterns("__pycache__"))
+    svc = root / "service.yaml.j2"
+    svc.write_text(svc.read_text().replace("apiVersion: v1\n", "# a template fix\napiVersion: v1\n", 1))
+    monkeypatch.setattr(render, "templates_root", lambda: root)
+    render._environment.cache_clear()
+    render.fingerprint.cache_clear()
+    yield root
+    render._environment.cache_clear()
+    render.fingerprint.cache_clear()
+
+
+def test_a_template_change_without_a_new_generation_fails_the_check(
+        repo: Path, changed_templates: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "generation 1 no longer renders llamacppqwen36mtpone 1.0.9 (current)" in err
+    assert "Raise GENERATION in olares_pack/render.py" in err
+    assert "market-index.json" not in err and "changed since" not in err  # the ledger and packages are fine
+
+
+def test_a_template_change_with_a_new_generation_keeps_every_published_version(
+        repo: Path, changed_templates: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(render, "GENERATION", 2)
+    render.fingerprint.cache_clear()
+    apps = str(repo / "apps")
+    before = tree_digest(repo)
+    assert main(["build", "--apps-dir", apps, "--check"]) == 0
+    assert main(["build", "--apps-dir", apps, "--out", str(repo.parent / "out")]) == 0
+    assert tree_digest(repo) == before  # no package, record or ledger entry moved
+    assert "# a template fix" in (repo.parent / "out" / "current" / NAME / "templates" / "service.yaml").read_text()
+    assert main(["release", NAME, "--apps-dir", apps, "--bump", "patch", "--summary", "the template fix",
+                 "--date", "2026-06-01"]) == 0
+    rec = records.read(Repo.at(repo), NAME, "1.0.10")
+    assert rec.generation == 2
+    after = tree_digest(repo)
+    assert {k: v for k, v in after.items() if k in before and "1.0.10" not in k and k not in (
+        f"apps/{NAME}/app.yaml", "market-index.json")} == {k: v for k, v in before.items() if k not in (
+            f"apps/{NAME}/app.yaml", "market-index.json")}
+    old = index.load(ROOT / "market-index.json")["apps"][NAME]["versions"]
+    assert index.load(repo / "market-index.json")["apps"][NAME]["versions"][:-1] == old
+    assert main(["build", "--apps-dir", apps, "--check"]) == 0
+
+
+# ---------------------------------------------------------------- one writer at a time
+
+
+def _app_copy(repo: Path, name: str) -> None:
+    d = repo / "apps" / name
+    d.mkdir()
+    text = (repo / "apps" / NAME / "app.yaml").read_text().replace(f"name: {NAME}", f"name: {name}")
+    (d / "app.yaml").write_text(text)
+
+
+def _start(repo: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([*CLI, *args], cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_eight_concurrent_releases_of_distinct_apps(repo: Path) -> None:
+    names = [f"concurrent{i}" for i in range(8)]
+    for n in names:
+        _app_copy(repo, n)
+    procs = [_start(repo, "release", n, "--bump", "patch", "--summary", f"{n} first", "--date", "2026-06-01")
+             for n in names]
+    results = [(p.wait(300), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    assert [code for code, _ in results] == [0] * 8, results
+    ledger = json.loads((repo / "market-index.json").read_text())
+    assert sorted(ledger["apps"]) == sorted([NAME, "vllmqwen36turbo27bone", *names])
+    for n in names:
+        assert [v["version"] for v in ledger["apps"][n]["versions"]] == ["1.0.10"]
+    assert run_cli(repo, "build", "--check").returncode == 0
+    assert strays(repo) == []
+
+
+def test_eight_concurrent_releases_of_one_app(repo: Path) -> None:
+    procs = [_start(repo, "release", NAME, "--bump", "patch", "--summary", f"run {i}", "--date", "2026-06-01")
+             for i in range(8)]
+    assert [p.wait(300) for p in procs] == [0] * 8
+    versions = [v["version"] for v in json.loads((repo / "market-index.json").read_text())["apps"][NAME]["versions"]]
+    assert versions == ["1.0.5", "1.0.7", "1.0.8", "1.0.9", *(f"1.0.{i}" for i in range(10, 18))]
+    assert load_app(repo / "apps" / NAME).version == "1.0.17"
+    assert run_cli(repo, "build", "--check").returncode == 0
+
+
+def test_a_held_repository_is_named_after_the_timeout(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    r = Repo.at(repo)
+    with RepoLock(r.state_dir / "lock", purpose="release"):
+        before = tree_digest(repo)
+        assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "x",
+                     "--lock-timeout", "0.3"]) == 2
+    err = capsys.readouterr().err
+    assert "another release is in progress since" in err and f"(pid {os.getpid()} on" in err and "waited 0.3 s" in err
+    assert tree_digest(repo) == before
+
+
+# ---------------------------------------------------------------- crashes
+
+
+def test_a_crash_at_every_write_step_is_completed_or_rolled_back(repo: Path) -> None:
+    """Kill the release (SIGKILL, no clean-up) at write step 1, 2, ... until it runs through;
+    after each crash the next command leaves a whole repository: the release entirely done or
+    entirely absent, `build --check` passing and no temporary file anywhere."""
+    pristine = repo.parent / "pristine"
+    shutil.copytree(repo, pristine)
+    outcomes = []
+    step = 1
+    while True:
+        shutil.rmtree(repo)
+        shutil.copytree(pristine, repo)
+        proc = run_cli(repo, "release", NAME, "--bump", "patch", "--summary", "crash", "--date", "2026-06-01",
+                       env={"OLARES_PACK_FAULT": str(step)})
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == -9, proc.stderr  # killed at the fault point, not an error
+        assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 0, step  # recovers first
+        assert strays(repo) == [], step
+        released = (repo / "apps" / NAME / "releases" / "1.0.10.json").exists()
+        ledger = index.load(repo / "market-index.json")
+        assert released == (ledger["apps"][NAME]["versions"][-1]["version"] == "1.0.10"), step
+        assert released == ("version: 1.0.10" in (repo / "apps" / NAME / "app.yaml").read_text()), step
+        outcomes.append(released)
+        step += 1
+    # 5 files staged, the journal written and renamed, 5 renames, the journal removed
+    assert len(outcomes) == 13
+    assert outcomes == [False] * 6 + [True] * 7
+
+
+# ---------------------------------------------------------------- unshipped versions
+
+
+def test_an_unshipped_version_is_never_packaged_listed_or_published(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    app_yaml = repo / "apps" / NAME / "app.yaml"
+    text = app_yaml.read_text().replace("version: 1.0.9\n", "version: 1.0.10\n", 1)
+    text += ("  - version: 1.0.10\n    date: 2026-06-01\n    shipped: false\n    in_history: true\n"
+             "    summary: tried a 196K context\n")
+    app_yaml.write_text(text)
+    before = tree_digest(repo)
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps")]) == 2
+    assert "says shipped: false" in capsys.readouterr().err
+    assert main(["package", NAME, "--apps-dir", str(repo / "apps"), "--out", str(repo.parent / "o")]) == 2
+    assert "never packaged" in capsys.readouterr().err
+    assert tree_digest(repo) == before and not (repo.parent / "o").exists()
+    # the next shipped version carries it, and its owner asked for it in the version history
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.11", "--summary", "196K ships",
+                 "--date", "2026-06-02"]) == 0
+    rec = records.read(Repo.at(repo), NAME, "1.0.11")
+    assert [(e.version, e.shipped) for e in rec.changelog] == [("1.0.10", False), ("1.0.11", True)]
+    ledger = index.load(repo / "market-index.json")
+    assert [v["version"] for v in ledger["apps"][NAME]["versions"]][-1] == "1.0.11"
+    history = index.version_history(ledger, NAME)
+    assert [h["version"] for h in history][:3] == ["1.0.11", "1.0.10", "1.0.9"]
+    assert "never shipped" in history[1]["upgradeDescription"] and history[1]["versionName"] == ""
+    assert "1.0.6" not in [h["version"] for h in history]  # its owner did not ask
+
+
+# ---------------------------------------------------------------- derived fields
+
+
+def test_a_new_estimate_for_an_auto_field_is_not_an_edit() -> None:
+    repo = Repo.at(ROOT)
+    rec = records.read(repo, NAME, "1.0.9")
+    raw = load_app(ROOT / "apps" / NAME, derive=False)
+    raw.resources.gpu_memory_mib = "auto"
+    assert releases.edits_since(raw, rec)  # the record does not say it was derived: an edit
+    derived = rec.model_copy(update={"derived": {"resources.gpu_memory_mib": "auto"}})
+    assert releases.edits_since(raw, derived) == []
+    assert catalogue.unpublished_edits(repo, catalogue.load_records(repo)) == []
