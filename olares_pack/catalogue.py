@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from . import fsio, index, package, records, render, targets
 from .errors import InputError
 from .manifest import discover, load_app
@@ -81,6 +83,12 @@ def package_facts(data: bytes, name: str) -> dict[str, Any]:
     with helm.load_bytes(data) as chart:
         facts: dict[str, Any] = {"name": chart.name, "version": chart.version}
         rendered = helm.render(chart, helm.installer_values(name, [name]), namespace=f"{name}-alice")
+    try:
+        manifest = yaml.load(rendered_manifest(data), Loader=yaml.CSafeLoader) or {}
+        deps = (manifest.get("options") or {}).get("dependencies") or []
+        facts["olares"] = next((str(d.get("version")) for d in deps if isinstance(d, dict) and d.get("name") == "olares"), None)
+    except (yaml.YAMLError, AttributeError):
+        facts["olares"] = None
     objects = [o for _, o in helm.objects(rendered) if isinstance(o, dict)]
     engines = find_engines(objects)
     if engines:
@@ -95,11 +103,16 @@ def package_facts(data: bytes, name: str) -> dict[str, Any]:
     return facts
 
 
-def record_facts(rec: Record) -> dict[str, Any]:
+def rendered_manifest(data: bytes) -> str:
+    _, files, _ = package.read_archive_split(data)
+    return files.get("OlaresManifest.yaml", "")
+
+
+def record_facts(rec: Record, target: str) -> dict[str, Any]:
     img = rec.manifest["engine"]["image"]
     ref = f"{img['repository']}:{img['tag']}" + (f"@{img['digest']}" if img.get("digest") else "")
     model = rec.manifest["model"]
-    return {"name": rec.name, "version": rec.version, "image": ref, "argv": rec.engine.argv,
+    return {"name": rec.name, "version": rec.version, "olares": rec.charts[target].olares, "image": ref, "argv": rec.engine.argv,
             "model": {"repo": model["repo"], "revision": model["revision"], "files": [f["name"] for f in model["files"]]}}
 
 
@@ -137,7 +150,7 @@ def _check_package(repo: Repo, rec: Record, target: str, ch: ChartRecord, cache:
         found = package_facts(data, rec.name)
     except InputError as exc:
         return [Issue(ch.file, f"not a loadable chart: {exc}")]
-    want = record_facts(rec)
+    want = record_facts(rec, target)
     issues = []
     for k, v in want.items():
         if k == "model" and k not in found:

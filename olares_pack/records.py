@@ -39,6 +39,7 @@ class ChartRecord(_Model):
     sha256: str = Field(pattern=SHA256)  # of the .tgz as committed and served
     size: int = Field(gt=0)
     content_sha256: str = Field(pattern=SHA256)  # of the uncompressed tar: independent of zlib
+    olares: str  # the chart's olares dependency: which OS versions may install it
 
 
 class EngineRecord(_Model):

@@ -76,7 +76,8 @@ def make_record(app: App, built: list[BuiltPackage], repo: Repo, adds: list[Chan
     return Record(
         name=app.name, version=app.version, published=entry.date, tool=TOOL, generation=render.GENERATION,
         charts={b.target: ChartRecord(file=repo.rel(b.path), sha256=b.sha256, size=len(b.data),
-                                      content_sha256=b.content_sha256) for b in built},
+                                      content_sha256=b.content_sha256, olares=targets.get(b.target).dependency)
+                for b in built},
         engine=engine_record(app), changelog=adds, derived=derived, manifest=records.resolved_manifest(app))
 
 

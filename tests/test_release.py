@@ -270,3 +270,18 @@ def test_changes_from_diff(repo: Path) -> None:
     entry = load_app(app_yaml).changelog_entry
     assert entry is not None
     assert [(c.kind, c.text) for c in entry.changes] == [("engine-args", "--ctx-size 262144 → 196608")]
+
+
+def test_a_record_edited_by_hand_is_caught_against_its_package(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Editing a record and deriving the ledger again does not make a package say something else."""
+    path = repo / "apps" / NAME / "releases" / "1.0.8.json"
+    doc = json.loads(path.read_text())
+    i = doc["engine"]["argv"].index("--ctx-size")
+    doc["engine"]["argv"][i + 1] = "131072"
+    doc["charts"]["legacy"]["olares"] = ">=1.12.0-0"
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(repo / "build")]) == 0  # the ledger follows
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert 'llamacppqwen36mtpone-1.0.8.tgz: argv is [' in err and '"262144"' in err and '"131072"' in err
+    assert 'packages/legacy/llamacppqwen36mtpone-1.0.8.tgz: olares is ">=1.12.3-0,<1.12.6" in the package, ">=1.12.0-0"' in err
