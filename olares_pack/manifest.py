@@ -597,7 +597,7 @@ def validate_doc(doc: SourceDoc) -> App:
 
 def validate_data(data: dict[str, Any], label: str) -> App:
     """An app from data that has no YAML source (a release record): problems name `label`."""
-    return validate_doc(SourceDoc(path=Path(label), tree=None, data=data))
+    return validate_doc(SourceDoc(path=Path(label), text=None, data=data))
 
 
 def load_app(path: Path, *, derive: bool = True) -> App:

@@ -100,3 +100,62 @@ def test_cpu_mode_is_llamacpp_only() -> None:
     text = (APPS / "vllmqwen36turbo27bone" / "app.yaml").read_text().replace("targets: [current]", "targets: [current]\nmodes: [nvidia, cpu]")
     with pytest.raises(InputError, match="cpu mode"):
         parse_app(text)
+
+
+def _plain(node: object) -> object:
+    """ruamel's round-trip types as plain data (keys as strings, as both readers give them)."""
+    if isinstance(node, dict):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    if isinstance(node, bool) or node is None:
+        return node
+    for t in (int, float, str):
+        if isinstance(node, t):
+            return t(node)
+    return node
+
+
+TRICKY = """\
+on_word: on
+yes_word: yes
+off_quoted: "off"
+octal_looking: 0555
+octal: 0o17
+hex: 0x1f
+underscored: 1_000
+exponent: 1e3
+float: 0.97
+version: 1.0
+sexagesimal: 1:30
+date: 2026-05-21
+null_word: null
+tilde: ~
+empty:
+true_word: true
+8000: port
+anchor: &a {k: v}
+merged: {<<: *a, extra: 1}
+block: |
+  two
+  lines
+"""
+
+
+@pytest.mark.parametrize("text", [TRICKY, GOOD, (APPS / "vllmqwen36turbo27bone" / "app.yaml").read_text()],
+                         ids=["tricky", "llama", "vllm"])
+def test_the_fast_reader_reads_what_the_round_trip_reader_reads(text: str) -> None:
+    """libyaml (with the YAML 1.2 core schema) and ruamel's round-trip reader agree value for value."""
+    from olares_pack.yamlsrc import fast_load, roundtrip_yaml
+
+    fast = fast_load(text, Path("x.yaml"))
+    assert fast == _plain(roundtrip_yaml().load(text))
+    if text is TRICKY:
+        assert (fast["on_word"], fast["yes_word"], fast["octal_looking"], fast["underscored"]) == ("on", "yes", 555, 1000)
+        assert (fast["octal"], fast["hex"], fast["exponent"], fast["sexagesimal"], fast["8000"]) == (15, 31, 1000.0, "1:30", "port")
+
+
+def test_a_key_given_twice_is_an_error_with_its_line(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as exc:
+        parse_app(GOOD.replace("title: Qwen36 27B Long Context\n", "title: a\ntitle: b\n"), tmp_path / "app.yaml")
+    assert re.search(r"app\.yaml:\d+: YAML syntax error: found duplicate key 'title'", str(exc.value))
