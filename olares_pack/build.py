@@ -1,36 +1,154 @@
-"""Render every app of a catalogue for every target it declares."""
+"""`build`: render every app of a catalogue for every target it declares, and bring packages/ and
+the ledger up to date with the release records, doing only the work whose inputs changed.
+
+Each app's charts are keyed by what they are made from: its app.yaml and model.lock.json bytes,
+the stat of its release records (compared for "edited without a new version"), the targets
+asked for, and olares-pack's own sources and template generation (render.fingerprint). An app
+whose key is unchanged and whose chart folders are still there is neither parsed nor rendered;
+its warnings are replayed from the state file. The state lives in OUT/.olares-pack-build.json
+and is only a cache: deleting it (or --full) renders everything again, with the same bytes.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from . import render, targets
-from .manifest import App, discover, load_app
+from . import catalogue, fsio, records, render, targets
+from .gguf_meta import LOCK_FILE
+from .manifest import discover, load_app
+from .repo import MANIFEST_FILE, Repo
 
-
-@dataclass(frozen=True)
-class RenderedChart:
-    app: App
-    target: targets.TargetProfile
-    files: dict[str, str]
-
-    @property
-    def relpath(self) -> str:
-        """Where the chart folder goes under the output folder."""
-        return f"{self.target.name}/{self.app.name}"
+STATE_FILE = ".olares-pack-build.json"
 
 
-def load_catalogue(apps_dir: Path) -> list[App]:
-    return [load_app(p) for p in discover(apps_dir)]
+@dataclass
+class BuildResult:
+    written: list[Path] = field(default_factory=list)  # chart folders rendered this time
+    kept: int = 0  # chart folders whose inputs did not change
+    apps: int = 0
+    warnings: list[str] = field(default_factory=list)
 
 
-def render_catalogue(apps: list[App], only: list[str] | None = None) -> list[RenderedChart]:
-    out = []
-    for app in apps:
+def app_key(repo: Repo, app_dir: Path, only: list[str] | None) -> str:
+    h = hashlib.sha256(render.fingerprint().encode())
+    h.update(json.dumps(sorted(only or [])).encode())
+    for name in (MANIFEST_FILE, LOCK_FILE):
+        p = app_dir / name
+        h.update(f"\0{name}\0".encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    d = repo.records_dir(app_dir.name)
+    if d.is_dir():
+        for p in sorted(d.iterdir()):
+            st = p.stat()
+            h.update(f"\0{p.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A cache file, or {} when it is missing or unreadable (a cache is never trusted further)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def app_warnings(repo: Repo, app_dir: Path) -> list[str]:
+    """What a maintainer must see about one app: unpinned inputs, and edits to a published version."""
+    from .releases import edits_since, immutable_error
+
+    app = load_app(app_dir)
+    out = list(app.warnings())
+    if app.version in records.versions(repo, app.name):
+        raw = load_app(app_dir, derive=False)
+        rec = records.read(repo, app.name, app.version)
+        if edits := edits_since(raw, rec):
+            out.append(f"{repo.rel(app_dir / MANIFEST_FILE)}: {immutable_error(repo, rec, edits)}")
+    return out
+
+
+def render_apps(repo: Repo, out: Path, only: list[str] | None = None, *, full: bool = False) -> BuildResult:
+    """Render the apps whose inputs changed since the last build into OUT/<target>/<name>/."""
+    state_path = out / STATE_FILE
+    state = {} if full else _read_json(state_path)
+    if not isinstance(state.get("apps"), dict):
+        state = {"apps": {}}
+    result = BuildResult()
+    new_state: dict[str, Any] = {"apps": {}}
+    for app_dir in discover(repo.apps_dir):
+        result.apps += 1
+        key = app_key(repo, app_dir, only)
+        seen = state["apps"].get(app_dir.name)
+        if seen and seen.get("key") == key and all((out / c).is_dir() for c in seen.get("charts", [])):
+            new_state["apps"][app_dir.name] = seen
+            result.kept += len(seen["charts"])
+            result.warnings += seen.get("warnings", [])
+            continue
+        app = load_app(app_dir)
+        warnings = app_warnings(repo, app_dir)
+        charts = []
         for name in app.targets:
             if only and name not in only:
                 continue
-            t = targets.get(name)
-            out.append(RenderedChart(app, t, render.render(app, t)))
+            rel = f"{name}/{app.name}"
+            fsio.write_tree(render.render(app, targets.get(name)), out / rel)
+            result.written.append(out / rel)
+            charts.append(rel)
+        new_state["apps"][app_dir.name] = {"key": key, "charts": charts, "warnings": warnings}
+        result.warnings += warnings
+    if new_state != state:
+        fsio.write_text_atomic(state_path, json.dumps(new_state, indent=1, sort_keys=True))
+    return result
+
+
+def sync_repository(repo: Repo, *, full: bool = False) -> dict[Path, bytes]:
+    """Files to write so that packages/ and market-index.json match the release records: missing
+    packages reproduced, the ledger derived. Skipped when no record, package or ledger changed
+    (by size and mtime) since the last build that found them consistent."""
+    cache = repo.state_dir / "cache" / "build.json"
+    stamp = _repository_stamp(repo)
+    if not full and _read_json(cache).get("stamp") == stamp:
+        return {}
+    recs = catalogue.load_records(repo)
+    writes = dict(sorted(catalogue.missing_packages(repo, recs).items()))
+    ledger = catalogue.ledger_text(recs)
+    if not repo.index_file.exists() or repo.index_file.read_text(encoding="utf-8") != ledger:
+        writes[repo.index_file] = ledger.encode("utf-8")
+    return writes
+
+
+def remember_consistent(repo: Repo) -> None:
+    """After the writes of sync_repository landed: the repository as it is now is consistent."""
+    try:
+        fsio.write_text_atomic(repo.state_dir / "cache" / "build.json",
+                               json.dumps({"stamp": _repository_stamp(repo)}))
+    except OSError:
+        pass  # a read-only checkout: the next build checks again
+
+
+def _repository_stamp(repo: Repo) -> str:
+    h = hashlib.sha256(render.fingerprint().encode())
+    for path in [repo.index_file, *_published_files(repo)]:
+        try:
+            st = path.stat()
+            h.update(f"{repo.rel(path)}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+        except OSError:
+            h.update(f"{repo.rel(path)}:missing\0".encode())
+    return h.hexdigest()
+
+
+def _published_files(repo: Repo) -> list[Path]:
+    out: list[Path] = []
+    if repo.apps_dir.is_dir():
+        for app_dir in sorted(repo.apps_dir.iterdir()):
+            d = app_dir / "releases"
+            if d.is_dir():
+                out += sorted(d.glob("*.json"))
+    for d in sorted(repo.packages_dir.glob("*")) if repo.packages_dir.is_dir() else []:
+        out += sorted(d.glob("*.tgz"))
     return out

@@ -9,26 +9,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from . import (
-    __version__,
-    catalogue,
-    console,
-    fsio,
-    kube,
-    package,
-    records,
-    releases,
-    render,
-    targets,
-)
-from .build import load_catalogue, render_catalogue
+# Only what every command's --help needs is imported here: each command imports what it uses,
+# so `olares-pack --help` does not load pydantic, Jinja, Helm or the Kubernetes schemas.
+from . import __version__, targets
 from .errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputError, OlaresPackError
-from .lint.source import ChartSource
-from .manifest import MANIFEST_FILE, App, load_app
-from .repo import DEFAULT_LOCK_TIMEOUT, Repo
+from .repo import DEFAULT_LOCK_TIMEOUT, MANIFEST_FILE, Repo
 
 if TYPE_CHECKING:
     from .diff import DiffResult
+    from .lint.source import ChartSource
+    from .manifest import App
     from .vram import Estimate
 
 DEFAULT_APPS = Path("apps")
@@ -56,6 +46,7 @@ target_option = click.option(
 
 def resolve_app(ref: str, apps_dir: Path) -> App:
     """An app by name (looked up in the apps folder), by folder, or by app.yaml path."""
+    from .manifest import load_app
     path = Path(ref)
     if path.exists():
         return load_app(path)
@@ -66,6 +57,7 @@ def resolve_app(ref: str, apps_dir: Path) -> App:
 
 
 def show_warnings(app: App) -> None:
+    from . import console
     for w in app.warnings():
         console.warn(w)
 
@@ -89,6 +81,7 @@ def cli() -> None:
 @apps_dir_option
 def render_cmd(app_ref: str, target_names: tuple[str, ...], out: Path, apps_dir: Path) -> int:
     """Render one APP (a name under --apps-dir, a folder, or an app.yaml) into chart folders."""
+    from . import console, fsio, render
     app = resolve_app(app_ref, apps_dir)
     show_warnings(app)
     for name in target_names or app.targets:
@@ -113,43 +106,41 @@ def render_cmd(app_ref: str, target_names: tuple[str, ...], out: Path, apps_dir:
               help="Write nothing; exit 1 when market-index.json differs from the release records, a package "
               "differs from its record, the current template generation no longer reproduces an app's newest "
               "version, or an app.yaml changed a published version.")
+@click.option("--full", is_flag=True, help="Render and verify everything, not only what changed since the last build.")
 @lock_timeout_option
-def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: bool, lock_timeout: float) -> int:
+def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: bool, full: bool, lock_timeout: float) -> int:
     """Render every app under --apps-dir for each of its targets into OUT, and bring packages/ and
-    market-index.json up to date with the release records (apps/<name>/releases/<version>.json)."""
-    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
-    with repo.open(write=not check, timeout=lock_timeout, purpose="build"):
-        apps = load_catalogue(apps_dir)
-        for app in apps:
-            show_warnings(app)
-        recs = catalogue.load_records(repo)
-        if check:
-            issues = catalogue.check(repo, recs)
-            for issue in issues:
-                console.error(str(issue))
-            if issues:
-                return EXIT_FINDINGS
-            n = sum(len(v) for v in recs.values())
-            console.info(f"up to date: {len(apps)} app(s), {n} published version(s), {repo.rel(repo.index_file)} and packages")
-            return EXIT_OK
-        for issue in catalogue.unpublished_edits(repo, recs):
-            console.warn(str(issue))
-        from .journal import Transaction
+    market-index.json up to date with the release records (apps/<name>/releases/<version>.json).
+    Only apps whose inputs changed since the last build are rendered again."""
+    from . import build, catalogue, console
+    from .journal import Transaction
 
+    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
+    if check:
+        with repo.open(write=False, timeout=lock_timeout):
+            recs = catalogue.load_records(repo)
+            issues = catalogue.check(repo, recs)
+        for issue in issues:
+            console.error(str(issue))
+        if issues:
+            return EXIT_FINDINGS
+        n = sum(len(v) for v in recs.values())
+        console.info(f"up to date: {len(recs)} published app(s), {n} version(s), {repo.rel(repo.index_file)} and packages")
+        return EXIT_OK
+    with repo.open(write=True, timeout=lock_timeout, purpose="build"):
         txn = Transaction(repo.root)
-        for path, data in sorted(catalogue.missing_packages(repo, recs).items()):
+        for path, data in build.sync_repository(repo, full=full).items():
             txn.write(path, data)
-        ledger = catalogue.ledger_text(recs)
-        if not repo.index_file.exists() or repo.index_file.read_text(encoding="utf-8") != ledger:
-            txn.write(repo.index_file, ledger)
         for path in txn.commit():
             console.out.print(repo.rel(path), markup=False)
-    charts = render_catalogue(apps, list(target_names) or None)
-    for chart in charts:
-        dest = out / chart.relpath
-        fsio.write_tree(chart.files, dest)
-        console.out.print(str(dest))
-    console.info(f"rendered {len(charts)} chart(s) from {len(apps)} app(s) into {out}")
+        build.remember_consistent(repo)
+        result = build.render_apps(repo, out, list(target_names) or None, full=full)
+    for w in result.warnings:
+        console.warn(w)
+    for path in result.written:
+        console.out.print(str(path), markup=False)
+    console.info(f"rendered {len(result.written)} chart(s) of {result.apps} app(s) into {out}"
+                 + (f" ({result.kept} unchanged)" if result.kept else ""))
     return EXIT_OK
 
 
@@ -175,6 +166,7 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
     """Publish a version of APP: bump app.yaml (comments and order kept), add its changelog entry,
     render, lint (errors stop it), package reproducibly, write its release record under
     apps/<name>/releases/ and its entry in market-index.json, all in one transaction."""
+    from . import console, releases, render
     app_dir = _app_dir(app_ref, apps_dir)
     repo = Repo.at(apps_dir.resolve().parent, apps_dir)
     parsed_changes = [_parse_change(c) for c in changes]
@@ -226,6 +218,8 @@ def package_cmd(app_ref: str, version: str | None, target_names: tuple[str, ...]
     """Package APP reproducibly. A published version (--version, or app.yaml's when it is
     published) is handed back as its committed bytes, or reproduced exactly from its record when
     the template generation still matches; the command says which."""
+    from . import catalogue, console, fsio, package, records
+    from .manifest import load_app
     repo = Repo.at(apps_dir.resolve().parent, apps_dir)
     app_dir = _app_dir(app_ref, apps_dir)
     with repo.open(write=False):
@@ -247,6 +241,8 @@ def package_cmd(app_ref: str, version: str | None, target_names: tuple[str, ...]
 
 
 def _package_unpublished(app_dir: Path, target_names: tuple[str, ...], out: Path, repo: Repo) -> int:
+    from . import console, fsio, releases
+    from .manifest import load_app
     app = load_app(app_dir / MANIFEST_FILE)
     entry = app.changelog_entry
     if entry is not None and not entry.shipped:
@@ -274,7 +270,7 @@ def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, ta
              engine_build: str | None, apps_dir: Path) -> int:
     """Compare two versions: `diff APP V1 V2` (published versions, or `current` for app.yaml) or
     `diff A B` (chart folders, .tgz files, app manifests). Exit 0 equal, 1 different."""
-    from . import diff
+    from . import console, diff
     from .lint import LintOptions
 
     if len(refs) == 3:
@@ -299,6 +295,8 @@ def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, ta
 
 def _print_diff_table(result: DiffResult, show_all: bool) -> None:
     from rich.table import Table
+
+    from . import console
     table = Table(title=f"{result.a} → {result.b}", title_justify="left")
     for col in ("section", "what", "old", "new", "note"):
         table.add_column(col, overflow="fold")
@@ -315,6 +313,9 @@ def _print_diff_table(result: DiffResult, show_all: bool) -> None:
 def _version_source(app_ref: str, version: str, target_name: str, apps_dir: Path) -> ChartSource:
     """app.yaml rendered today (`current`), or a published version as it was published: its
     committed package, read with the app of its record."""
+    from . import catalogue, records, render
+    from .lint.source import ChartSource
+    from .manifest import load_app
     app_dir = _app_dir(app_ref, apps_dir)
     if version in ("current", "app.yaml"):
         app = load_app(app_dir / MANIFEST_FILE)
@@ -357,7 +358,7 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
              apps_dir: Path) -> int:
     """Estimate the GPU memory APP needs at full context, term by term, and whether it fits.
     Exit 1 when an estimate does not fit."""
-    from . import budget, gguf_meta, vram
+    from . import budget, console, gguf_meta, records, vram
     from .manifest import LlamaCppApp
 
     app_dir = _app_dir(app_ref, apps_dir)
@@ -416,7 +417,7 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
 def serve_cmd(host: str, port: int, tls_cert: Path | None, tls_key: Path | None, base_url: str, root: Path,
               reload_on_change: bool, default_version: str) -> int:
     """Serve market-index.json and packages/ as an Olares market source."""
-    from . import server
+    from . import console, server
 
     if (tls_cert is None) != (tls_key is None):
         raise click.UsageError("--tls-cert and --tls-key go together")
@@ -430,6 +431,8 @@ def serve_cmd(host: str, port: int, tls_cert: Path | None, tls_key: Path | None,
 def _print_estimate(title: str, e: Estimate) -> None:
     from rich.markup import escape
     from rich.table import Table
+
+    from . import console
     table = Table(title=f"{title} at --ctx-size {e.settings.ctx} on {e.device.name}", title_justify="left")
     for col, justify in (("term", "left"), ("MiB", "right"), ("when", "left"), ("how", "left")):
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
@@ -445,7 +448,7 @@ def _print_estimate(title: str, e: Estimate) -> None:
 
 
 def _changes_since_latest(app_ref: str, apps_dir: Path) -> list[tuple[str, str]]:
-    from . import diff
+    from . import diff, records
 
     app_dir = _app_dir(app_ref, apps_dir)
     versions = records.versions(Repo.at(apps_dir.resolve().parent, apps_dir), app_dir.name)
@@ -505,7 +508,7 @@ def _edit_entry(name: str, version: str, date: dt.date, summary: str, changes: l
 @click.option("--olares", "olares_version", metavar="VERSION",
               help="Olares OS version the charts must install on (e.g. 1.12.6): charts whose olares "
               "dependency excludes it are errors.")
-@click.option("--kube-version", default=kube.DEFAULT_KUBE_VERSION, show_default=True,
+@click.option("--kube-version", default=targets.DEFAULT_KUBE_VERSION, show_default=True,
               help="Kubernetes version whose schemas validate the rendered objects (Olares ships k3s 1.32).")
 @click.option("--engine-build", metavar="BUILD",
               help="Flag registry for llama-server containers whose build olares-pack cannot tell (e.g. b11434).")
@@ -535,9 +538,13 @@ def main(argv: list[str] | None = None) -> int:
         exc.show()
         code = EXIT_INPUT
     except click.Abort:
+        from . import console
+
         console.error("aborted")
         code = EXIT_INPUT
     except OlaresPackError as exc:
+        from . import console
+
         console.error(str(exc))
         code = exc.exit_code
     if argv is None:

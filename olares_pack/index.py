@@ -8,12 +8,12 @@ bytes, so the ledger is committed and checked (`build --check`).
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 import semver
 
+from . import jsontext
 from .errors import InputError
 from .records import Record
 
@@ -57,7 +57,7 @@ def build(apps: dict[str, list[Record]]) -> dict[str, Any]:
 
 
 def dumps(index: dict[str, Any]) -> str:
-    return json.dumps(index, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return jsontext.dumps(index)
 
 
 def empty() -> dict[str, Any]:
@@ -68,8 +68,8 @@ def load(path: Path) -> dict[str, Any]:
     if not path.exists():
         return empty()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
+        data = jsontext.loads(path.read_bytes())
+    except jsontext.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("apps"), dict):
         raise InputError(f"{path}: not a market index of format {FORMAT} (run olares-pack build to derive it)")

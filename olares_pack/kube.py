@@ -18,7 +18,7 @@ from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
 # Olares installs k3s v1.32 (installer DefaultK3sVersion "v1.32.2-k3s").
-DEFAULT_KUBE_VERSION = "1.32.0"
+from .targets import DEFAULT_KUBE_VERSION
 
 
 @lru_cache(maxsize=None)

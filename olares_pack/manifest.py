@@ -22,6 +22,7 @@ from pydantic import (
 
 from . import quantity
 from .errors import InputError, Problem
+from .repo import MANIFEST_FILE
 from .yamlsrc import SourceDoc, load_yaml, parse_yaml
 
 # Olares naming rules (framework/oac): app names are short lowercase alphanumerics, no hyphens.
@@ -562,7 +563,6 @@ AppManifest = Annotated[
 App = LlamaCppApp | VllmApp
 _ADAPTER: TypeAdapter[App] = TypeAdapter(AppManifest)
 
-MANIFEST_FILE = "app.yaml"
 
 
 def _problems(doc: SourceDoc, exc: ValidationError) -> list[Problem]:

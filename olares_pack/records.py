@@ -19,6 +19,7 @@ from typing import Any, Literal
 import semver
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from . import jsontext
 from .errors import InputError, Problem
 from .manifest import App, ChangelogEntry, validate_data
 from .repo import Repo
@@ -110,11 +111,7 @@ def read(repo: Repo, name: str, version: str) -> Record:
 
 def parse(data: bytes, path: Path, name: str | None = None, version: str | None = None) -> Record:
     try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not a release record (invalid JSON: {exc})") from None
-    try:
-        rec = Record.model_validate(doc)
+        rec = Record.model_validate_json(data)
     except ValidationError as exc:
         raise InputError("", [Problem(str(path), None, ".".join(str(x) for x in e["loc"]), e["msg"])
                               for e in exc.errors(include_url=False)]) from None
@@ -126,7 +123,7 @@ def parse(data: bytes, path: Path, name: str | None = None, version: str | None 
 
 
 def dumps(rec: Record) -> str:
-    return json.dumps(rec.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return jsontext.dumps(rec.model_dump(mode="json"))
 
 
 def app_of(rec: Record) -> App:

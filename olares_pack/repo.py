@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import console, journal
+from . import journal
 from .lock import RepoLock
 
 INDEX_FILE = "market-index.json"
+MANIFEST_FILE = "app.yaml"
 PACKAGES_DIR = "packages"
 RELEASES_DIR = "releases"
 DEFAULT_LOCK_TIMEOUT = 300.0
@@ -61,4 +62,6 @@ class Repo:
     def _recover(self) -> None:
         said = journal.recover(self.root)
         if said:
+            from . import console
+
             console.warn(said)

@@ -8,6 +8,9 @@ import semver
 
 from .errors import InputError
 
+# Olares installs k3s v1.32 (installer DefaultK3sVersion v1.32.2-k3s): its schemas validate objects.
+DEFAULT_KUBE_VERSION = "1.32.0"
+
 
 @dataclass(frozen=True)
 class TargetProfile:
