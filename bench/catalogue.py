@@ -26,7 +26,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from olares_pack import catalogue, records, releases, render  # noqa: E402
+from olares_pack import catalogue, generation, records, releases  # noqa: E402
 from olares_pack.manifest import validate_data  # noqa: E402
 from olares_pack.repo import Repo  # noqa: E402
 
@@ -115,7 +115,7 @@ def generate(root: Path, n_apps: int, n_versions: int) -> None:
 def cached(n_apps: int, n_versions: int) -> Path:
     """A generated catalogue for these sizes (generated once per olares-pack source state)."""
     base = Path(tempfile.gettempdir()) / "olares-pack-bench"
-    path = base / f"{n_apps}x{n_versions}-{render.fingerprint()[:12]}"
+    path = base / f"{n_apps}x{n_versions}-{generation.fingerprint()[:12]}"
     if not (path / "market-index.json").exists():
         shutil.rmtree(path, ignore_errors=True)
         tmp = base / f".{path.name}.partial"

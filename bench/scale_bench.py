@@ -47,7 +47,7 @@ def timed(args: list[str], cwd: Path) -> float:
 
 
 def touch_one(root: Path, run: int) -> None:
-    app_yaml = root / "apps" / "benchapp0001" / "app.yaml"
+    app_yaml = sorted((root / "apps").glob("*/app.yaml"))[-1]
     text = app_yaml.read_text()
     app_yaml.write_text(text.replace("\ndescription: ", f"\ndescription: (edit {run}) ", 1))
 

@@ -3,7 +3,7 @@ the ledger up to date with the release records, doing only the work whose inputs
 
 Each app's charts are keyed by what they are made from: its app.yaml and model.lock.json bytes,
 the stat of its release records (compared for "edited without a new version"), the targets
-asked for, and olares-pack's own sources and template generation (render.fingerprint). An app
+asked for, and olares-pack's own sources and template generation (generation.fingerprint). An app
 whose key is unchanged and whose chart folders are still there is neither parsed nor rendered;
 its warnings are replayed from the state file. The state lives in OUT/.olares-pack-build.json
 and is only a cache: deleting it (or --full) renders everything again, with the same bytes.
@@ -17,10 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import catalogue, fsio, records, render, targets
-from .gguf_meta import LOCK_FILE
-from .manifest import discover, load_app
-from .repo import MANIFEST_FILE, Repo
+from . import fsio, generation
+from .repo import LOCK_FILE, MANIFEST_FILE, Repo
 
 STATE_FILE = ".olares-pack-build.json"
 
@@ -34,7 +32,7 @@ class BuildResult:
 
 
 def app_key(repo: Repo, app_dir: Path, only: list[str] | None) -> str:
-    h = hashlib.sha256(render.fingerprint().encode())
+    h = hashlib.sha256(generation.fingerprint().encode())
     h.update(json.dumps(sorted(only or [])).encode())
     for name in (MANIFEST_FILE, LOCK_FILE):
         p = app_dir / name
@@ -60,6 +58,8 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def app_warnings(repo: Repo, app_dir: Path) -> list[str]:
     """What a maintainer must see about one app: unpinned inputs, and edits to a published version."""
+    from . import records
+    from .manifest import load_app
     from .releases import edits_since, immutable_error
 
     app = load_app(app_dir)
@@ -74,13 +74,15 @@ def app_warnings(repo: Repo, app_dir: Path) -> list[str]:
 
 def render_apps(repo: Repo, out: Path, only: list[str] | None = None, *, full: bool = False) -> BuildResult:
     """Render the apps whose inputs changed since the last build into OUT/<target>/<name>/."""
+    from . import render, targets
+    from .manifest import load_app
     state_path = out / STATE_FILE
     state = {} if full else _read_json(state_path)
     if not isinstance(state.get("apps"), dict):
         state = {"apps": {}}
     result = BuildResult()
     new_state: dict[str, Any] = {"apps": {}}
-    for app_dir in discover(repo.apps_dir):
+    for app_dir in repo.app_dirs():
         result.apps += 1
         key = app_key(repo, app_dir, only)
         seen = state["apps"].get(app_dir.name)
@@ -106,39 +108,40 @@ def render_apps(repo: Repo, out: Path, only: list[str] | None = None, *, full: b
     return result
 
 
-def sync_repository(repo: Repo, *, full: bool = False) -> dict[Path, bytes]:
-    """Files to write so that packages/ and market-index.json match the release records: missing
-    packages reproduced, the ledger derived. Skipped when no record, package or ledger changed
-    (by size and mtime) since the last build that found them consistent."""
-    cache = repo.state_dir / "cache" / "build.json"
-    stamp = _repository_stamp(repo)
-    if not full and _read_json(cache).get("stamp") == stamp:
-        return {}
+def sync_repository(repo: Repo, *, full: bool = False) -> tuple[dict[Path, bytes], str | None]:
+    """Files to write so that packages/ and market-index.json match the release records (missing
+    packages reproduced, the ledger derived), and the stamp to remember when there are none.
+    Skipped when no record, package or ledger changed (by size and mtime) since the last build
+    that found them consistent."""
+    from . import catalogue
+
+    stamp = repository_stamp(repo)
+    if not full and _read_json(repo.state_dir / "cache" / "build.json").get("stamp") == stamp:
+        return {}, None
     recs = catalogue.load_records(repo)
     writes = dict(sorted(catalogue.missing_packages(repo, recs).items()))
     ledger = catalogue.ledger_text(recs)
     if not repo.index_file.exists() or repo.index_file.read_text(encoding="utf-8") != ledger:
         writes[repo.index_file] = ledger.encode("utf-8")
-    return writes
+    return writes, stamp
 
 
-def remember_consistent(repo: Repo) -> None:
-    """After the writes of sync_repository landed: the repository as it is now is consistent."""
+def remember_consistent(repo: Repo, stamp: str) -> None:
+    """The repository, as `stamp` describes it, matches its records."""
     try:
-        fsio.write_text_atomic(repo.state_dir / "cache" / "build.json",
-                               json.dumps({"stamp": _repository_stamp(repo)}))
+        fsio.write_text_atomic(repo.state_dir / "cache" / "build.json", json.dumps({"stamp": stamp}))
     except OSError:
         pass  # a read-only checkout: the next build checks again
 
 
-def _repository_stamp(repo: Repo) -> str:
-    h = hashlib.sha256(render.fingerprint().encode())
+def repository_stamp(repo: Repo) -> str:
+    h = hashlib.sha256(generation.fingerprint().encode())
     for path in [repo.index_file, *_published_files(repo)]:
         try:
             st = path.stat()
-            h.update(f"{repo.rel(path)}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+            h.update(f"{path}:{st.st_size}:{st.st_mtime_ns}\0".encode())
         except OSError:
-            h.update(f"{repo.rel(path)}:missing\0".encode())
+            h.update(f"{path}:missing\0".encode())
     return h.hexdigest()
 
 

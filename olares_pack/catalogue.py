@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from . import fsio, index, package, records, render, targets
+from . import fsio, generation, index, package, records, render, targets
 from .errors import InputError
 from .manifest import discover, load_app
 from .records import ChartRecord, Record
@@ -54,7 +54,7 @@ class VerdictCache:
 
     @staticmethod
     def key(*parts: str) -> str:
-        return hashlib.sha256("\0".join((render.fingerprint(), *parts)).encode()).hexdigest()
+        return hashlib.sha256("\0".join((generation.fingerprint(), *parts)).encode()).hexdigest()
 
     def __contains__(self, key: str) -> bool:
         return key in self.keys
@@ -175,7 +175,7 @@ def _check_reproduces(repo: Repo, rec: Record, cache: VerdictCache) -> list[Issu
             issues.append(Issue(
                 repo.rel(records.path_of(repo, rec.name, rec.version)),
                 f"generation {rec.generation} no longer renders {rec.name} {rec.version} ({target}) into its package: "
-                "templates or rendering changed what a chart holds. Raise GENERATION in olares_pack/render.py "
+                "templates or rendering changed what a chart holds. Raise GENERATION in olares_pack/generation.py "
                 "(published versions keep their bytes; the next release records the new generation)"))
     if not issues:
         cache.add(key)
@@ -194,7 +194,7 @@ def check(repo: Repo, recs: dict[str, list[Record]] | None = None) -> list[Issue
         for rec in rs:
             for target, ch in sorted(rec.charts.items()):
                 issues += _check_package(repo, rec, target, ch, cache)
-        if rs[-1].generation == render.GENERATION:
+        if rs[-1].generation == generation.GENERATION:
             issues += _check_reproduces(repo, rs[-1], cache)
     issues += unpublished_edits(repo, recs)
     cache.save()
@@ -221,9 +221,9 @@ def reproduce(repo: Repo, rec: Record, target: str) -> bytes:
     """A published package rendered again from its record, or an error saying why it cannot be:
     another generation, other content, or the same content compressed to other bytes."""
     ch = rec.charts[target]
-    if rec.generation != render.GENERATION:
+    if rec.generation != generation.GENERATION:
         raise InputError(f"{ch.file}: {rec.name} {rec.version} was rendered by generation {rec.generation}, this "
-                         f"olares-pack renders generation {render.GENERATION}: only the committed file has its bytes "
+                         f"olares-pack renders generation {generation.GENERATION}: only the committed file has its bytes "
                          "(restore it from git)")
     tar = package.build_tar(rec.name, render.render(records.app_of(rec), targets.get(target)))
     if package.sha256(tar) != ch.content_sha256:

@@ -128,12 +128,14 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: b
         console.info(f"up to date: {len(recs)} published app(s), {n} version(s), {repo.rel(repo.index_file)} and packages")
         return EXIT_OK
     with repo.open(write=True, timeout=lock_timeout, purpose="build"):
+        writes, stamp = build.sync_repository(repo, full=full)
         txn = Transaction(repo.root)
-        for path, data in build.sync_repository(repo, full=full).items():
+        for path, data in writes.items():
             txn.write(path, data)
         for path in txn.commit():
             console.out.print(repo.rel(path), markup=False)
-        build.remember_consistent(repo)
+        if stamp is not None:
+            build.remember_consistent(repo, build.repository_stamp(repo) if writes else stamp)
         result = build.render_apps(repo, out, list(target_names) or None, full=full)
     for w in result.warnings:
         console.warn(w)
@@ -166,7 +168,7 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
     """Publish a version of APP: bump app.yaml (comments and order kept), add its changelog entry,
     render, lint (errors stop it), package reproducibly, write its release record under
     apps/<name>/releases/ and its entry in market-index.json, all in one transaction."""
-    from . import console, releases, render
+    from . import console, releases
     app_dir = _app_dir(app_ref, apps_dir)
     repo = Repo.at(apps_dir.resolve().parent, apps_dir)
     parsed_changes = [_parse_change(c) for c in changes]
@@ -203,7 +205,7 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
             return EXIT_OK
         for path in releases.write_release(plan, repo):
             console.out.print(repo.rel(path), markup=False)
-    console.info(f"released {plan.app.name} {plan.app.version} (template generation {render.GENERATION})")
+    console.info(f"released {plan.app.name} {plan.app.version} (template generation {plan.record.generation})")
     return EXIT_OK
 
 

@@ -19,8 +19,7 @@ from typing import Any, BinaryIO
 import gguf
 
 from .errors import InputError
-
-LOCK_FILE = "model.lock.json"
+from .repo import LOCK_FILE
 
 
 @dataclass

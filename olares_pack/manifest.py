@@ -643,6 +643,6 @@ def parse_app(text: str, path: Path = Path("<string>"), *, derive: bool = True) 
 
 def discover(apps_dir: Path) -> list[Path]:
     """App folders under `apps_dir`, sorted by name (never directory order)."""
-    if not apps_dir.is_dir():
-        raise InputError(f"{apps_dir}: no such directory")
-    return sorted(p for p in apps_dir.iterdir() if (p / MANIFEST_FILE).is_file())
+    from .repo import Repo
+
+    return Repo.at(apps_dir.parent, apps_dir).app_dirs()

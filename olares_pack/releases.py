@@ -8,18 +8,20 @@ import difflib
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import semver
 
-from . import __version__, engines, index, package, records, render, targets
+from . import __version__, engines, generation, index, package, records, render, targets
 from .errors import InputError
 from .journal import Transaction
-from .lint.findings import Finding
 from .manifest import MANIFEST_FILE, App, ChangelogEntry, parse_app, validate_doc
 from .records import ChartRecord, EngineRecord, Record
 from .repo import Repo
 from .yamlsrc import load_yaml, roundtrip_yaml
+
+if TYPE_CHECKING:
+    from .lint.findings import Finding
 
 TOOL = f"olares-pack {__version__}"
 
@@ -74,7 +76,7 @@ def make_record(app: App, built: list[BuiltPackage], repo: Repo, adds: list[Chan
                 derived: dict[str, str]) -> Record:
     entry = adds[-1]
     return Record(
-        name=app.name, version=app.version, published=entry.date, tool=TOOL, generation=render.GENERATION,
+        name=app.name, version=app.version, published=entry.date, tool=TOOL, generation=generation.GENERATION,
         charts={b.target: ChartRecord(file=repo.rel(b.path), sha256=b.sha256, size=len(b.data),
                                       content_sha256=b.content_sha256, olares=targets.get(b.target).dependency)
                 for b in built},

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
-from importlib.resources.abc import Traversable
 from typing import Any
 
 import jinja2
 
-from . import engines, quantity
+from . import engines, generation, quantity
 from .changelog import upgrade_description
 from .manifest import App, LlamaCppApp
 from .targets import TargetProfile
-
-# The template generation: raise it with every change to templates/ or to this renderer that
-# changes a rendered chart. Each release records the generation its packages were rendered
-# with; a published version keeps its committed bytes whatever the generation is now, and
-# `build --check` fails when the newest version of an app recorded with this generation no
-# longer renders to its package (a template changed and this number did not).
-GENERATION = 1
 
 # Download init container: small, and never above the engine container (the pod's effective
 # request is the larger of the two, and the installer only sums the primary containers).
@@ -52,35 +42,9 @@ def _block(text: str, indent: int) -> str:
     return head + "\n" + "\n".join(line.rstrip() for line in lines)
 
 
-def templates_root() -> Traversable:
-    return resources.files("olares_pack.templates")
-
-
-@lru_cache(maxsize=1)
-def fingerprint() -> str:
-    """A digest of everything that can change a render: the templates and olares-pack's own
-    sources. Cached verdicts ("this record still renders to its package") are keyed by it."""
-    h = hashlib.sha256()
-
-    def add(node: Traversable, rel: str) -> None:
-        for child in sorted(node.iterdir(), key=lambda c: c.name):
-            if child.name == "__pycache__":
-                continue
-            if child.is_dir():
-                add(child, f"{rel}{child.name}/")
-            elif child.name.endswith((".py", ".j2", ".sh", ".yaml", ".txt", ".json")):
-                h.update(f"{rel}{child.name}\0".encode())
-                h.update(child.read_bytes())
-
-    add(templates_root(), "templates/")
-    add(resources.files("olares_pack"), "olares_pack/")
-    h.update(f"generation {GENERATION}".encode())
-    return h.hexdigest()
-
-
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
-    root = templates_root()
+    root = generation.templates_root()
     env = jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: (root / name).read_text(encoding="utf-8")),
         # Helm owns {{ }}: Jinja uses brackets so Go template expressions pass through untouched.

@@ -12,6 +12,7 @@ from .lock import RepoLock
 
 INDEX_FILE = "market-index.json"
 MANIFEST_FILE = "app.yaml"
+LOCK_FILE = "model.lock.json"  # GGUF metadata of an app's models (gguf_meta); `auto` fields derive from it
 PACKAGES_DIR = "packages"
 RELEASES_DIR = "releases"
 DEFAULT_LOCK_TIMEOUT = 300.0
@@ -42,6 +43,14 @@ class Repo:
 
     def package_path(self, target: str, name: str, version: str) -> Path:
         return self.packages_dir / target / f"{name}-{version}.tgz"
+
+    def app_dirs(self) -> list[Path]:
+        """App folders (holding an app.yaml), sorted by name, never in directory order."""
+        from .errors import InputError
+
+        if not self.apps_dir.is_dir():
+            raise InputError(f"{self.apps_dir}: no such directory")
+        return sorted(p for p in self.apps_dir.iterdir() if (p / MANIFEST_FILE).is_file())
 
     def records_dir(self, name: str) -> Path:
         return self.apps_dir / name / RELEASES_DIR

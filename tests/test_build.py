@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import tree_digest
 
-from olares_pack import render
+from olares_pack import generation
 from olares_pack.cli import main
 
 NAME, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"
@@ -52,5 +52,5 @@ def test_a_deleted_chart_folder_or_another_olares_pack_renders_again(repo: Path,
     build(repo, out, capsys)
     shutil.rmtree(out / "legacy" / NAME)
     assert build(repo, out, capsys) == [str(out / "current" / NAME), str(out / "legacy" / NAME)]
-    monkeypatch.setattr(render, "fingerprint", lambda: "another olares-pack")
+    monkeypatch.setattr(generation, "fingerprint", lambda: "another olares-pack")
     assert len(build(repo, out, capsys)) == 3

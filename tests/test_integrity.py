@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, tree_digest
 
-from olares_pack import catalogue, index, journal, records, releases, render
+from olares_pack import catalogue, generation, index, journal, records, releases, render
 from olares_pack.cli import main
 from olares_pack.lock import RepoLock
 from olares_pack.manifest import load_app
@@ -44,15 +44,15 @@ def strays(repo: Path) -> list[str]:
 def changed_templates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """olares-pack with one template changed (a line added to the Service)."""
     root = tmp_path / "templates"
-    shutil.copytree(render.templates_root(), root, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(generation.templates_root(), root, ignore=shutil.ignore_patterns("__pycache__"))
     svc = root / "service.yaml.j2"
     svc.write_text(svc.read_text().replace("apiVersion: v1\n", "# a template fix\napiVersion: v1\n", 1))
-    monkeypatch.setattr(render, "templates_root", lambda: root)
+    monkeypatch.setattr(generation, "templates_root", lambda: root)
     render._environment.cache_clear()
-    render.fingerprint.cache_clear()
+    generation.fingerprint.cache_clear()
     yield root
     render._environment.cache_clear()
-    render.fingerprint.cache_clear()
+    generation.fingerprint.cache_clear()
 
 
 def test_a_template_change_without_a_new_generation_fails_the_check(
@@ -60,14 +60,14 @@ def test_a_template_change_without_a_new_generation_fails_the_check(
     assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
     err = capsys.readouterr().err
     assert "generation 1 no longer renders llamacppqwen36mtpone 1.0.9 (current)" in err
-    assert "Raise GENERATION in olares_pack/render.py" in err
+    assert "Raise GENERATION in olares_pack/generation.py" in err
     assert "market-index.json" not in err and "changed since" not in err  # the ledger and packages are fine
 
 
 def test_a_template_change_with_a_new_generation_keeps_every_published_version(
         repo: Path, changed_templates: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(render, "GENERATION", 2)
-    render.fingerprint.cache_clear()
+    monkeypatch.setattr(generation, "GENERATION", 2)
+    generation.fingerprint.cache_clear()
     apps = str(repo / "apps")
     before = tree_digest(repo)
     assert main(["build", "--apps-dir", apps, "--check"]) == 0

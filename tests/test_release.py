@@ -14,6 +14,7 @@ from olares_pack import (
     __version__,
     catalogue,
     fsio,
+    generation,
     helm,
     index,
     package,
@@ -60,7 +61,7 @@ def test_every_published_version_is_reproduced_from_its_record() -> None:
     for name in records.published_apps(repo):
         for version in records.versions(repo, name):
             rec = records.read(repo, name, version)
-            assert rec.generation == render.GENERATION
+            assert rec.generation == generation.GENERATION
             app = records.app_of(rec)
             for target, ch in rec.charts.items():
                 tar = package.build_tar(name, render.render(app, targets.get(target)))
@@ -119,7 +120,7 @@ def test_release_from_a_clean_checkout(repo: Path, capsys: pytest.CaptureFixture
     assert new_versions[:-1] == old_ledger["apps"][NAME]["versions"]  # only the new version added
     assert new_versions[-1]["version"] == "1.0.10" and new_versions[-1]["published"] == "2026-06-01"
     rec = records.read(Repo.at(repo), NAME, "1.0.10")
-    assert (rec.generation, rec.tool) == (render.GENERATION, f"olares-pack {__version__}")
+    assert (rec.generation, rec.tool) == (generation.GENERATION, f"olares-pack {__version__}")
     assert [e.version for e in rec.changelog] == ["1.0.10"] and rec.manifest["server"]["ctx_size"] == 262144
     with helm.load(repo / "packages" / "current" / f"{NAME}-1.0.10.tgz") as chart:
         assert chart.version == "1.0.10"
@@ -242,11 +243,11 @@ def test_package_hands_back_the_committed_bytes_or_reproduces_them(repo: Path, t
 
 def test_a_missing_package_of_another_generation_is_not_guessed(repo: Path, monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(render, "GENERATION", render.GENERATION + 1)
+    monkeypatch.setattr(generation, "GENERATION", generation.GENERATION + 1)
     (repo / "packages" / "current" / f"{NAME}-1.0.5.tgz").unlink()
     assert main(["package", NAME, "--version", "1.0.5", "--apps-dir", str(repo / "apps"), "--out", str(repo / "o")]) == 2
     err = capsys.readouterr().err
-    assert f"was rendered by generation 1, this olares-pack renders generation {render.GENERATION}" in err
+    assert f"was rendered by generation 1, this olares-pack renders generation {generation.GENERATION}" in err
     assert not (repo / "o").exists()
 
 

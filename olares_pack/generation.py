@@ -1,0 +1,45 @@
+"""The template generation, and a fingerprint of everything that can change a rendered chart.
+
+Kept apart from render.py (Jinja, the manifest models) so that commands which only need to know
+whether a render could have changed (an unchanged `build`, cache keys) load neither.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from importlib import resources
+from importlib.resources.abc import Traversable
+
+# The template generation: raise it with every change to templates/ or to this renderer that
+# changes a rendered chart. Each release records the generation its packages were rendered
+# with; a published version keeps its committed bytes whatever the generation is now, and
+# `build --check` fails when the newest version of an app recorded with this generation no
+# longer renders to its package (a template changed and this number did not).
+GENERATION = 1
+
+
+def templates_root() -> Traversable:
+    return resources.files("olares_pack.templates")
+
+
+@lru_cache(maxsize=1)
+def fingerprint() -> str:
+    """A digest of everything that can change a render: the templates and olares-pack's own
+    sources. Cached verdicts ("this record still renders to its package") are keyed by it."""
+    h = hashlib.sha256()
+
+    def add(node: Traversable, rel: str) -> None:
+        for child in sorted(node.iterdir(), key=lambda c: c.name):
+            if child.name == "__pycache__":
+                continue
+            if child.is_dir():
+                add(child, f"{rel}{child.name}/")
+            elif child.name.endswith((".py", ".j2", ".sh", ".yaml", ".txt", ".json")):
+                h.update(f"{rel}{child.name}\0".encode())
+                h.update(child.read_bytes())
+
+    add(templates_root(), "templates/")
+    add(resources.files("olares_pack"), "olares_pack/")
+    h.update(f"generation {GENERATION}".encode())
+    return h.hexdigest()
