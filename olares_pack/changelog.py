@@ -1,19 +1,23 @@
-"""Changelog entries as the market shows them (spec.upgradeDescription, versionHistory)."""
+"""Changelog entries as the market shows them (spec.upgradeDescription, versionHistory).
+
+Entries are read as plain data (a ChangelogEntry dumped to JSON, or a ledger entry), so the
+market server formats them without loading the manifest models.
+"""
 
 from __future__ import annotations
 
-from .manifest import ChangelogEntry
+from typing import Any
 
 
-def upgrade_description(entry: ChangelogEntry, locale: str = "en-US") -> str:
+def upgrade_description(entry: dict[str, Any], locale: str = "en-US") -> str:
     """Markdown "what's new" for one version, in one locale (falling back to the entry's text)."""
-    loc = entry.locales.get(locale)
-    summary = loc.summary if loc else entry.summary
-    notes = loc.notes if loc and loc.notes else entry.notes
-    status = "" if entry.shipped else ", never shipped"
-    parts = [f"**{entry.version}** ({entry.date.isoformat()}{status}): {summary}"]
-    if entry.changes:
-        parts.append("\n".join(f"- {c.kind}: {c.text}" for c in entry.changes))
+    loc = (entry.get("locales") or {}).get(locale) or {}
+    summary = loc.get("summary") or entry["summary"]
+    notes = loc.get("notes") or entry.get("notes") or ""
+    status = "" if entry.get("shipped", True) else ", never shipped"
+    parts = [f"**{entry['version']}** ({entry['date']}{status}): {summary}"]
+    if entry.get("changes"):
+        parts.append("\n".join(f"- {c['kind']}: {c['text']}" for c in entry["changes"]))
     if notes.strip():
         parts.append(notes.strip())
     return "\n\n".join(parts) + "\n"

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import semver
 
 from . import jsontext
 from .errors import InputError
-from .records import Record
+
+if TYPE_CHECKING:
+    from .records import Record
 
 FORMAT = 2
 
@@ -67,8 +69,12 @@ def empty() -> dict[str, Any]:
 def load(path: Path) -> dict[str, Any]:
     if not path.exists():
         return empty()
+    return loads(path.read_bytes(), path)
+
+
+def loads(raw: bytes, path: Path) -> dict[str, Any]:
     try:
-        data = jsontext.loads(path.read_bytes())
+        data = jsontext.loads(raw)
     except jsontext.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("apps"), dict):
@@ -92,14 +98,11 @@ def version_history(index: dict[str, Any], name: str, locale: str = "en-US") -> 
     """The market's versionHistory: every published version, newest first, with its notes, and the
     unshipped attempts their owner chose to list (marked as such, with no versionName)."""
     from .changelog import upgrade_description
-    from .manifest import ChangelogEntry
 
     rows = []
     for v in (index.get("apps", {}).get(name) or {}).get("versions", []):
-        rows.append((v["version"], v["versionName"], v["published"], ChangelogEntry.model_validate(v["changelog"])))
-        for u in v.get("unshipped", []):
-            e = ChangelogEntry.model_validate(u)
-            rows.append((e.version, "", e.date.isoformat(), e))
+        rows.append((v["version"], v["versionName"], v["published"], v["changelog"]))
+        rows += [(u["version"], "", u["date"], u) for u in v.get("unshipped", [])]
     rows.sort(key=lambda r: semver.Version.parse(r[0]), reverse=True)
     return [{
         "appName": name,

@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
+import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +22,10 @@ import yaml
 
 from . import index, package, quantity, targets
 from .errors import InputError
-from .lint.context import LintOptions, build_context
-from .lint.manifest_rules import admits
-from .lint.source import from_archive_bytes
 from .repo import INDEX_FILE
+from .targets import admits
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 CATEGORY = "AI"
 EMPTY_TIME = "1970-01-01T00:00:00Z"
@@ -36,18 +38,53 @@ def dumps(doc: Any) -> bytes:
 
 @dataclass
 class Chart:
-    """One published package: its bytes, and what its manifest tells the market."""
+    """One published package, as the ledger lists it. Its bytes and manifest are read when a view
+    shows it (the newest chart of an app for some OS version); older charts stay on disk until a
+    device asks for one by file name."""
 
     name: str
     version: str
     target: str
     file_name: str
-    data: bytes
+    path: Path
     sha256: str
-    manifest: dict[str, Any]
-    i18n: dict[str, dict[str, Any]]
-    dependency: str
+    dependency: str  # the chart's olares dependency, as recorded
     published: str  # YYYY-MM-DD from the ledger
+    order: semver.Version = field(init=False)  # the version, parsed once for comparisons
+    data: bytes | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+    i18n: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.order = semver.Version.parse(self.version)
+
+    def read(self) -> bytes:
+        """The package bytes, refused when they are not the ones the ledger records."""
+        if self.data is not None:
+            return self.data
+        try:
+            data = self.path.read_bytes()
+        except OSError:
+            raise InputError(f"{self.path}: listed in the ledger but missing") from None
+        if package.sha256(data) != self.sha256:
+            raise InputError(f"{self.path}: sha256 {package.sha256(data)} differs from the ledger's {self.sha256}")
+        return data
+
+    def load(self) -> Chart:
+        """Keep the bytes and read the manifest and per-locale files (a chart a view shows)."""
+        if self.data is None:
+            data = self.read()
+            try:
+                _, files, _ = package.read_archive_split(data)
+                self.manifest = yaml.load(files.get("OlaresManifest.yaml", ""), Loader=_LOADER) or {}
+                self.i18n = {rel.split("/")[1]: yaml.load(text, Loader=_LOADER) or {} for rel, text in files.items()
+                             if rel.startswith("i18n/") and rel.count("/") == 2 and rel.endswith("/OlaresManifest.yaml")}
+            except (ValueError, OSError, EOFError, tarfile.TarError, yaml.YAMLError) as exc:
+                raise InputError(f"{self.path}: not a readable chart: {exc}") from None
+            if not isinstance(self.manifest, dict) or not self.manifest:
+                raise InputError(f"{self.path}: no readable OlaresManifest.yaml")
+            self.data = data
+        return self
 
 
 @dataclass
@@ -74,13 +111,13 @@ class Catalogue:
 
     def chart_for(self, os_version: str) -> dict[str, Chart]:
         """For each app, the newest chart whose olares dependency admits this OS version."""
+        admitted = {dep: admits(dep, os_version) for dep in {c.dependency for c in self.charts}}
         best: dict[str, Chart] = {}
         for c in self.charts:
-            if not admits(c.dependency, os_version):
-                continue
-            cur = best.get(c.name)
-            if cur is None or semver.Version.parse(c.version) > semver.Version.parse(cur.version):
-                best[c.name] = c
+            if admitted[c.dependency]:
+                cur = best.get(c.name)
+                if cur is None or c.order > cur.order:
+                    best[c.name] = c
         return dict(sorted(best.items()))
 
     def view(self, os_version: str) -> View:
@@ -89,7 +126,7 @@ class Catalogue:
         cached = self.by_version.get(os_version)
         if cached is not None:
             return cached
-        charts = self.chart_for(os_version)
+        charts = {name: c.load() for name, c in self.chart_for(os_version).items()}
         key = tuple(f"{c.name}@{c.version}/{c.target}" for c in charts.values())
         if key not in self.views:
             self.views[key] = build_view(self, charts)
@@ -244,41 +281,51 @@ def build_view(cat: Catalogue, charts: dict[str, Chart]) -> View:
     return View(digest, last, data, details, charts)
 
 
-def load(root: Path, index_file: Path | None = None, base_url: str = "") -> Catalogue:
-    """Read market-index.json and every package it lists; refuse bytes the ledger does not record."""
+def load(root: Path, index_file: Path | None = None, base_url: str = "", probes: tuple[str, ...] = ()) -> Catalogue:
+    """Read market-index.json, verify every package it lists, and build the view of each probe
+    version (the default one, and the lowest version each olares window admits), so that the
+    charts any device can be offered are read once, at start. Neither Helm nor the app manifests
+    are read: the ledger and the packages are the published catalogue."""
     index_file = index_file or root / INDEX_FILE
     if not index_file.exists():
         raise InputError(f"{index_file}: no market index (publish with olares-pack release)")
     raw = index_file.read_bytes()
-    ledger = index.load(index_file)
+    ledger = index.loads(raw, index_file)
     charts: list[Chart] = []
+    slim: dict[str, Any] = {"apps": {}}
     for name, app in sorted(ledger["apps"].items()):
+        # Only what the routes read is kept: argv, flags and resources of 2,000 versions are not.
+        slim["apps"][name] = {"versions": [{k: v[k] for k in ("version", "versionName", "published", "changelog",
+                                                             "unshipped") if k in v} for v in app["versions"]]}
         for v in app["versions"]:
             for target, rec in sorted(v["charts"].items()):
-                path = root / rec["file"]
+                c = Chart(name, v["version"], target, package.archive_name(name, v["version"]), root / rec["file"],
+                          rec["sha256"], rec.get("olares") or targets.get(target).dependency, v["published"])
+                # Every listed package must be there; its bytes are checked against the sha256
+                # when it is read (at start for the charts a view shows, else when it is asked for).
                 try:
-                    data = path.read_bytes()
+                    size = c.path.stat().st_size
                 except OSError:
-                    raise InputError(f"{path}: listed in {index_file.name} but missing") from None
-                if package.sha256(data) != rec["sha256"]:
-                    raise InputError(f"{path}: sha256 {package.sha256(data)} differs from the ledger's {rec['sha256']}")
-                src = from_archive_bytes(data, rec["file"])
-                ctx = build_context(src, LintOptions())
-                if not ctx.manifest:
-                    raise InputError(f"{path}: no readable OlaresManifest.yaml")
-                i18n = {}
-                for rel, text in src.files.items():
-                    parts = rel.split("/")
-                    if len(parts) == 3 and parts[0] == "i18n" and parts[2] == "OlaresManifest.yaml":
-                        i18n[parts[1]] = yaml.safe_load(text) or {}
-                dep = next((str(d.get("version")) for d in (ctx.manifest.get("options") or {}).get("dependencies") or []
-                            if isinstance(d, dict) and d.get("name") == "olares"), "*")
-                charts.append(Chart(name, v["version"], target, package.archive_name(name, v["version"]), data,
-                                    rec["sha256"], ctx.manifest, i18n, dep, v["published"]))
+                    raise InputError(f"{c.path}: listed in {index_file.name} but missing") from None
+                if size != rec["size"]:
+                    raise InputError(f"{c.path}: {size} bytes, the ledger records {rec['size']}")
+                charts.append(c)
+    del ledger
     icons = {}
-    apps_dir = root / "apps"
-    for name in ledger["apps"]:
-        icon = apps_dir / name / "icon.png"
+    for name in slim["apps"]:
+        icon = root / "apps" / name / "icon.png"
         if icon.is_file():
             icons[name] = icon.read_bytes()
-    return Catalogue(ledger, charts, icons, hashlib.sha256(raw).hexdigest(), base_url.rstrip("/"))
+    cat = Catalogue(slim, charts, icons, hashlib.sha256(raw).hexdigest(), base_url.rstrip("/"))
+    for version in {*probes, *window_floors(charts)}:
+        cat.view(version)
+    return cat
+
+
+def window_floors(charts: list[Chart]) -> set[str]:
+    """The lowest OS version each distinct olares window admits (1.12.3 for >=1.12.3-0,<1.12.6)."""
+    out = set()
+    for dep in {c.dependency for c in charts}:
+        for m in re.finditer(r">=\s*v?(\d+\.\d+\.\d+)", dep):
+            out.add(m.group(1))
+    return out

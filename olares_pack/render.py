@@ -137,7 +137,8 @@ def context(app: App, target: TargetProfile) -> dict[str, Any]:
         "download_files": _download_files(app),
         "offline_engine": app.engine.kind == "vllm",
         "full_description": app.full_description or app.description,
-        "upgrade": {loc: upgrade_description(entry, loc) if entry else "" for loc in app.all_locales},
+        "upgrade": {loc: upgrade_description(entry.model_dump(mode="json"), loc) if entry else ""
+                    for loc in app.all_locales},
         "texts": _locale_texts(app),
         "download_script": _environment().get_template("download.sh").render(),
     }

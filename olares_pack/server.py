@@ -55,7 +55,7 @@ class Source:
     stamp: tuple[int, int] | None = None
 
     def load(self) -> market.Catalogue:
-        cat = market.load(self.root, self.index_file, self.base_url)
+        cat = market.load(self.root, self.index_file, self.base_url, probes=(self.default_version,))
         st = self.index_file.stat()
         self.catalogue, self.stamp = cat, (st.st_mtime_ns, st.st_size)  # one assignment: an atomic swap
         return cat
@@ -162,7 +162,12 @@ def create_app(source: Source, *, reload_every: float | None = None) -> Starlett
                    "Content-Disposition": f'attachment; filename="{file_name}"'}
         if request.headers.get("if-none-match") == etag:
             return Response(status_code=304, headers=headers)
-        return Response(chart.data, media_type="application/gzip", headers=headers)
+        try:
+            data = chart.read()
+        except InputError as exc:  # changed or removed on disk since the catalogue was loaded
+            log.error("%s", exc)
+            return error(503, f"{file_name} is unavailable until the catalogue is reloaded")
+        return Response(data, media_type="application/gzip", headers=headers)
 
     async def icon_route(request: Request) -> Response:
         name = request.path_params["name"]

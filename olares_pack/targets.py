@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import semver
@@ -105,3 +106,31 @@ def parse_os_version(text: str) -> semver.Version:
         return semver.Version.parse(".".join(core[:3]) + (f"-{parts[1]}" if len(parts) > 1 else ""))
     except ValueError:
         raise InputError(f"{text!r} is not an Olares version (expected e.g. 1.12.6)") from None
+
+
+def admits(constraint: str, version: str) -> bool:
+    """Whether a Masterminds-style constraint ('>=1.12.3-0,<1.12.6', '>=1.12.6-0', '1.12.x || >=1.13')
+    admits an Olares version."""
+    v = parse_os_version(version)
+    for alternative in constraint.split("||"):
+        ok = True
+        for part in re.split(r"[,\s]+(?=[<>=!~^]|\d)", alternative.strip()):
+            part = part.strip().rstrip(",")
+            if not part or part in ("*", "x"):
+                continue
+            m = re.match(r"^(>=|<=|>|<|!=|=|==|~|\^)?\s*v?([0-9xX*][^\s,]*)$", part)
+            if not m:
+                raise InputError(f"cannot read the version constraint {constraint!r}")
+            op, ref = m.group(1) or "=", m.group(2)
+            if "x" in ref.lower() or "*" in ref:
+                prefix = [p for p in re.split(r"[.]", ref) if p not in ("x", "X", "*")]
+                ok = ok and [str(v.major), str(v.minor), str(v.patch)][: len(prefix)] == prefix
+                continue
+            r = parse_os_version(ref)
+            c = v.compare(r)
+            ok = ok and {">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0, "!=": c != 0, "=": c == 0, "==": c == 0,
+                         "~": c >= 0 and v.major == r.major and v.minor == r.minor,
+                         "^": c >= 0 and v.major == r.major}[op]
+        if ok:
+            return True
+    return False

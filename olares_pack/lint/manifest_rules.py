@@ -8,9 +8,10 @@ from typing import Any
 
 import semver
 
-from .. import quantity, targets
+from .. import quantity
 from ..errors import InputError
 from ..manifest import NAME_RE, RESERVED_NAMES, URL_RE
+from ..targets import admits
 from .context import MANIFEST, ChartContext
 from .findings import make
 
@@ -286,34 +287,6 @@ def _olares_dep(ctx: ChartContext) -> dict[str, Any] | None:
         if isinstance(d, dict) and d.get("name") == "olares" and d.get("type", "system") == "system":
             return d
     return None
-
-
-def admits(constraint: str, version: str) -> bool:
-    """Whether a Masterminds-style constraint ('>=1.12.3-0,<1.12.6', '>=1.12.6-0', '1.12.x || >=1.13')
-    admits an Olares version."""
-    v = targets.parse_os_version(version)
-    for alternative in constraint.split("||"):
-        ok = True
-        for part in re.split(r"[,\s]+(?=[<>=!~^]|\d)", alternative.strip()):
-            part = part.strip().rstrip(",")
-            if not part or part in ("*", "x"):
-                continue
-            m = re.match(r"^(>=|<=|>|<|!=|=|==|~|\^)?\s*v?([0-9xX*][^\s,]*)$", part)
-            if not m:
-                raise InputError(f"cannot read the version constraint {constraint!r}")
-            op, ref = m.group(1) or "=", m.group(2)
-            if "x" in ref.lower() or "*" in ref:
-                prefix = [p for p in re.split(r"[.]", ref) if p not in ("x", "X", "*")]
-                ok = ok and [str(v.major), str(v.minor), str(v.patch)][: len(prefix)] == prefix
-                continue
-            r = targets.parse_os_version(ref)
-            c = v.compare(r)
-            ok = ok and {">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0, "!=": c != 0, "=": c == 0, "==": c == 0,
-                         "~": c >= 0 and v.major == r.major and v.minor == r.minor,
-                         "^": c >= 0 and v.major == r.major}[op]
-        if ok:
-            return True
-    return False
 
 
 # Versions just outside each window, as the installer samples them.
