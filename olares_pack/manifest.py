@@ -22,21 +22,16 @@ from pydantic import (
 
 from . import quantity
 from .errors import InputError, Problem
+from .naming import NAME_RE, RESERVED_NAMES, URL_RE
 from .repo import MANIFEST_FILE
 from .yamlsrc import SourceDoc, load_yaml, parse_yaml
 
-# Olares naming rules (framework/oac): app names are short lowercase alphanumerics, no hyphens.
-NAME_RE = re.compile(r"^[a-z0-9]{1,30}$")
-RESERVED_NAMES = frozenset(
-    "user system space default os kubesphere kube kubekey kubernetes gpu tapr bfl bytetrade project pod".split()
-)
 LOCALE_RE = re.compile(r"^[a-z]{2,3}(-[A-Z][A-Za-z]{1,3})?$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 REPOSITORY_RE = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._/-][a-z0-9]+)*)+$|^[a-z0-9]+([._-][a-z0-9]+)*$")
 TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 HF_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-URL_RE = re.compile(r"^https?://[^\s/$.?#][^\s]*$")
 CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 
 CacheType = Literal["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]

@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from . import market, targets
 from .errors import InputError, OlaresPackError
+from .naming import NAME_RE
 from .repo import INDEX_FILE
 
 log = logging.getLogger("olares_pack.server")
@@ -34,7 +35,6 @@ log = logging.getLogger("olares_pack.server")
 MAX_BODY = 64 * 1024  # a details request is a few ids
 MAX_IDS = 100  # devices send at most 10 per call
 VERSION_RE = re.compile(r"^\d+\.\d+(\.\d+)?(-[0-9A-Za-z.-]+)?$")
-NAME_RE = re.compile(r"^[a-z0-9]{1,30}$")
 ID_RE = re.compile(r"^[0-9a-f]{8}$")
 JSON_TYPE = "application/json"
 

@@ -9,9 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError
 
 from .errors import InputError, Problem
 
@@ -34,6 +31,8 @@ class SourceDoc:
 
     def line_of(self, loc: tuple[Any, ...]) -> int | None:
         """1-based line of the deepest node of `loc` that exists in the file."""
+        from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
         node = self.tree
         if node is None:
             return None
@@ -60,7 +59,10 @@ def format_loc(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def roundtrip_yaml() -> YAML:
+def roundtrip_yaml() -> Any:
+    """ruamel's round-trip reader and writer (comments, order and spelling kept), for editing."""
+    from ruamel.yaml import YAML
+
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096
@@ -135,6 +137,8 @@ def fast_load(text: str, path: Path) -> Any:
 
 
 def _roundtrip_tree(text: str, path: Path) -> Any:
+    from ruamel.yaml.error import MarkedYAMLError
+
     try:
         return roundtrip_yaml().load(io.StringIO(text))
     except MarkedYAMLError as exc:

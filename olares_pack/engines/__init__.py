@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from ..manifest import App, LlamaCppApp, VllmApp
+from typing import TYPE_CHECKING
+
 from . import llamacpp, vllm
+
+if TYPE_CHECKING:
+    from ..manifest import App
 
 # Where the chart mounts the model store inside both the download and the engine containers.
 MODELS_MOUNT = "/models"
@@ -20,12 +24,13 @@ def snapshot_cache(app: App) -> str:
 
 
 def build_argv(app: App) -> list[str]:
-    if isinstance(app, LlamaCppApp):
-        return llamacpp.build_argv(app.server, f"{model_dir(app)}/{app.model.files[0].name}")
-    assert isinstance(app, VllmApp)
+    # By engine.kind (the union's tag) rather than isinstance: reading argv needs no model classes.
+    if app.engine.kind == "llamacpp":
+        return llamacpp.build_argv(app.server, f"{model_dir(app)}/{app.model.files[0].name}")  # type: ignore[arg-type]
     if app.model.files:
-        return vllm.build_argv(app.server, model_dir(app), download_dir=None, revision=None)
-    return vllm.build_argv(app.server, app.model.repo, download_dir=snapshot_cache(app), revision=app.model.revision)
+        return vllm.build_argv(app.server, model_dir(app), download_dir=None, revision=None)  # type: ignore[arg-type]
+    return vllm.build_argv(app.server, app.model.repo, download_dir=snapshot_cache(app),  # type: ignore[arg-type]
+                           revision=app.model.revision)
 
 
 def normalized_flags(app: App) -> dict[str, str]:
@@ -35,7 +40,7 @@ def normalized_flags(app: App) -> dict[str, str]:
     from .normalize import normalize_generic, normalize_llama
 
     argv = build_argv(app)
-    if isinstance(app, LlamaCppApp):
+    if app.engine.kind == "llamacpp":
         try:
             reg = registry.load("llamacpp", app.engine.build)
         except InputError:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-from ..manifest import LlamaServer
+if TYPE_CHECKING:
+    from ..manifest import LlamaServer
 
 # Index of the value following --n-gpu-layers in the argv built below: the chart swaps it for 0
 # in cpu mode.

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-from ..manifest import VllmServer
+if TYPE_CHECKING:
+    from ..manifest import VllmServer
 
 
 def build_argv(s: VllmServer, model: str, *, download_dir: str | None, revision: str | None) -> list[str]:

@@ -197,12 +197,12 @@ def plaintext_secrets(ctx: ChartContext) -> None:
 def gpu_budget(ctx: ChartContext) -> None:
     """For charts rendered from an app manifest: the estimate at full context, against the device
     and against the GPU memory the chart declares (the HAMi grant)."""
-    from .. import budget, vram
-    from ..manifest import LlamaCppApp
-
     app, app_dir = ctx.source.app, ctx.source.app_dir
     if app is None or app_dir is None or "nvidia" not in app.modes:
         return
+    from .. import budget, vram
+    from ..manifest import LlamaCppApp
+
     try:
         est = budget.app_estimate(app, app_dir, vram.device())
     except InputError as exc:

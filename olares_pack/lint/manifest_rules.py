@@ -10,7 +10,7 @@ import semver
 
 from .. import quantity
 from ..errors import InputError
-from ..manifest import NAME_RE, RESERVED_NAMES, URL_RE
+from ..naming import NAME_RE, RESERVED_NAMES, URL_RE
 from ..targets import admits
 from .context import MANIFEST, ChartContext
 from .findings import make

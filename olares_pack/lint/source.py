@@ -5,10 +5,14 @@ from __future__ import annotations
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .. import fsio, package, render, targets
+from .. import fsio, package, targets
 from ..errors import InputError
-from ..manifest import MANIFEST_FILE, App, load_app
+from ..repo import MANIFEST_FILE
+
+if TYPE_CHECKING:
+    from ..manifest import App
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,9 @@ def from_archive_bytes(data: bytes, label: str) -> ChartSource:
 
 
 def from_app(path: Path, target_names: list[str] | None = None) -> list[ChartSource]:
+    from .. import render
     from ..budget import app_dir_of
+    from ..manifest import load_app
 
     app = load_app(path)
     out = []
