@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,23 +136,30 @@ def remember_consistent(repo: Repo, stamp: str) -> None:
 
 
 def repository_stamp(repo: Repo) -> str:
+    """Size and mtime of the ledger, every record and every package (os.scandir on strings: this
+    runs on every build, over thousands of files)."""
     h = hashlib.sha256(generation.fingerprint().encode())
-    for path in [repo.index_file, *_published_files(repo)]:
+    try:
+        st = os.stat(repo.index_file)
+        h.update(f"ledger:{st.st_size}:{st.st_mtime_ns}\0".encode())
+    except OSError:
+        h.update(b"ledger:missing\0")
+    folders = [os.path.join(repo.apps_dir, app, "releases") for app in _names(repo.apps_dir)]
+    folders += [os.path.join(repo.packages_dir, t) for t in _names(repo.packages_dir)]
+    for folder in folders:
         try:
-            st = path.stat()
-            h.update(f"{path}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
-            h.update(f"{path}:missing\0".encode())
+            continue
+        for e in entries:
+            if e.name.endswith((".json", ".tgz")):
+                st = e.stat()
+                h.update(f"{folder}/{e.name}:{st.st_size}:{st.st_mtime_ns}\0".encode())
     return h.hexdigest()
 
 
-def _published_files(repo: Repo) -> list[Path]:
-    out: list[Path] = []
-    if repo.apps_dir.is_dir():
-        for app_dir in sorted(repo.apps_dir.iterdir()):
-            d = app_dir / "releases"
-            if d.is_dir():
-                out += sorted(d.glob("*.json"))
-    for d in sorted(repo.packages_dir.glob("*")) if repo.packages_dir.is_dir() else []:
-        out += sorted(d.glob("*.tgz"))
-    return out
+def _names(folder: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
