@@ -78,6 +78,8 @@ def render_apps(repo: Repo, out: Path, only: list[str] | None = None, *, full: b
     from . import render, targets
     from .manifest import load_app
     state_path = out / STATE_FILE
+    for folder in (out, *(out / t for t in targets.TARGETS)):
+        fsio.sweep(folder)  # what a killed build left (build holds the repository lock)
     state = {} if full else _read_json(state_path)
     if not isinstance(state.get("apps"), dict):
         state = {"apps": {}}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import sys
 from pathlib import Path
@@ -84,11 +85,15 @@ def render_cmd(app_ref: str, target_names: tuple[str, ...], out: Path, apps_dir:
     from . import console, fsio, render
     app = resolve_app(app_ref, apps_dir)
     show_warnings(app)
-    for name in target_names or app.targets:
-        t = targets.get(name)
-        dest = out / t.name / app.name
-        fsio.write_tree(render.render(app, t), dest)
-        console.out.print(str(dest))
+    # Under the catalogue's lock when there is one: `build` sweeps what interrupted writes left
+    # in the same output folders.
+    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
+    with repo.open(write=True, purpose="render") if apps_dir.is_dir() else contextlib.nullcontext():
+        for name in target_names or app.targets:
+            t = targets.get(name)
+            dest = out / t.name / app.name
+            fsio.write_tree(render.render(app, t), dest)
+            console.out.print(str(dest))
     return EXIT_OK
 
 

@@ -9,11 +9,15 @@ from pathlib import Path
 
 from .errors import InputError
 
+# Every temporary name starts with this, so that what a killed process left behind can be
+# recognised and swept (sweep) by the next command that holds the folder.
+TMP_PREFIX = ".olares-pack-tmp."
+
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write to a temporary file beside `path`, then rename over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -32,7 +36,7 @@ def write_tree(files: dict[str, str], dest: Path) -> None:
     """Replace `dest` with exactly `files`, atomically: build beside it, then rename over it."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{dest.name}.", dir=dest.parent))
     try:
         for rel, text in files.items():
             p = tmp / rel
@@ -40,7 +44,7 @@ def write_tree(files: dict[str, str], dest: Path) -> None:
             p.write_text(text, encoding="utf-8")
         os.chmod(tmp, 0o755)
         if dest.exists():
-            old = dest.with_name(f".{dest.name}.old")
+            old = dest.with_name(f"{TMP_PREFIX}{dest.name}.old")
             shutil.rmtree(old, ignore_errors=True)
             dest.rename(old)
             tmp.rename(dest)
@@ -50,6 +54,20 @@ def write_tree(files: dict[str, str], dest: Path) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def sweep(folder: Path) -> None:
+    """Remove what an interrupted write left in `folder` (call it only while holding the folder)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for e in entries:
+        if e.name.startswith(TMP_PREFIX):
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path, ignore_errors=True)
+            else:
+                Path(e.path).unlink(missing_ok=True)
 
 
 def read_tree(root: Path) -> dict[str, str]:

@@ -69,6 +69,9 @@ class Repo:
             yield self
 
     def _recover(self) -> None:
+        from . import fsio
+
+        fsio.sweep(self.state_dir / "cache")
         said = journal.recover(self.root)
         if said:
             from . import console
