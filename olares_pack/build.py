@@ -5,7 +5,8 @@ Each app's charts are keyed by what they are made from: its app.yaml and model.l
 the stat of its release records (compared for "edited without a new version"), the targets
 asked for, and olares-pack's own sources and template generation (generation.fingerprint). An app
 whose key is unchanged and whose chart folders are still there is neither parsed nor rendered;
-its warnings are replayed from the state file. The state lives in OUT/.olares-pack-build.json
+its warnings were shown when it was rendered (an edit to a published version is shown again every
+time). The state lives in OUT/.olares-pack-build.json
 and is only a cache: deleting it (or --full) renders everything again, with the same bytes.
 """
 
@@ -29,7 +30,8 @@ class BuildResult:
     written: list[Path] = field(default_factory=list)  # chart folders rendered this time
     kept: int = 0  # chart folders whose inputs did not change
     apps: int = 0
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # to show
+    repeated: int = 0  # warnings about unchanged apps, shown when they were new (--full shows them again)
 
 
 def app_key(repo: Repo, app_dir: Path, only: list[str] | None) -> str:
@@ -57,20 +59,20 @@ def _read_json(path: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def app_warnings(repo: Repo, app_dir: Path) -> list[str]:
+def app_warnings(repo: Repo, app_dir: Path) -> tuple[list[str], list[str]]:
     """What a maintainer must see about one app: unpinned inputs, and edits to a published version."""
     from . import records
     from .manifest import load_app
     from .releases import edits_since, immutable_error
 
     app = load_app(app_dir)
-    out = list(app.warnings())
+    edits = []
     if app.version in records.versions(repo, app.name):
         raw = load_app(app_dir, derive=False)
         rec = records.read(repo, app.name, app.version)
-        if edits := edits_since(raw, rec):
-            out.append(f"{repo.rel(app_dir / MANIFEST_FILE)}: {immutable_error(repo, rec, edits)}")
-    return out
+        if found := edits_since(raw, rec):
+            edits.append(f"{repo.rel(app_dir / MANIFEST_FILE)}: {immutable_error(repo, rec, found)}")
+    return list(app.warnings()), edits
 
 
 def render_apps(repo: Repo, out: Path, only: list[str] | None = None, *, full: bool = False) -> BuildResult:
@@ -92,10 +94,11 @@ def render_apps(repo: Repo, out: Path, only: list[str] | None = None, *, full: b
         if seen and seen.get("key") == key and all((out / c).is_dir() for c in seen.get("charts", [])):
             new_state["apps"][app_dir.name] = seen
             result.kept += len(seen["charts"])
-            result.warnings += seen.get("warnings", [])
+            result.warnings += seen.get("edits", [])  # an edit to a published version is said every time
+            result.repeated += len(seen.get("warnings", []))
             continue
         app = load_app(app_dir)
-        warnings = app_warnings(repo, app_dir)
+        warnings, edits = app_warnings(repo, app_dir)
         charts = []
         for name in app.targets:
             if only and name not in only:
@@ -104,8 +107,8 @@ def render_apps(repo: Repo, out: Path, only: list[str] | None = None, *, full: b
             fsio.write_tree(render.render(app, targets.get(name)), out / rel)
             result.written.append(out / rel)
             charts.append(rel)
-        new_state["apps"][app_dir.name] = {"key": key, "charts": charts, "warnings": warnings}
-        result.warnings += warnings
+        new_state["apps"][app_dir.name] = {"key": key, "charts": charts, "warnings": warnings, "edits": edits}
+        result.warnings += warnings + edits
     if new_state != state:
         fsio.write_text_atomic(state_path, json.dumps(new_state, indent=1, sort_keys=True))
     return result

@@ -147,7 +147,9 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: b
     for path in result.written:
         console.out.print(str(path), markup=False)
     console.info(f"rendered {len(result.written)} chart(s) of {result.apps} app(s) into {out}"
-                 + (f" ({result.kept} unchanged)" if result.kept else ""))
+                 + (f" ({result.kept} unchanged)" if result.kept else "")
+                 + (f"; {result.repeated} warning(s) on unchanged apps not repeated (--full shows them)"
+                    if result.repeated else ""))
     return EXIT_OK
 
 

@@ -35,14 +35,20 @@ def test_only_the_touched_app_is_rendered_again(repo: Path, tmp_path: Path, caps
     assert tree_digest(full) == incremental  # the kept charts are what a full build writes
 
 
-def test_warnings_are_replayed_for_apps_that_are_not_parsed(repo: Path, tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_warnings_of_unchanged_apps_are_counted_and_edits_always_said(repo: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    build(repo, out, capsys)
-    build(repo, out, capsys)
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == 0
+    assert capsys.readouterr().err.count("is not pinned by digest") == 2
     assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "is not pinned by digest" in err and "3 unchanged" in err
+    assert "is not pinned by digest" not in err and "4 warning(s) on unchanged apps not repeated" in err
+    # an edit to a published version is said on every build, kept or not
+    app_yaml = repo / "apps" / NAME / "app.yaml"
+    app_yaml.write_text(app_yaml.read_text().replace("  ctx_size: 262144", "  ctx_size: 131072"))
+    for _ in range(2):
+        assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == 0
+        assert "server.ctx_size (262144 → 131072)" in capsys.readouterr().err
 
 
 def test_a_deleted_chart_folder_or_another_olares_pack_renders_again(repo: Path, tmp_path: Path,
