@@ -16,6 +16,7 @@ from .errors import InputError
 from .manifest import discover, load_app
 from .records import ChartRecord, Record
 from .repo import Repo
+from .yamlsrc import safe_load
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def package_facts(data: bytes, name: str) -> dict[str, Any]:
         facts: dict[str, Any] = {"name": chart.name, "version": chart.version}
         rendered = helm.render(chart, helm.installer_values(name, [name]), namespace=f"{name}-alice")
     try:
-        manifest = yaml.load(rendered_manifest(data), Loader=yaml.CSafeLoader) or {}
+        manifest = safe_load(rendered_manifest(data)) or {}
         deps = (manifest.get("options") or {}).get("dependencies") or []
         facts["olares"] = next((str(d.get("version")) for d in deps if isinstance(d, dict) and d.get("name") == "olares"), None)
     except (yaml.YAMLError, AttributeError):

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import helm_python
-import yaml
 
 from .errors import InputError
+from .yamlsrc import safe_load
 
 # Helm lint severities (helm_python.lint): 1 info, 2 warning, 3 error.
 SEVERITY = {0: "info", 1: "info", 2: "warning", 3: "error"}
@@ -102,7 +102,6 @@ def render(chart: helm_python.Chart, values: dict[str, Any], *, namespace: str) 
     return chart.render(values=values, name=name, namespace=namespace, is_install=True)
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
 
 # Helm's own manifest separator (releaseutil.SplitManifests): tolerant of indentation before ---.
 _SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
@@ -118,7 +117,7 @@ def objects(rendered: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
         for part in _SEPARATOR.split(rendered[path].strip()):
             if not part.strip():
                 continue
-            doc = yaml.load(part, Loader=_LOADER)
+            doc = safe_load(part)
             if doc:
                 out.append((path, doc))
     return out

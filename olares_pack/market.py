@@ -24,8 +24,7 @@ from . import index, package, quantity, targets
 from .errors import InputError
 from .repo import INDEX_FILE
 from .targets import admits
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from .yamlsrc import safe_load
 
 CATEGORY = "AI"
 EMPTY_TIME = "1970-01-01T00:00:00Z"
@@ -76,8 +75,8 @@ class Chart:
             data = self.read()
             try:
                 _, files, _ = package.read_archive_split(data)
-                self.manifest = yaml.load(files.get("OlaresManifest.yaml", ""), Loader=_LOADER) or {}
-                self.i18n = {rel.split("/")[1]: yaml.load(text, Loader=_LOADER) or {} for rel, text in files.items()
+                self.manifest = safe_load(files.get("OlaresManifest.yaml", "")) or {}
+                self.i18n = {rel.split("/")[1]: safe_load(text) or {} for rel, text in files.items()
                              if rel.startswith("i18n/") and rel.count("/") == 2 and rel.endswith("/OlaresManifest.yaml")}
             except (ValueError, OSError, EOFError, tarfile.TarError, yaml.YAMLError) as exc:
                 raise InputError(f"{self.path}: not a readable chart: {exc}") from None

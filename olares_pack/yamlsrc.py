@@ -73,6 +73,14 @@ def roundtrip_yaml() -> Any:
     return yaml
 
 
+_SAFE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x the pure-Python reader
+
+
+def safe_load(text: str) -> Any:
+    """yaml.safe_load (YAML 1.1, as Helm and the device read charts) through libyaml."""
+    return yaml.load(text, Loader=_SAFE)  # noqa: S506 - a safe loader
+
+
 class _Yaml12Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
     """libyaml's parser with the YAML 1.2 core schema the round-trip loader uses: `on`, `yes`,
     `0555` and `1:30` mean what they say, and a key given twice is an error."""

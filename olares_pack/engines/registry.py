@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-import yaml
-
 from ..errors import InputError
+from ..yamlsrc import safe_load
 
 
 @dataclass
@@ -157,13 +156,13 @@ class HistoryEvent:
 
 @lru_cache(maxsize=None)
 def history(engine: str = "llamacpp") -> tuple[HistoryEvent, ...]:
-    data = yaml.safe_load(resources.files("olares_pack.engines").joinpath(f"data/{engine}-history.yaml").read_text())
+    data = safe_load(resources.files("olares_pack.engines").joinpath(f"data/{engine}-history.yaml").read_text())
     return tuple(HistoryEvent(**e) for e in data["events"])
 
 
 @lru_cache(maxsize=None)
 def builds(engine: str = "llamacpp") -> dict[str, dict[str, str]]:
-    data = yaml.safe_load(resources.files("olares_pack.engines").joinpath(f"data/{engine}-history.yaml").read_text())
+    data = safe_load(resources.files("olares_pack.engines").joinpath(f"data/{engine}-history.yaml").read_text())
     return {str(k): {kk: str(vv) for kk, vv in v.items()} for k, v in (data.get("builds") or {}).items()}
 
 

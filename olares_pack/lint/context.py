@@ -15,7 +15,7 @@ import yaml
 
 from .. import fsio, helm, package
 from ..errors import InputError
-from ..yamlsrc import SourceDoc, parse_yaml
+from ..yamlsrc import SourceDoc, parse_yaml, safe_load
 from .findings import Finding, Severity, make
 from .source import ChartSource
 
@@ -175,7 +175,7 @@ def build_context(source: ChartSource, options: LintOptions) -> ChartContext:
     if not any(k.startswith("templates/") for k in files):
         ctx.add("chart.structure", "no templates/ folder")
     try:
-        chart = yaml.safe_load(files.get("Chart.yaml", "")) or {}
+        chart = safe_load(files.get("Chart.yaml", "")) or {}
         ctx.chart = chart if isinstance(chart, dict) else {}
     except yaml.YAMLError as exc:
         ctx.add("manifest.parse", f"Chart.yaml is not valid YAML: {exc}", file="Chart.yaml")
@@ -188,7 +188,7 @@ def build_context(source: ChartSource, options: LintOptions) -> ChartContext:
     try:
         if templated and not declared_modern:
             rendered = _render_templated_manifest(source, text)
-            data = yaml.safe_load(rendered)
+            data = safe_load(rendered)
         else:
             ctx.manifest_doc = parse_yaml(text, Path(MANIFEST))
             data = ctx.manifest_doc.data

@@ -12,6 +12,7 @@ from .. import quantity
 from ..errors import InputError
 from ..naming import NAME_RE, RESERVED_NAMES, URL_RE
 from ..targets import admits
+from ..yamlsrc import safe_load
 from .context import MANIFEST, ChartContext
 from .findings import make
 
@@ -380,7 +381,7 @@ def i18n(ctx: ChartContext) -> None:
         if not m:
             continue
         try:
-            data = yaml.safe_load(text) or {}
+            data = safe_load(text) or {}
         except yaml.YAMLError as exc:
             ctx.add("manifest.i18n", f"not valid YAML: {str(exc).splitlines()[0]}", file=path)
             continue
