@@ -65,26 +65,66 @@ def content_digest(tgz: bytes) -> str:
         raise ValueError(f"not a gzip stream: {exc}") from None
 
 
+def _plain_members(tar: bytes) -> list[tuple[str, bytes]] | None:
+    """Regular files of a tar made of ustar/GNU headers, read straight from the headers (ten times
+    tarfile on a chart); None for anything else (pax headers, links, base-256 sizes), which
+    tarfile then reads."""
+    out = []
+    off, longname = 0, None
+    while off + 512 <= len(tar):
+        head = tar[off:off + 512]
+        if head.count(0) == 512:
+            return out
+        size_field = head[124:136]
+        if size_field[0] & 0x80:
+            return None
+        try:
+            size = int(size_field.strip(b"\0 ") or b"0", 8)
+        except ValueError:
+            return None
+        kind, body = head[156:157], tar[off + 512:off + 512 + size]
+        off += 512 + (size + 511) // 512 * 512
+        name = head[:100].split(b"\0", 1)[0]
+        if head[257:263] == b"ustar\0" and head[345] != 0:  # POSIX ustar: a name prefix
+            name = head[345:500].split(b"\0", 1)[0] + b"/" + name
+        if kind == b"L":  # GNU long name: the next header's name
+            longname = body.split(b"\0", 1)[0]
+            continue
+        if kind in (b"0", b"\0"):
+            out.append(((longname or name).decode("utf-8", "surrogateescape"), body))
+        elif kind != b"5":  # directories carry nothing; anything else goes to tarfile
+            return None
+        longname = None
+    return out
+
+
 def read_archive_split(data: bytes) -> tuple[str, dict[str, str], dict[str, bytes]]:
     """(chart name, text members, binary members) of a chart archive, paths relative to its folder."""
+    try:
+        raw_tar = gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ValueError(f"not a gzip stream: {exc}") from None
+    members = _plain_members(raw_tar)
+    if members is None:
+        with tarfile.open(fileobj=io.BytesIO(raw_tar), mode="r:") as tar:
+            members = []
+            for member in tar.getmembers():
+                if member.isfile():
+                    f = tar.extractfile(member)
+                    assert f is not None
+                    members.append((member.name, f.read()))
     files: dict[str, str] = {}
     binary: dict[str, bytes] = {}
     names: set[str] = set()
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        for member in tar.getmembers():
-            if not member.isfile():
-                continue
-            top, _, rel = member.name.partition("/")
-            if not rel or rel.startswith("/") or ".." in rel.split("/"):
-                raise ValueError(f"archive member {member.name!r} is not under a chart folder")
-            names.add(top)
-            f = tar.extractfile(member)
-            assert f is not None
-            raw = f.read()
-            try:
-                files[rel] = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                binary[rel] = raw
+    for path, raw in members:
+        top, _, rel = path.partition("/")
+        if not rel or rel.startswith("/") or ".." in rel.split("/"):
+            raise ValueError(f"archive member {path!r} is not under a chart folder")
+        names.add(top)
+        try:
+            files[rel] = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            binary[rel] = raw
     if len(names) != 1:
         raise ValueError(f"archive holds {len(names)} top-level folders, expected one")
     return names.pop(), dict(sorted(files.items())), binary

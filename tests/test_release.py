@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -286,3 +288,22 @@ def test_a_record_edited_by_hand_is_caught_against_its_package(repo: Path, capsy
     err = capsys.readouterr().err
     assert 'llamacppqwen36mtpone-1.0.8.tgz: argv is [' in err and '"262144"' in err and '"131072"' in err
     assert 'packages/legacy/llamacppqwen36mtpone-1.0.8.tgz: olares is ">=1.12.3-0,<1.12.6" in the package, ">=1.12.0-0"' in err
+
+
+@pytest.mark.parametrize("fmt", [tarfile.GNU_FORMAT, tarfile.USTAR_FORMAT, tarfile.PAX_FORMAT], ids=["gnu", "ustar", "pax"])
+def test_chart_archives_read_the_same_as_tarfile_reads_them(fmt: int) -> None:
+    """The header reader (used for every chart served or checked) agrees with tarfile, with long
+    names (GNU), name prefixes (ustar) and pax headers (tarfile reads those)."""
+    names = ["c/Chart.yaml", "c/templates/a.yaml", "c/" + "p" * 120 + "/x.yaml"]
+    if fmt != tarfile.USTAR_FORMAT:
+        names.append("c/" + "d" * 150 + "/long.yaml")
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz", format=fmt) as tar:
+        for n in names:
+            data = f"file {n}\n".encode()
+            info = tarfile.TarInfo(n)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    folder, files, binary = package.read_archive_split(raw.getvalue())
+    assert folder == "c" and binary == {}
+    assert files == {n.split("/", 1)[1]: f"file {n}\n" for n in names}
