@@ -13,7 +13,14 @@ import click
 # Only what every command's --help needs is imported here: each command imports what it uses,
 # so `olares-pack --help` does not load pydantic, Jinja, Helm or the Kubernetes schemas.
 from . import __version__, targets
-from .errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputError, OlaresPackError
+from .errors import (
+    EXIT_FINDINGS,
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    InputError,
+    OlaresPackError,
+)
 from .repo import DEFAULT_LOCK_TIMEOUT, MANIFEST_FILE, Repo
 
 if TYPE_CHECKING:
@@ -65,7 +72,8 @@ def show_warnings(app: App) -> None:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="olares-pack")
-def cli() -> None:
+@click.option("--debug", is_flag=True, help="Show the full trace of an internal error.")
+def cli(debug: bool) -> None:
     """Turn app manifests for GPU LLM servers into Olares app charts."""
 
 
@@ -303,6 +311,7 @@ def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, ta
 
 
 def _print_diff_table(result: DiffResult, show_all: bool) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from . import console
@@ -312,7 +321,8 @@ def _print_diff_table(result: DiffResult, show_all: bool) -> None:
     style = {"added": "green", "removed": "red", "changed": "yellow", "unchanged": "dim"}
     for c in result.changes + (result.unchanged if show_all else []):
         s = style[c.kind]
-        table.add_row(c.section, f"[{s}]{c.key}[/{s}]", "—" if c.old is None else str(c.old), "—" if c.new is None else str(c.new), c.note)
+        table.add_row(escape(c.section), f"[{s}]{escape(c.key)}[/{s}]", "—" if c.old is None else escape(str(c.old)),
+                      "—" if c.new is None else escape(str(c.new)), escape(c.note))
     if result.equal and not show_all:
         console.out.print(f"{result.a} and {result.b}: no difference", markup=False)
     else:
@@ -503,9 +513,18 @@ def _edit_entry(name: str, version: str, date: dt.date, summary: str, changes: l
     text = click.edit(template, extension=".yaml")
     if text is None:
         raise click.Abort()
-    from .yamlsrc import roundtrip_yaml
+    from ruamel.yaml.error import YAMLError
 
-    return roundtrip_yaml().load(io.StringIO(text))
+    from .yamlsrc import fast_load, roundtrip_yaml
+
+    fast_load(text, Path("the edited changelog entry"))  # the same limits as app.yaml (no aliases, UTF-8, size)
+    try:
+        entry = roundtrip_yaml().load(io.StringIO(text))
+    except YAMLError as exc:
+        raise InputError(f"the edited changelog entry is not valid YAML: {exc}") from None
+    if not isinstance(entry, dict):
+        raise InputError("the edited changelog entry is not a mapping (version:, date:, summary:, ...)")
+    return entry
 
 
 @cli.command("lint")
@@ -539,8 +558,9 @@ def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tupl
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
     try:
-        code = cli.main(args=argv, prog_name="olares-pack", standalone_mode=False)
+        code = cli.main(args=args, prog_name="olares-pack", standalone_mode=False)
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:
@@ -556,6 +576,19 @@ def main(argv: list[str] | None = None) -> int:
 
         console.error(str(exc))
         code = exc.exit_code
+    except RecursionError:
+        from . import console
+
+        console.error("input nested too deeply to process")
+        code = EXIT_INPUT
+    except Exception as exc:  # noqa: BLE001 - a bug: one line and exit 3, the trace on request
+        from . import console
+
+        if "--debug" in args:
+            console.err.print_exception()
+        console.error(f"internal error: {type(exc).__name__}: {exc} (olares-pack {__version__}; please report it, "
+                      "with the command and `--debug` output)")
+        code = EXIT_INTERNAL
     if argv is None:
         sys.exit(code or 0)
     return code or 0

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_INPUT = 2
+EXIT_INTERNAL = 3  # a bug in olares-pack, not in the input
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StrictInt,
     Tag,
     TypeAdapter,
     ValidationError,
@@ -22,7 +23,22 @@ from pydantic import (
 
 from . import quantity
 from .errors import InputError, Problem
-from .naming import NAME_RE, RESERVED_NAMES, URL_RE
+from .fields import (
+    MAX_BYTES,
+    MAX_CORES,
+    MAX_GPU_MIB,
+    Count,
+    Flag,
+    Fraction,
+    HfPath,
+    HfRepo,
+    HfRevision,
+    Port,
+    Seconds,
+    Url,
+    text_problems,
+)
+from .naming import NAME_RE, RESERVED_NAMES
 from .repo import MANIFEST_FILE
 from .yamlsrc import SourceDoc, load_yaml, parse_yaml
 
@@ -31,8 +47,9 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 REPOSITORY_RE = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._/-][a-z0-9]+)*)+$|^[a-z0-9]+([._-][a-z0-9]+)*$")
 TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-HF_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+
+FileSize = Annotated[StrictInt, Field(gt=0, le=1 << 45)]  # bytes: 32 TiB, above any model file
 
 CacheType = Literal["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]
 Target = Literal["current", "legacy"]
@@ -43,27 +60,12 @@ class Model_(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _no_helm_braces(text: str) -> str:
-    # Legacy manifests are rendered by Helm on the device; a stray "{{" would break them.
-    if "{{" in text or "}}" in text:
-        raise ValueError("must not contain '{{' or '}}' (Helm template delimiters)")
-    return text
-
-
-def _url(value: str | None) -> str | None:
-    if value is not None and not URL_RE.match(value):
-        raise ValueError(f"{value!r} is not an http(s) URL")
-    return value
-
-
 # ---------------------------------------------------------------- texts
 
 
 class License(Model_):
     text: str = Field(min_length=1)
-    url: str | None = None
-
-    _check_url = field_validator("url")(classmethod(lambda cls, v: _url(v)))
+    url: Url | None = None
 
 
 class LocaleTexts(Model_):
@@ -72,10 +74,6 @@ class LocaleTexts(Model_):
     title: str = Field(min_length=1, max_length=30)
     description: str = Field(min_length=1)
     full_description: str | None = None
-
-    _braces = field_validator("title", "description", "full_description")(
-        classmethod(lambda cls, v: v if v is None else _no_helm_braces(v))
-    )
 
 
 # ---------------------------------------------------------------- engine and model
@@ -118,34 +116,20 @@ class Image(Model_):
 
 
 class ModelFile(Model_):
-    name: str = Field(min_length=1)
-    size: int | None = Field(default=None, gt=0, description="bytes")
+    name: HfPath
+    size: FileSize | None = Field(default=None, description="bytes")
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-
-    @field_validator("name")
-    @classmethod
-    def _relative(cls, v: str) -> str:
-        if v.startswith("/") or ".." in v.split("/") or any(c in v for c in "\\'\"|$`\n"):
-            raise ValueError(f"{v!r} must be a plain path inside the repository")
-        return v
 
 
 class HFModel(Model_):
     """Weights on Hugging Face. `file`/`size`/`sha256` is the one-file shorthand of `files`."""
 
-    repo: str
-    revision: str = Field(default="main", pattern=r"^[A-Za-z0-9._/-]{1,128}$")
-    file: str | None = None
-    size: int | None = Field(default=None, gt=0, description="bytes")
+    repo: HfRepo
+    revision: HfRevision = "main"
+    file: HfPath | None = None
+    size: FileSize | None = Field(default=None, description="bytes")
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     files: list[ModelFile] = Field(default_factory=list)
-
-    @field_validator("repo")
-    @classmethod
-    def _repo(cls, v: str) -> str:
-        if not HF_REPO_RE.match(v):
-            raise ValueError(f"{v!r} is not a Hugging Face repo id (expected owner/name)")
-        return v
 
     @model_validator(mode="after")
     def _one_form(self) -> HFModel:
@@ -173,9 +157,9 @@ class CacheTypes(Model_):
 
 class Speculative(Model_):
     type: str = Field(pattern=r"^[a-z0-9-]+(,[a-z0-9-]+)*$", description="--spec-type, e.g. draft-mtp")
-    draft_n_max: int | None = Field(default=None, ge=0)
-    draft_n_min: int | None = Field(default=None, ge=0)
-    draft_p_min: float | None = Field(default=None, ge=0, le=1)
+    draft_n_max: Count | None = None
+    draft_n_min: Count | None = None
+    draft_p_min: Fraction | None = None
     draft_cache_type: CacheTypes | None = None
 
     @model_validator(mode="after")
@@ -209,18 +193,18 @@ class _ExtraArgs(Model_):
 class LlamaServer(_ExtraArgs):
     """llama-server settings rendered to long-form flags (see engines/llamacpp.py)."""
 
-    port: int = Field(default=8000, ge=1, le=65535)
+    port: Port = 8000
     host: str = "0.0.0.0"
     alias: str | None = None
-    ctx_size: int = Field(ge=0, description="--ctx-size; 0 = the model's trained context")
-    parallel: int = Field(default=1, ge=1, description="--parallel (slots)")
-    gpu_layers: int | Literal["auto", "all"] = "all"
+    ctx_size: Annotated[Count, Field(description="--ctx-size; 0 = the model's trained context")]
+    parallel: Annotated[StrictInt, Field(ge=1, le=1024, description="--parallel (slots)")] = 1
+    gpu_layers: Annotated[StrictInt, Field(ge=0, le=100000)] | Literal["auto", "all"] = "all"
     flash_attn: Literal["on", "off", "auto"] = "on"
     cache_type: CacheTypes = Field(default_factory=CacheTypes)
-    batch_size: int | None = Field(default=None, ge=1)
-    ubatch_size: int | None = Field(default=None, ge=1)
-    threads: int | None = Field(default=None, ge=-1)
-    jinja: bool | None = None
+    batch_size: Annotated[Count, Field(ge=1)] | None = None
+    ubatch_size: Annotated[Count, Field(ge=1)] | None = None
+    threads: Annotated[StrictInt, Field(ge=-1, le=4096)] | None = None
+    jinja: Flag | None = None
     speculative: Speculative | None = None
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
 
@@ -230,21 +214,21 @@ class LlamaServer(_ExtraArgs):
 class VllmServer(_ExtraArgs):
     """vLLM `serve` settings rendered to long-form flags (see engines/vllm.py)."""
 
-    port: int = Field(default=8000, ge=1, le=65535)
+    port: Port = 8000
     host: str = "0.0.0.0"
     alias: str | None = Field(default=None, description="--served-model-name")
-    max_model_len: int | None = Field(default=None, ge=1)
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    max_num_seqs: int | None = Field(default=None, ge=1)
-    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    max_model_len: Annotated[Count, Field(ge=1)] | None = None
+    gpu_memory_utilization: Annotated[Fraction, Field(gt=0)] | None = None
+    max_num_seqs: Annotated[Count, Field(ge=1)] | None = None
+    max_num_batched_tokens: Annotated[Count, Field(ge=1)] | None = None
     dtype: str | None = None
     quantization: str | None = None
     kv_cache_dtype: str | None = None
     speculative_config: dict[str, Any] | None = None
-    trust_remote_code: bool = False
-    enable_prefix_caching: bool | None = None
-    enable_chunked_prefill: bool | None = None
-    enable_auto_tool_choice: bool = False
+    trust_remote_code: Flag = False
+    enable_prefix_caching: Flag | None = None
+    enable_chunked_prefill: Flag | None = None
+    enable_auto_tool_choice: Flag = False
     reasoning_parser: str | None = None
     tool_call_parser: str | None = None
 
@@ -276,12 +260,14 @@ class CpuRange(_Range):
     @field_validator("request", "limit", mode="before")
     @classmethod
     def _cpu(cls, v: Any) -> str:
-        if isinstance(v, bool):
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
             raise ValueError("expected a CPU quantity such as 4 or 4000m")
         try:
-            quantity.parse(v)
+            cores = quantity.parse(v)
         except quantity.QuantityError as exc:
             raise ValueError(str(exc)) from None
+        if not 0 < cores <= MAX_CORES:
+            raise ValueError(f"{v!r}: a CPU quantity from 1m to {MAX_CORES} cores")
         return str(v)
 
 
@@ -290,15 +276,17 @@ class ByteRange(_Range):
     @field_validator("request", "limit", mode="before")
     @classmethod
     def _bytes(cls, v: Any) -> str:
-        if isinstance(v, bool) or isinstance(v, (int, float)):
+        if not isinstance(v, str):
             raise ValueError(f"{v!r} has no unit: write a quantity such as 24Gi or 512Mi")
         try:
-            quantity.parse(v)
+            size = quantity.parse(v)
         except quantity.QuantityError as exc:
             raise ValueError(str(exc)) from None
-        if str(v).endswith("m"):
+        if v.endswith("m"):
             raise ValueError(f"{v!r} is in millibytes: write Mi or Gi")
-        return str(v)
+        if not 0 < size <= MAX_BYTES:
+            raise ValueError(f"{v!r}: a size from 1 byte to 1Pi")
+        return v
 
 
 class Resources(Model_):
@@ -307,7 +295,7 @@ class Resources(Model_):
     cpu: CpuRange
     memory: ByteRange
     disk: ByteRange
-    gpu_memory_mib: Annotated[int, Field(gt=0)] | Literal["auto"] | None = Field(
+    gpu_memory_mib: Annotated[StrictInt, Field(gt=0, le=MAX_GPU_MIB)] | Literal["auto"] | None = Field(
         default=None, description="nvidia.com/gpumem, whole MiB; auto: derived from the GPU memory estimate")
 
 
@@ -316,16 +304,14 @@ class Entrance(Model_):
     title: str = Field(min_length=1, max_length=30)
     auth_level: Literal["", "public", "private", "internal"] = "internal"
     open_method: Literal["", "default", "iframe", "window"] = "window"
-    icon: str | None = None
-
-    _check_icon = field_validator("icon")(classmethod(lambda cls, v: _url(v)))
+    icon: Url | None = None
 
 
 class Probe(Model_):
-    initial_delay_seconds: int = Field(default=0, ge=0)
-    period_seconds: int = Field(default=10, ge=1)
-    timeout_seconds: int = Field(default=5, ge=1)
-    failure_threshold: int = Field(default=3, ge=1)
+    initial_delay_seconds: Seconds = 0
+    period_seconds: Annotated[Seconds, Field(ge=1)] = 10
+    timeout_seconds: Annotated[Seconds, Field(ge=1)] = 5
+    failure_threshold: Annotated[StrictInt, Field(ge=1, le=100000)] = 3
 
 
 class Probes(Model_):
@@ -360,8 +346,8 @@ class ChangelogEntry(Model_):
     notes: str = ""
     # A version that was tried but never published: never packaged, listed or served. Its entry
     # reaches the market's version history only when in_history says so.
-    shipped: bool = True
-    in_history: bool = False
+    shipped: Flag = True
+    in_history: Flag = False
     locales: dict[str, LocaleChangelog] = Field(default_factory=dict)
 
     @field_validator("version")
@@ -374,9 +360,7 @@ class ChangelogEntry(Model_):
     def _one_line(cls, v: str) -> str:
         if "\n" in v.strip():
             raise ValueError("summary is one line; put details in notes")
-        return _no_helm_braces(v.strip())
-
-    _notes = field_validator("notes")(classmethod(lambda cls, v: _no_helm_braces(v)))
+        return v.strip()
 
     @model_validator(mode="after")
     def _history_of_unshipped(self) -> ChangelogEntry:
@@ -404,13 +388,13 @@ class AppManifestBase(Model_):
     title: str = Field(min_length=1, max_length=30)
     description: str = Field(min_length=1)
     full_description: str | None = None
-    icon: str
+    icon: Url
     categories: list[str] = Field(default_factory=lambda: ["AI"], min_length=1)
     developer: str = Field(min_length=1)
     submitter: str | None = None
-    website: str | None = None
-    source_code: str | None = None
-    doc: str | None = None
+    website: Url | None = None
+    source_code: Url | None = None
+    doc: Url | None = None
     license: list[License] = Field(default_factory=list)
     owners: list[str] = Field(default_factory=list)
     locales: dict[str, LocaleTexts] = Field(default_factory=dict)
@@ -433,10 +417,6 @@ class AppManifestBase(Model_):
         return v
 
     _version = field_validator("version", mode="before")(classmethod(lambda cls, v: _check_semver(v)))
-    _urls = field_validator("icon", "website", "source_code", "doc")(classmethod(lambda cls, v: _url(v)))
-    _braces = field_validator("title", "description", "full_description", "version_name")(
-        classmethod(lambda cls, v: v if v is None else _no_helm_braces(v))
-    )
 
     @field_validator("locales")
     @classmethod
@@ -584,6 +564,8 @@ def _problems(doc: SourceDoc, exc: ValidationError) -> list[Problem]:
 def validate_doc(doc: SourceDoc) -> App:
     if not isinstance(doc.data, dict):
         raise InputError("", [Problem(str(doc.path), 1, "", "expected a mapping of app fields")])
+    if problems := text_problems(doc.data):
+        raise InputError("", [doc.problem(loc, msg) for loc, msg in problems])
     try:
         return _ADAPTER.validate_python(doc.data)
     except ValidationError as exc:

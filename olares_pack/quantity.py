@@ -6,7 +6,9 @@ import re
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 
 # The Kubernetes quantity grammar (apimachinery resource.Quantity), without exotic exponents.
-_QUANTITY = re.compile(r"^(?P<num>[+]?(\d+(\.\d*)?|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
+# Digits and exponents are bounded so that a typo cannot overflow the arithmetic.
+_QUANTITY = re.compile(r"^(?P<num>[+]?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30}))"
+                       r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]{1,2})?$")
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"m": Decimal("0.001"), "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9),

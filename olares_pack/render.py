@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 
@@ -20,9 +22,14 @@ DOWNLOAD_CPU = ("100m", "1")
 DOWNLOAD_MEMORY = ("256Mi", "1Gi")
 
 
+_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff]")
+
+
 def _yaml_str(value: Any) -> str:
-    """A YAML double-quoted scalar (JSON string syntax is valid YAML)."""
-    return json.dumps(str(value), ensure_ascii=False)
+    """A YAML double-quoted scalar (JSON string syntax is valid YAML). JSON leaves DEL, the C1
+    controls and U+2028/2029 raw, which YAML 1.1 readers take as line breaks or refuse: they are
+    escaped too (the manifest boundary refuses them already; this holds for any value)."""
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(str(value), ensure_ascii=False))
 
 
 def _helm_str(value: Any) -> str:
@@ -105,8 +112,10 @@ def _smaller(a: str, b: str) -> str:
 
 
 def _download_files(app: App) -> str:
-    """One `name|size|sha256` line per model file, for the download script."""
-    return "\n".join(f"{f.name}|{f.size or ''}|{f.sha256 or ''}" for f in app.model.files)
+    """One `name|size|sha256|urlpath` line per model file, for the download script: the path under
+    the hub's endpoint, percent-encoded per segment (a space, '+' or '[' in a file name is data)."""
+    base = f"{quote(app.model.repo)}/resolve/{quote(app.model.revision)}"
+    return "\n".join(f"{f.name}|{f.size or ''}|{f.sha256 or ''}|{base}/{quote(f.name)}" for f in app.model.files)
 
 
 def context(app: App, target: TargetProfile) -> dict[str, Any]:

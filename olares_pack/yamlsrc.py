@@ -136,12 +136,50 @@ def _syntax_error(path: Path, exc: Exception) -> InputError:
     return InputError("", [Problem(str(path), line, "", f"YAML syntax error: {reason}")])
 
 
+MAX_BYTES = 1 << 20  # one manifest: 1 MiB (the bundled ones are 5 KB)
+MAX_DEPTH = 32  # nesting of mappings and lists (the manifest needs 5)
+
+
+def _check_node(root: yaml.Node, path: Path) -> None:
+    """No alias (each node reached once: `*ref` and `<<: *ref` would share one) and bounded depth,
+    before anything is constructed: a 3 KB alias bomb never expands."""
+    seen: set[int] = set()
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:
+            raise _problem(path, node.start_mark.line + 1, "this value (&anchor) is used again through an alias "
+                           "(*anchor or <<: *anchor); aliases are not accepted: write the value out")
+        seen.add(id(node))
+        if depth > MAX_DEPTH:
+            raise _problem(path, node.start_mark.line + 1, f"nested deeper than {MAX_DEPTH} levels")
+        if isinstance(node, yaml.MappingNode):
+            stack.extend((n, depth + 1) for pair in node.value for n in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((n, depth + 1) for n in node.value)
+
+
+def _problem(path: Path, line: int | None, message: str) -> InputError:
+    return InputError("", [Problem(str(path), line, "", message)])
+
+
 def fast_load(text: str, path: Path) -> Any:
     """Plain data from YAML text through libyaml (10-20x the round-trip reader)."""
+    if len(text) > MAX_BYTES:
+        raise _problem(path, None, f"{len(text):,} characters: a manifest is at most {MAX_BYTES:,} bytes")
+    loader = _Yaml12Loader(text)
     try:
-        return yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506 - a safe loader
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_node(node, path)
+        return loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         raise _syntax_error(path, exc) from None
+    except (yaml.YAMLError, RecursionError, ValueError, OverflowError) as exc:
+        raise _problem(path, None, f"YAML error: {type(exc).__name__}: {str(exc)[:200]}") from None
+    finally:
+        loader.dispose()
 
 
 def _roundtrip_tree(text: str, path: Path) -> Any:
@@ -159,7 +197,19 @@ def parse_yaml(text: str, path: Path) -> SourceDoc:
 
 def load_yaml(path: Path) -> SourceDoc:
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise _problem(path, None, f"{size:,} bytes: a manifest is at most {MAX_BYTES:,} bytes")
+        data = path.read_bytes()
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_yaml(text, path)
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return parse_yaml(decode(data, path), path)
+
+
+def decode(data: bytes, path: Path) -> str:
+    """UTF-8 text (a byte-order mark is dropped), or an error naming the line of the first bad byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise _problem(path, line, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None

@@ -1,11 +1,16 @@
 #!/bin/sh
 # Model download step (init container): the engine container starts only if this exits 0.
-# - MODEL_FILES lists "name|size|sha256" lines: each file is fetched from
-#   $HF_ENDPOINT/$MODEL_REPO/resolve/$MODEL_REVISION/<name> into $MODEL_DIR, resuming a partial
-#   download (<name>.part) and skipping a file already present with the right size and sha256.
+# - MODEL_FILES lists "name|size|sha256|urlpath" lines: each file is fetched from
+#   $HF_ENDPOINT/<urlpath> (<repo>/resolve/<revision>/<name>, percent-encoded per segment by
+#   olares-pack) into $MODEL_DIR, resuming a partial download (<name>.part) and skipping a file
+#   already present with the right size and sha256.
 # - An empty MODEL_FILES fetches the whole repo into the hub cache $MODEL_CACHE (huggingface_hub).
-# - HF_TOKEN is optional: public repos need none.
+# - HF_TOKEN is optional: public repos need none. It never reaches a command line (curl reads it
+#   from a config on stdin, GNU wget from a private wgetrc, python3 from the environment).
+# - Everything is written inside $MODEL_DIR, the app's own folder of the shared store, and only
+#   files there are ever replaced or removed.
 set -eu
+umask 077
 
 endpoint="${HF_ENDPOINT:-https://huggingface.co}"
 endpoint="${endpoint%/}"
@@ -29,20 +34,28 @@ print(h.hexdigest())' "$1"
   fi
 }
 
-# fetch URL PART: append to PART from where it stopped (HTTP Range).
+# The header line for curl's config syntax: backslashes and quotes escaped.
+curl_header() { printf 'header = "Authorization: Bearer %s"\n' "$(printf '%s' "$token" | sed 's/[\\"]/\\&/g')"; }
+
+# fetch URL PART: append to PART from where it stopped (HTTP Range). -g: brackets in a file
+# name are characters, not a curl glob.
 fetch() {
   if have curl; then
     if [ -n "$token" ]; then
-      curl -fsSL -C - -H "Authorization: Bearer $token" -o "$2" "$1"
+      curl_header | curl -K - -g -fsSL -C - -o "$2" "$1"
     else
-      curl -fsSL -C - -o "$2" "$1"
+      curl -g -fsSL -C - -o "$2" "$1"
     fi
-  elif have wget; then
+  elif have wget && { [ -z "$token" ] || wget --version 2>/dev/null | grep -q "GNU Wget"; }; then
     if [ -n "$token" ]; then
-      wget -q -c --header="Authorization: Bearer $token" -O "$2" "$1"
-    else
-      wget -q -c -O "$2" "$1"
+      rc=$(mktemp)
+      printf 'header = Authorization: Bearer %s\n' "$token" >"$rc"
+      status=0
+      WGETRC="$rc" wget -q -c -O "$2" "$1" || status=$?
+      rm -f "$rc"
+      return "$status"
     fi
+    wget -q -c -O "$2" "$1"
   elif have python3; then
     python3 - "$1" "$2" <<'PY'
 import os, sys, urllib.request
@@ -86,8 +99,19 @@ verified() {  # verified FILE SIZE SHA256
   return 0
 }
 
-download_file() {  # download_file NAME SIZE SHA256
-  name=$1 size=$2 sum=$3
+inside() {  # inside PATH: a relative path of plain segments (no leading /, no . or ..)
+  case "/$1/" in
+    //*|*/./*|*/../*|*//*) return 1 ;;
+  esac
+  return 0
+}
+
+download_file() {  # download_file NAME SIZE SHA256 URLPATH
+  name=$1 size=$2 sum=$3 urlpath=$4
+  if ! inside "$name" || [ -z "$urlpath" ]; then
+    log "refusing file name $name: not a plain path inside $MODEL_DIR"
+    return 1
+  fi
   out="$MODEL_DIR/$name"
   part="$out.part"
   if verified "$out" "$size" "$sum"; then
@@ -105,7 +129,7 @@ download_file() {  # download_file NAME SIZE SHA256
     log "$name: completed by an earlier run, verified"
     return 0
   fi
-  url="$endpoint/$MODEL_REPO/resolve/$MODEL_REVISION/$name"
+  url="$endpoint/$urlpath"
   log "$name: fetching $url (resuming at $(size_of "$part") bytes)"
   progress "$part" "$size" &
   ticker=$!
@@ -139,9 +163,16 @@ path = snapshot_download(os.environ["MODEL_REPO"], revision=os.environ["MODEL_RE
 print("[download] snapshot ready at " + path)'
 fi
 
+case "$MODEL_DIR" in
+  "$MODELS_ROOT"/hf-files/*) ;;
+  *) log "MODEL_DIR $MODEL_DIR is not inside $MODELS_ROOT/hf-files"; exit 1 ;;
+esac
+if ! inside "${MODEL_DIR#"$MODELS_ROOT"/}"; then
+  log "MODEL_DIR $MODEL_DIR is not a plain path"; exit 1
+fi
 mkdir -p "$MODEL_DIR"
-echo "$MODEL_FILES" | while IFS='|' read -r name size sum; do
+printf '%s\n' "$MODEL_FILES" | while IFS='|' read -r name size sum urlpath; do
   [ -n "$name" ] || continue
-  download_file "$name" "$size" "$sum"
+  download_file "$name" "$size" "$sum" "$urlpath"
 done
 log "all files ready in $MODEL_DIR"

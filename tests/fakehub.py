@@ -5,6 +5,7 @@ X-Repo-Commit, and records every request."""
 from __future__ import annotations
 
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,8 +31,10 @@ class FakeHub:
             def do_GET(self) -> None:
                 hub.requests.append({"path": self.path, "range": self.headers.get("Range"),
                                      "auth": self.headers.get("Authorization")})
+                # The hub decodes the path: files are named by their decoded name.
+                path = urllib.parse.unquote(self.path)
                 prefix = f"/{REPO}/resolve/{REVISION}/"
-                data = hub.files.get(self.path[len(prefix):]) if self.path.startswith(prefix) else None
+                data = hub.files.get(path[len(prefix):]) if path.startswith(prefix) else None
                 if data is None:
                     self.send_error(404)
                     return

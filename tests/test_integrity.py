@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -41,48 +42,60 @@ def strays(repo: Path) -> list[str]:
 
 
 @pytest.fixture
-def changed_templates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """olares-pack with one template changed (a line added to the Service)."""
-    root = tmp_path / "templates"
-    shutil.copytree(generation.templates_root(), root, ignore=shutil.ignore_patterns("__pycache__"))
-    svc = root / "service.yaml.j2"
-    svc.write_text(svc.read_text().replace("apiVersion: v1\n", "# a template fix\napiVersion: v1\n", 1))
-    monkeypatch.setattr(generation, "templates_root", lambda: root)
+def change_a_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
+    """Call it to run olares-pack with one template changed (a line added to the Service)."""
+    def apply() -> None:
+        root = tmp_path / "templates"
+        shutil.copytree(generation.templates_root(), root, ignore=shutil.ignore_patterns("__pycache__"))
+        svc = root / "service.yaml.j2"
+        svc.write_text(svc.read_text().replace("apiVersion: v1\n", "# a template fix\napiVersion: v1\n", 1))
+        monkeypatch.setattr(generation, "templates_root", lambda: root)
+        render._environment.cache_clear()
+        generation.fingerprint.cache_clear()
+
+    yield apply
     render._environment.cache_clear()
     generation.fingerprint.cache_clear()
-    yield root
-    render._environment.cache_clear()
-    generation.fingerprint.cache_clear()
+
+
+def release_patch(repo: Path) -> str:
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "a patch",
+                 "--date", "2026-06-01"]) == 0
+    return load_app(repo / "apps" / NAME).version
 
 
 def test_a_template_change_without_a_new_generation_fails_the_check(
-        repo: Path, changed_templates: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        repo: Path, change_a_template: Callable[[], None], capsys: pytest.CaptureFixture[str]) -> None:
+    version = release_patch(repo)  # the newest version is of this generation
+    change_a_template()
+    capsys.readouterr()
     assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
     err = capsys.readouterr().err
-    assert "generation 1 no longer renders llamacppqwen36mtpone 1.0.9 (current)" in err
+    assert f"generation {generation.GENERATION} no longer renders llamacppqwen36mtpone {version} (current)" in err
     assert "Raise GENERATION in olares_pack/generation.py" in err
     assert "market-index.json" not in err and "changed since" not in err  # the ledger and packages are fine
 
 
 def test_a_template_change_with_a_new_generation_keeps_every_published_version(
-        repo: Path, changed_templates: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(generation, "GENERATION", 2)
-    generation.fingerprint.cache_clear()
+        repo: Path, change_a_template: Callable[[], None], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     apps = str(repo / "apps")
+    old_generation = generation.GENERATION
+    release_patch(repo)
+    change_a_template()
+    monkeypatch.setattr(generation, "GENERATION", old_generation + 1)
+    generation.fingerprint.cache_clear()
     before = tree_digest(repo)
+    old = index.load(repo / "market-index.json")["apps"][NAME]["versions"]
     assert main(["build", "--apps-dir", apps, "--check"]) == 0
     assert main(["build", "--apps-dir", apps, "--out", str(repo.parent / "out")]) == 0
     assert tree_digest(repo) == before  # no package, record or ledger entry moved
     assert "# a template fix" in (repo.parent / "out" / "current" / NAME / "templates" / "service.yaml").read_text()
-    assert main(["release", NAME, "--apps-dir", apps, "--bump", "patch", "--summary", "the template fix",
-                 "--date", "2026-06-01"]) == 0
-    rec = records.read(Repo.at(repo), NAME, "1.0.10")
-    assert rec.generation == 2
+    version = release_patch(repo)
+    assert records.read(Repo.at(repo), NAME, version).generation == old_generation + 1
     after = tree_digest(repo)
-    assert {k: v for k, v in after.items() if k in before and "1.0.10" not in k and k not in (
-        f"apps/{NAME}/app.yaml", "market-index.json")} == {k: v for k, v in before.items() if k not in (
-            f"apps/{NAME}/app.yaml", "market-index.json")}
-    old = index.load(ROOT / "market-index.json")["apps"][NAME]["versions"]
+    unchanged = {k for k in before if k not in (f"apps/{NAME}/app.yaml", "market-index.json")}
+    assert {k: after[k] for k in unchanged} == {k: before[k] for k in unchanged}
     assert index.load(repo / "market-index.json")["apps"][NAME]["versions"][:-1] == old
     assert main(["build", "--apps-dir", apps, "--check"]) == 0
 

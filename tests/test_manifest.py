@@ -134,8 +134,6 @@ tilde: ~
 empty:
 true_word: true
 8000: port
-anchor: &a {k: v}
-merged: {<<: *a, extra: 1}
 block: |
   two
   lines
@@ -159,3 +157,35 @@ def test_a_key_given_twice_is_an_error_with_its_line(tmp_path: Path) -> None:
     with pytest.raises(InputError) as exc:
         parse_app(GOOD.replace("title: Qwen36 27B Long Context\n", "title: a\ntitle: b\n"), tmp_path / "app.yaml")
     assert re.search(r"app\.yaml:\d+: YAML syntax error: found duplicate key 'title'", str(exc.value))
+
+
+@pytest.mark.parametrize("text, line, fragment", [
+    ("a: &x 1\nb: *x\n", 1, "used again through an alias"),
+    ("base: &b {k: v}\nmore:\n  <<: *b\n", 1, "used again through an alias"),
+    ("x: " + "[" * 40 + "]" * 40 + "\n", 1, "nested deeper than 32 levels"),
+    ("x: " + "[" * 2000 + "]" * 2000 + "\n", 1, "maximum nesting depth"),
+    ("a: 1\na: 2\n", 2, "found duplicate key 'a'"),
+], ids=["alias", "merge", "deep", "very-deep", "duplicate"])
+def test_yaml_shapes_that_are_refused_before_anything_is_built(text: str, line: int, fragment: str) -> None:
+    from olares_pack.yamlsrc import fast_load
+
+    with pytest.raises(InputError) as exc:
+        fast_load(text, Path("app.yaml"))
+    assert f"app.yaml:{line}: " in str(exc.value) and fragment in str(exc.value)
+
+
+def test_an_alias_bomb_is_refused_without_expanding(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    (tmp_path / "app.yaml").write_text("\n".join(lines) + "\n")  # 10^9 strings once expanded
+    assert main(["lint", str(tmp_path / "app.yaml")]) == 2
+
+
+def test_undecodable_bytes_name_their_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "llamacppqwen36mtpone"
+    d.mkdir()
+    (d / "app.yaml").write_bytes(GOOD.encode().replace(b"title: Qwen36", b"title: Qwen\xff36"))
+    assert main(["render", str(d), "--out", str(tmp_path / "out")]) == 2
+    line = GOOD.splitlines().index(next(x for x in GOOD.splitlines() if x.startswith("title: "))) + 1
+    assert f"app.yaml:{line}: not UTF-8 text (byte 0xff" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -54,24 +54,40 @@ def test_packaging_is_byte_reproducible(tmp_path: Path) -> None:
     assert data[4:8] == b"\0\0\0\0" and not data[3] & 0x08
 
 
-def test_every_published_version_is_reproduced_from_its_record() -> None:
-    """Each record, rendered again at its generation, gives its package's content; the committed
-    bytes are the ones it records, and so does the ledger."""
+def test_every_published_package_is_what_its_record_says() -> None:
+    """The committed bytes, their content digest and the ledger agree with each record; a record
+    of the current template generation is also rendered again into its content."""
     ledger = json.loads((ROOT / "market-index.json").read_text())
     repo = Repo.at(ROOT)
     checked = 0
     for name in records.published_apps(repo):
         for version in records.versions(repo, name):
             rec = records.read(repo, name, version)
-            assert rec.generation == generation.GENERATION
             app = records.app_of(rec)
             for target, ch in rec.charts.items():
-                tar = package.build_tar(name, render.render(app, targets.get(target)))
                 data = (ROOT / ch.file).read_bytes()
-                assert package.sha256(tar) == ch.content_sha256 == package.content_digest(data)
                 assert package.sha256(data) == ch.sha256 == index.recorded_sha(ledger, name, version, target)
+                assert package.content_digest(data) == ch.content_sha256
+                if rec.generation == generation.GENERATION:
+                    assert package.sha256(package.build_tar(name, render.render(app, targets.get(target)))) == ch.content_sha256
                 checked += 1
     assert checked == 9  # 4 llama.cpp versions x 2 targets + the vLLM app
+
+
+def release_patch(repo: Path, summary: str = "a patch") -> str:
+    """Publish the next patch of the example app in a copy of the catalogue (current generation)."""
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", summary,
+                 "--date", "2026-06-01"]) == 0
+    return load_app(repo / "apps" / NAME).version
+
+
+def test_a_release_is_reproduced_exactly_from_its_record(repo: Path) -> None:
+    version = release_patch(repo)
+    r = Repo.at(repo)
+    rec = records.read(r, NAME, version)
+    assert rec.generation == generation.GENERATION
+    for target, ch in rec.charts.items():
+        assert catalogue.reproduce(r, rec, target) == (repo / ch.file).read_bytes()
 
 
 def test_the_committed_ledger_is_the_projection_of_the_records() -> None:
@@ -185,20 +201,33 @@ def test_lint_errors_stop_a_release(repo: Path, capsys: pytest.CaptureFixture[st
 
 def test_check_names_stale_files_and_build_restores_them(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     apps = str(repo / "apps")
+    version = release_patch(repo)
     assert main(["build", "--apps-dir", apps, "--check"]) == 0
-    (repo / "packages" / "legacy" / f"{NAME}-1.0.7.tgz").unlink()
+    pkg = repo / "packages" / "legacy" / f"{NAME}-{version}.tgz"
+    published = pkg.read_bytes()
+    pkg.unlink()
     ledger = repo / "market-index.json"
-    ledger.write_text(ledger.read_text().replace('"72.14', '"72.15'))
+    good_ledger = ledger.read_text()
+    ledger.write_text(good_ledger.replace('"72.14', '"72.15'))
     capsys.readouterr()
     assert main(["build", "--apps-dir", apps, "--check"]) == 1
     err = capsys.readouterr().err
-    assert "packages/legacy/llamacppqwen36mtpone-1.0.7.tgz: missing" in err
+    assert f"packages/legacy/llamacppqwen36mtpone-{version}.tgz: missing" in err
     assert "market-index.json: differs from the release records" in err
     # build reproduces the package from its record (same generation) and derives the ledger, byte for byte
     assert main(["build", "--apps-dir", apps, "--out", str(repo / "build")]) == 0
     assert main(["build", "--apps-dir", apps, "--check"]) == 0
-    assert tree_digest(repo / "packages") == tree_digest(ROOT / "packages")
-    assert ledger.read_text() == (ROOT / "market-index.json").read_text()
+    assert pkg.read_bytes() == published and ledger.read_text() == good_ledger
+
+
+def test_a_missing_package_of_an_older_generation_is_restored_from_git_not_rebuilt(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "packages" / "legacy" / f"{NAME}-1.0.7.tgz").unlink()
+    before = tree_digest(repo)
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(repo / "build")]) == 2
+    err = capsys.readouterr().err
+    assert "llamacppqwen36mtpone-1.0.7.tgz: llamacppqwen36mtpone 1.0.7 was rendered by generation 1" in err
+    assert "restore it from git" in err and tree_digest(repo) == before
 
 
 def test_a_changed_published_package_is_named_with_both_digests(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -231,21 +260,22 @@ def test_a_recompressed_package_is_the_same_content_with_other_bytes(repo: Path,
 def test_package_hands_back_the_committed_bytes_or_reproduces_them(repo: Path, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    args = ["package", NAME, "--version", "1.0.5", "--apps-dir", str(repo / "apps"), "--out", str(out)]
-    assert main(args) == 0
+    assert main(["package", NAME, "--version", "1.0.5", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == 0
     assert capsys.readouterr().out.count("(committed)") == 2
     for target in ("current", "legacy"):
         assert (out / target / f"{NAME}-1.0.5.tgz").read_bytes() == (ROOT / "packages" / target / f"{NAME}-1.0.5.tgz").read_bytes()
-    (repo / "packages" / "current" / f"{NAME}-1.0.5.tgz").unlink()
-    assert main(args) == 0
+    version = release_patch(repo)
+    committed = (repo / "packages" / "current" / f"{NAME}-{version}.tgz").read_bytes()
+    (repo / "packages" / "current" / f"{NAME}-{version}.tgz").unlink()
+    capsys.readouterr()
+    assert main(["package", NAME, "--version", version, "--apps-dir", str(repo / "apps"), "--out", str(out)]) == 0
     said = capsys.readouterr().out
-    assert "current/llamacppqwen36mtpone-1.0.5.tgz" in said and "(reproduced)" in said
-    assert (out / "current" / f"{NAME}-1.0.5.tgz").read_bytes() == (ROOT / "packages" / "current" / f"{NAME}-1.0.5.tgz").read_bytes()
+    assert f"current/llamacppqwen36mtpone-{version}.tgz" in said and "(reproduced)" in said
+    assert (out / "current" / f"{NAME}-{version}.tgz").read_bytes() == committed
 
 
 def test_a_missing_package_of_another_generation_is_not_guessed(repo: Path, monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(generation, "GENERATION", generation.GENERATION + 1)
     (repo / "packages" / "current" / f"{NAME}-1.0.5.tgz").unlink()
     assert main(["package", NAME, "--version", "1.0.5", "--apps-dir", str(repo / "apps"), "--out", str(repo / "o")]) == 2
     err = capsys.readouterr().err

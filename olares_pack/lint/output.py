@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from itertools import groupby
 
+from rich.markup import escape
 from rich.table import Table
 
 from .. import console
@@ -23,18 +24,20 @@ def print_text(findings: list[Finding], labels: list[str]) -> None:
     by_chart = {k: list(g) for k, g in groupby(findings, key=lambda f: f.chart)}
     for label in labels:
         items = by_chart.get(label, [])
+        # Everything but our own styling is escaped: chart paths and messages quote user text,
+        # which may hold [brackets] that rich would read as markup.
         if not items:
-            console.out.print(f"[green]✓[/green] {label}: no findings", markup=True)
+            console.out.print(f"[green]✓[/green] {escape(label)}: no findings", markup=True)
             continue
-        table = Table(title=label, title_justify="left", show_lines=False, expand=False)
+        table = Table(title=escape(label), title_justify="left", show_lines=False, expand=False)
         for col in ("severity", "rule", "where", "message"):
             table.add_column(col, overflow="fold")
         for f in items:
             where = f.file + (f":{f.line}" if f.line else "")
             if f.path:
                 where = f"{where} {f.path}".strip()
-            msg = f.message + (f"\n[dim]hint: {f.hint}[/dim]" if f.hint else "")
-            table.add_row(f"[{STYLE[f.severity]}]{f.severity}[/{STYLE[f.severity]}]", f.rule, where, msg)
+            msg = escape(f.message) + (f"\n[dim]hint: {escape(f.hint)}[/dim]" if f.hint else "")
+            table.add_row(f"[{STYLE[f.severity]}]{f.severity}[/{STYLE[f.severity]}]", escape(f.rule), escape(where), msg)
         console.out.print(table)
     s = summary(findings, len(labels))
     console.err.print(f"{s['charts']} chart(s): {s['errors']} error(s), {s['warnings']} warning(s), {s['info']} info", markup=False)
@@ -49,14 +52,18 @@ def _escape(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _escape_property(text: str) -> str:
+    return _escape(text).replace(":", "%3A").replace(",", "%2C")
+
+
 def print_github(findings: list[Finding], labels: list[str]) -> None:
     level = {"error": "error", "warning": "warning", "info": "notice"}
     for f in findings:
-        props = [f"title={f.rule}"]
+        props = [f"title={_escape_property(f.rule)}"]
         if f.file:
             chart_dir = f.chart.split("@")[0]
             path = f.file if chart_dir.endswith((".tgz", ".yaml")) else f"{chart_dir.rstrip('/')}/{f.file}"
-            props.insert(0, f"file={path}")
+            props.insert(0, f"file={_escape_property(path)}")
         if f.line:
             props.insert(1, f"line={f.line}")
         text = f"{f.chart}: {f.path + ': ' if f.path else ''}{f.message}" + (f" (hint: {f.hint})" if f.hint else "")
