@@ -15,6 +15,7 @@ from . import engines, generation, quantity
 from .changelog import upgrade_description
 from .manifest import App, LlamaCppApp
 from .targets import TargetProfile
+from .yamlsrc import safe_load
 
 # Download init container: small, and never above the engine container (the pod's effective
 # request is the larger of the two, and the installer only sums the primary containers).
@@ -38,15 +39,24 @@ def _helm_str(value: Any) -> str:
 
 
 def _block(text: str, indent: int) -> str:
-    """A YAML literal block scalar (the text after `key: `), indented by `indent` spaces."""
-    body = text.strip("\n")
-    if not body:
+    """A YAML literal block scalar (the text after `key: `, the template's newline after it),
+    indented by `indent` spaces, when it reads back as exactly `text`; else the double-quoted
+    form. Reading it back is the proof: chomping, indentation indicators and white-space-only
+    lines are where a literal block could change a value, and the fallback is exact."""
+    if not text:
         return '""'
+    stripped = text.rstrip("\n")
+    trailing = len(text) - len(stripped)
+    chomp = "-" if trailing == 0 else "" if trailing == 1 else "+"
     pad = " " * indent
-    lines = [(pad + line) if line.strip() else "" for line in body.split("\n")]
-    # Leading spaces on the first line need an explicit indentation indicator.
-    head = f"|{indent}" if body[0] == " " else "|"
-    return head + "\n" + "\n".join(line.rstrip() for line in lines)
+    lines = [(pad + line) if line else "" for line in stripped.split("\n")]
+    head = f"|{indent if stripped[:1] == ' ' else ''}{chomp}"
+    block = head + "\n" + "\n".join(lines) + "\n" * max(trailing - 1, 0)
+    try:
+        exact = safe_load("k: " + block + "\n") == {"k": text}
+    except Exception:  # noqa: BLE001 - whatever does not read back as the text falls back
+        exact = False
+    return block if exact else _yaml_str(text)
 
 
 @lru_cache(maxsize=1)

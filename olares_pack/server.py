@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
 import signal
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -34,7 +34,8 @@ log = logging.getLogger("olares_pack.server")
 
 MAX_BODY = 64 * 1024  # a details request is a few ids
 MAX_IDS = 100  # devices send at most 10 per call
-VERSION_RE = re.compile(r"^\d+\.\d+(\.\d+)?(-[0-9A-Za-z.-]+)?$")
+HEADER_TIMEOUT = 10.0  # seconds a client may take to send a request line and headers
+BODY_TIMEOUT = 10.0  # seconds a client may take to send a request body
 ID_RE = re.compile(r"^[0-9a-f]{8}$")
 JSON_TYPE = "application/json"
 
@@ -78,15 +79,19 @@ class Source:
         return (st.st_mtime_ns, st.st_size) != self.stamp
 
 
-def _os_version(request: Request, default: str) -> str:
-    v = request.query_params.get("version", default).strip()
-    if not VERSION_RE.match(v) or len(v) > 64:
-        raise HTTPException(400, f"version {v[:64]!r} is not an Olares version (e.g. 1.12.6)")
+def os_version(value: object) -> str:
+    """The request's Olares version, read loosely as the installer does ('01.12.6' is 1.12.6), as
+    the canonical string the views are keyed by; anything else is a 400."""
+    if not isinstance(value, str):
+        raise HTTPException(400, "version is an Olares version string (e.g. 1.12.6)")
     try:
-        targets.parse_os_version(v)
+        return str(targets.parse_os_version(value))
     except InputError as exc:
         raise HTTPException(400, str(exc)) from None
-    return v
+
+
+def _os_version(request: Request, default: str) -> str:
+    return os_version(request.query_params.get("version", default))
 
 
 def _cached(view: market.View, key: str, build: Any) -> Response:
@@ -119,17 +124,25 @@ def create_app(source: Source, *, reload_every: float | None = None) -> Starlett
             "stats": {"appstore_data": {"apps": len(view.data["apps"])}, "last_updated": view.last_updated}})
 
     async def details_route(request: Request) -> Response:
-        if int(request.headers.get("content-length") or 0) > MAX_BODY:
+        declared = request.headers.get("content-length") or "0"
+        if not declared.isascii() or not declared.isdigit():
+            return error(400, "Content-Length is not a number")
+        if len(declared) > 9 or int(declared) > MAX_BODY:
             return error(413, f"request body over {MAX_BODY} bytes")
         body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY:
-                return error(413, f"request body over {MAX_BODY} bytes")
         try:
-            doc = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return error(400, "the body is not JSON")
+            async with asyncio.timeout(BODY_TIMEOUT):
+                async for chunk in request.stream():
+                    body += chunk
+                    if len(body) > MAX_BODY:
+                        return error(413, f"request body over {MAX_BODY} bytes")
+        except TimeoutError:
+            return error(408, f"the request body took over {BODY_TIMEOUT:g} s")
+        try:
+            # orjson: nesting deeper than 1024 and integers beyond 64 bits are errors, not crashes
+            doc = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return error(400, "the body is not JSON (or nested too deeply, or a number too large)")
         if not isinstance(doc, dict) or not isinstance(doc.get("app_ids"), list):
             return error(400, 'expected {"app_ids": ["<id>", ...], "version": "<Olares version>"}')
         ids = doc["app_ids"]
@@ -137,9 +150,7 @@ def create_app(source: Source, *, reload_every: float | None = None) -> Starlett
             return error(400, f"{len(ids)} ids: at most {MAX_IDS} per request")
         if not all(isinstance(i, str) for i in ids):
             return error(400, "app_ids holds strings")
-        v = doc.get("version", source.default_version)
-        if not isinstance(v, str) or not VERSION_RE.match(v):
-            return error(400, "version is an Olares version string (e.g. 1.12.6)")
+        v = os_version(doc.get("version", source.default_version))
         view = cat().view(v)
         found = {i: view.details[i] for i in dict.fromkeys(ids) if ID_RE.match(i) and i in view.details}
         missing = [i for i in dict.fromkeys(ids) if i not in found]
@@ -152,9 +163,11 @@ def create_app(source: Source, *, reload_every: float | None = None) -> Starlett
             return error(404, "no such app")
         if not re.fullmatch(rf"{re.escape(name)}-\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?\.tgz", file_name):
             return error(404, f"no such chart file for {name}")
-        v = request.query_params.get("version")
-        os_version = v if v and VERSION_RE.match(v) else None
-        chart = cat().archive(name, file_name, os_version)
+        try:
+            asked = os_version(request.query_params["version"]) if "version" in request.query_params else None
+        except HTTPException:
+            asked = None  # the device sends the app version here; the file name decides
+        chart = cat().archive(name, file_name, asked)
         if chart is None:
             return error(404, f"no chart {file_name}")
         etag = f'"sha256:{chart.sha256}"'
@@ -192,8 +205,11 @@ def create_app(source: Source, *, reload_every: float | None = None) -> Starlett
     async def watch() -> None:
         while True:
             await asyncio.sleep(reload_every or 2.0)
-            if source.changed():
-                await asyncio.to_thread(source.reload)
+            try:
+                if source.changed():
+                    await asyncio.to_thread(source.reload)
+            except Exception:  # noqa: BLE001 - the loop must outlive any one failed reload
+                log.exception("reload failed; still serving the previous catalogue and watching")
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -229,4 +245,46 @@ def run(root: Path, *, host: str, port: int, tls_cert: Path | None, tls_key: Pat
     source.load()
     app = create_app(source, reload_every=reload_every)
     uvicorn.run(app, host=host, port=port, ssl_certfile=str(tls_cert) if tls_cert else None,
-                ssl_keyfile=str(tls_key) if tls_key else None, log_level="info", access_log=False, server_header=False)
+                ssl_keyfile=str(tls_key) if tls_key else None, log_level="info", access_log=False, server_header=False,
+                http=guarded_protocol(HEADER_TIMEOUT))
+
+
+def guarded_protocol(header_timeout: float) -> type:
+    """uvicorn's httptools protocol, with a deadline for the request line and headers: a client that
+    trickles them (slowloris) is disconnected instead of holding the connection for ever."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class Guarded(HttpToolsProtocol):  # type: ignore[misc]
+        _deadline: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            if self._deadline is None:
+                self._deadline = self.loop.call_later(header_timeout, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._arm()
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return Guarded

@@ -95,17 +95,24 @@ def get(name: str) -> TargetProfile:
         raise InputError(f"unknown target {name!r} (expected one of: {', '.join(TARGETS)})") from None
 
 
+# Loose, as the installer and Helm read versions (Masterminds NewVersion): one to three numbers
+# with leading zeros allowed, a pre-release and build metadata; ASCII digits only (Python's \\d
+# would take Arabic-Indic digits).
+_OS_VERSION = re.compile(r"v?([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:\.([0-9]{1,9}))?"
+                         r"(?:-([0-9A-Za-z-]{1,64}(?:\.[0-9A-Za-z-]{1,64}){0,15}))?(?:\+[0-9A-Za-z.-]{1,64})?", re.ASCII)
+
+
 def parse_os_version(text: str) -> semver.Version:
-    """Olares versions as devices send them ('1.12.6', '1.12.6-20260101'); a bare '1.12' is 1.12.0."""
-    t = text.strip()
-    parts = t.split("-", 1)
-    core = parts[0].split(".")
-    while len(core) < 3:
-        core.append("0")
-    try:
-        return semver.Version.parse(".".join(core[:3]) + (f"-{parts[1]}" if len(parts) > 1 else ""))
-    except ValueError:
-        raise InputError(f"{text!r} is not an Olares version (expected e.g. 1.12.6)") from None
+    """Olares versions as devices send them ('1.12.6', '1.12.6-20260101', '01.12.6'); a bare '1.12'
+    is 1.12.0. Leading zeros are dropped; anything else is an error."""
+    m = _OS_VERSION.fullmatch(text.strip()) if len(text) <= 256 else None
+    if m is None:
+        raise InputError(f"{text[:64]!r} is not an Olares version (expected e.g. 1.12.6)")
+    major, minor, patch = (int(g or 0) for g in m.groups()[:3])
+    pre = m.group(4)
+    if pre:
+        pre = ".".join(str(int(p)) if p.isdigit() else p for p in pre.split("."))
+    return semver.Version(major, minor, patch, prerelease=pre)
 
 
 def admits(constraint: str, version: str) -> bool:

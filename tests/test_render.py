@@ -271,6 +271,6 @@ def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     assert zh["metadata"]["title"] == "Qwen36 27B 长上下文"
     assert zh["spec"]["upgradeDescription"].startswith("**1.0.9** (2026-05-21): 上游 llama.cpp master")
     assert "74.28 tokens/s" in zh["spec"]["upgradeDescription"]  # notes fall back to en-US
-    assert zh["spec"]["fullDescription"] == zh["metadata"]["description"] + "\n"
+    assert zh["spec"]["fullDescription"] == zh["metadata"]["description"]  # exactly, no newline added
     en = yaml.safe_load(files["i18n/en-US/OlaresManifest.yaml"])
     assert en["metadata"]["title"] == "Qwen36 27B Long Context"

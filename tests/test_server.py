@@ -18,7 +18,9 @@ from conftest import APPS, ROOT
 
 from olares_pack import helm, index
 from olares_pack.cli import main
-from olares_pack.server import Source, create_app
+from olares_pack.server import Source, create_app, guarded_protocol
+
+HEADER_TIMEOUT = 1.0  # seconds: short, so that the slow-client test is quick
 
 NAME, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"
 
@@ -26,7 +28,8 @@ NAME, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"
 @contextmanager
 def running(root: Path, reload_every: float | None = None) -> Iterator[str]:
     app = create_app(Source(root, root / "market-index.json"), reload_every=reload_every)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
+                                           http=guarded_protocol(HEADER_TIMEOUT)))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -163,6 +166,101 @@ def test_bad_requests_get_a_json_4xx(base: str, method: str, path: str, kwargs: 
     r = httpx.request(method, base + path, **kwargs)
     assert r.status_code == status
     assert r.headers["content-type"].startswith("application/json") and r.json()["status"] == status
+
+
+DEEP = b"[" * 5000 + b"]" * 5000
+
+
+@pytest.mark.parametrize("method,path,kwargs,status", [
+    ("GET", "/api/v1/appstore/hash?version=01.12.6", {}, 200),  # loose, as the installer reads it
+    ("GET", "/api/v1/appstore/hash?version=1.12.6-01", {}, 200),
+    ("GET", "/api/v1/appstore/hash?version=v1.12.6", {}, 200),
+    ("GET", "/api/v1/appstore/info?version=1.12", {}, 200),
+    ("GET", "/api/v1/appstore/hash?version=%D9%A1.%D9%A1%D9%A2.%D9%A6", {}, 400),  # Arabic-Indic digits
+    ("GET", "/api/v1/appstore/hash?version=" + "9" * 5000, {}, 400),
+    ("GET", "/api/v1/appstore/hash?version=", {}, 400),
+    ("GET", "/api/v1/appstore/hash?version=1.12.6%00", {}, 400),
+    ("GET", "/api/v1/appstore/hash?version=1.12.6%0d%0aX-Injected:%201", {}, 400),
+    ("GET", "/api/v1/appstore/info?version=1.12.6&version=2", {}, 200),
+    ("POST", "/api/v1/applications/info", {"json": {"app_ids": ["43e83ecd"], "version": "01.12.6"}}, 200),
+    ("POST", "/api/v1/applications/info", {"json": {"app_ids": ["43e83ecd"], "version": "1.12.6-01"}}, 200),
+    ("POST", "/api/v1/applications/info", {"json": {"app_ids": ["43e83ecd"], "version": "\u0661.\u0661\u0662"}}, 400),
+    ("POST", "/api/v1/applications/info", {"content": DEEP}, 400),
+    ("POST", "/api/v1/applications/info", {"content": b'{"app_ids": [], "version": "1.12.6", "x": ' + b"9" * 5000 + b"}"}, 400),
+    ("POST", "/api/v1/applications/info", {"content": b'{"app_ids": [' + b"1" * 5000 + b"]}"}, 400),
+    ("POST", "/api/v1/applications/info", {"content": rb'{"app_ids": ["\u0000", "\ud800"], "version": "1.12.6"}'}, 400),
+    ("POST", "/api/v1/applications/info", {"json": {"app_ids": ["\u00e9" * 8, "<script>"], "version": "1.12.6"}}, 200),
+    ("POST", "/api/v1/applications/info", {"json": {"app_ids": [], "version": None}}, 400),
+    ("POST", "/api/v1/applications/info", {"json": {"app_ids": [], "version": ["1.12.6"]}}, 400),
+    ("GET", f"/api/v1/applications/{NAME}/chart?fileName={NAME}-1.0.9.tgz&version=%D9%A1", {}, 200),
+    ("GET", f"/api/v1/applications/{NAME}/chart?fileName={NAME}-1.0.9.tgz&version=" + "9" * 5000, {}, 200),
+    ("GET", f"/api/v1/applications/{NAME}/chart?fileName={NAME}-%D9%A1.0.9.tgz", {}, 404),
+    ("GET", f"/api/v1/applications/{NAME}/chart?fileName={NAME}-1.0.9.tgz%00", {}, 404),
+    ("GET", "/api/v1/applications/%00/chart?fileName=x.tgz", {}, 404),
+    ("GET", "/icons/%C3%A9.png", {}, 404),
+])
+def test_hostile_requests_never_get_a_5xx(base: str, method: str, path: str, kwargs: dict, status: int) -> None:
+    r = httpx.request(method, base + path, **kwargs)
+    assert r.status_code == status, r.text[:300]
+
+
+@pytest.mark.parametrize("length", [b"-1", b"abc", b"99999999999999999999", b"1, 2"])
+def test_odd_content_lengths_get_a_4xx(base: str, length: bytes) -> None:
+    import socket
+
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(b"POST /api/v1/applications/info HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + b"\r\n\r\n{}")
+        status = sock.recv(4096).split(b"\r\n", 1)[0]
+    assert status.startswith(b"HTTP/1.1 4"), status
+
+
+def test_slow_clients_do_not_hold_the_server(base: str) -> None:
+    """Connections that trickle their headers (slowloris) do not stop normal requests, and are
+    closed after the header deadline."""
+    import socket
+
+    host, port = base.removeprefix("http://").split(":")
+    slow = []
+    for _ in range(20):
+        sock = socket.create_connection((host, int(port)))
+        sock.sendall(b"GET /api/v1/appstore/hash?version=1.12.6 HTTP/1.1\r\nHost: x\r\n")
+        slow.append(sock)
+    t = time.monotonic()
+    assert httpx.get(f"{base}/api/v1/appstore/hash", params={"version": "1.12.6"}).status_code == 200
+    assert time.monotonic() - t < 1.0
+    time.sleep(HEADER_TIMEOUT + 0.5)
+    for sock in slow:
+        sock.settimeout(2)
+        assert sock.recv(100) == b""  # closed by the server
+        sock.close()
+
+
+def test_the_reload_loop_outlives_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(APPS, root / "apps")
+    shutil.copytree(ROOT / "packages", root / "packages")
+    shutil.copy(ROOT / "market-index.json", root / "market-index.json")
+    calls = {"n": 0}
+    original = Source.changed
+
+    def flaky(self: Source) -> bool:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("a disk hiccup")
+        return original(self)
+
+    monkeypatch.setattr(Source, "changed", flaky)
+    with running(root, reload_every=0.05) as url:
+        before = httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"]
+        time.sleep(0.2)
+        assert main(["release", NAME, "--apps-dir", str(root / "apps"), "--bump", "patch", "--summary", "x",
+                     "--date", "2026-06-01"]) == 0
+        deadline = time.monotonic() + 10
+        while httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == before:
+            assert time.monotonic() < deadline, "the reload loop stopped after the failure"
+            time.sleep(0.05)
+    assert calls["n"] > 1
 
 
 def test_unknown_ids_are_not_found(base: str) -> None:
