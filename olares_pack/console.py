@@ -6,9 +6,10 @@ import sys
 
 from rich.console import Console
 
-# Piped output keeps whole lines: tables are not squeezed into 80 columns.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Piped output keeps whole lines: tables are not squeezed into 80 columns. No emoji codes: a
+# message "app.yaml:100: ..." must not print a 💯.
+out = Console(highlight=False, emoji=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
 
 
 def warn(message: str) -> None:

@@ -50,7 +50,7 @@ def _matches(loc: tuple[Any, ...], patterns: tuple[tuple[str, ...], ...], prefix
     return False
 
 
-def _describe(ch: str) -> str:
+def describe(ch: str) -> str:
     return {"\x00": "NUL", "\r": "a carriage return", "\u2028": "U+2028 (line separator)",
             "\u2029": "U+2029 (paragraph separator)", "\x85": "U+0085 (next line)",
             "\n": "a newline", "\t": "a tab"}.get(ch, f"the control character U+{ord(ch):04X}")
@@ -61,9 +61,9 @@ def string_problem(text: str, loc: tuple[Any, ...]) -> str | None:
     if len(text) > MAX_TEXT:
         return f"is {len(text):,} characters long; at most {MAX_TEXT:,}"
     if m := _CONTROL.search(text):
-        return f"holds {_describe(m.group())}: plain text only"
+        return f"holds {describe(m.group())}: plain text only"
     if not _matches(loc, MULTILINE, prefix=False) and (m := _NEWLINE_OR_TAB.search(text)):
-        return f"holds {_describe(m.group())}: this field is one line"
+        return f"holds {describe(m.group())}: this field is one line"
     if text and not text.strip():
         return "is blank (only white space)"
     if not _matches(loc, ESCAPED, prefix=True):

@@ -556,7 +556,8 @@ def _problems(doc: SourceDoc, exc: ValidationError) -> list[Problem]:
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
         elif "input" in err and err["type"] not in ("model_type", "dict_type"):
-            msg = f"{msg} (got {err['input']!r})"
+            shown = repr(err["input"])
+            msg = f"{msg} (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
         problems.append(doc.problem(loc, msg))
     return problems
 

@@ -50,10 +50,14 @@ def _block(text: str, indent: int) -> str:
     chomp = "-" if trailing == 0 else "" if trailing == 1 else "+"
     pad = " " * indent
     lines = [(pad + line) if line else "" for line in stripped.split("\n")]
-    head = f"|{indent if stripped[:1] == ' ' else ''}{chomp}"
+    # The key sits two columns left of the content; an indentation indicator counts from the key's
+    # own indentation, and is needed when the first line starts with a space.
+    head = f"|{2 if stripped[:1] == ' ' else ''}{chomp}"
     block = head + "\n" + "\n".join(lines) + "\n" * max(trailing - 1, 0)
+    key_pad = " " * (indent - 2)
     try:
-        exact = safe_load("k: " + block + "\n") == {"k": text}
+        exact = safe_load(f"{key_pad}k: {block}\n" if not key_pad else f"p:\n{key_pad}k: {block}\n") == (
+            {"k": text} if not key_pad else {"p": {"k": text}})
     except Exception:  # noqa: BLE001 - whatever does not read back as the text falls back
         exact = False
     return block if exact else _yaml_str(text)

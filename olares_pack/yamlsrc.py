@@ -163,10 +163,22 @@ def _problem(path: Path, line: int | None, message: str) -> InputError:
     return InputError("", [Problem(str(path), line, "", message)])
 
 
+# Characters a manifest file never needs raw: YAML readers disagree on them (YAML 1.1, libyaml and
+# the device's Go reader break lines on U+0085/2028/2029; YAML 1.2 does not), so a value would
+# mean one thing here and another there. Escaped in a quoted string they are data, and the
+# manifest boundary (fields.text_problems) refuses them in values too.
+_RAW_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]|\r(?!\n)")
+
+
 def fast_load(text: str, path: Path) -> Any:
     """Plain data from YAML text through libyaml (10-20x the round-trip reader)."""
     if len(text) > MAX_BYTES:
         raise _problem(path, None, f"{len(text):,} characters: a manifest is at most {MAX_BYTES:,} bytes")
+    if m := _RAW_CONTROL.search(text):
+        from .fields import describe
+
+        raise _problem(path, text.count("\n", 0, m.start()) + 1, f"holds {describe(m.group())}: a manifest is "
+                       "plain text (write it as an escape in a quoted string if it is data)")
     loader = _Yaml12Loader(text)
     try:
         node = loader.get_single_node()
