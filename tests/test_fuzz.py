@@ -1,0 +1,55 @@
+"""Property-based: whatever a manifest or a command line says, olares-pack answers with a result
+or a clear error (exit 0, 1 or 2), never a traceback. A longer run: bench/fuzz_bench.py."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import APPS, ROOT
+from fuzzing import command_lines, dump, manifests
+from hypothesis import HealthCheck, given, settings
+
+from olares_pack import render, targets
+from olares_pack.cli import main
+from olares_pack.errors import InputError
+from olares_pack.manifest import parse_app
+from olares_pack.yamlsrc import safe_load
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(manifests())
+def test_a_mutated_manifest_loads_and_renders_or_is_refused(data: dict) -> None:
+    try:
+        app = parse_app(dump(data), Path("app.yaml"))
+    except InputError as exc:
+        assert exc.problems or str(exc)  # a located, readable problem
+        return
+    for name in app.targets:
+        for path, text in render.render(app, targets.get(name)).items():
+            if path.endswith(".yaml") and not path.startswith("templates/"):
+                assert isinstance(safe_load(text), dict), path
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fuzz") / "repo"
+    shutil.copytree(APPS, root / "apps")
+    shutil.copytree(ROOT / "packages", root / "packages")
+    shutil.copy(ROOT / "market-index.json", root / "market-index.json")
+    return root
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(command_lines())
+def test_any_command_line_exits_0_1_or_2(workdir: Path, args: list[str]) -> None:
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        code = main(args)
+    finally:
+        os.chdir(cwd)
+    assert code in (0, 1, 2), args
