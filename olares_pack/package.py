@@ -57,12 +57,29 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# A chart is a few KiB to a few MiB; more than this uncompressed is a gzip bomb, not a chart.
+MAX_UNPACKED = 64 << 20
+
+
+def gunzip(tgz: bytes) -> bytes:
+    """The one gzip member of a .tgz, refused past MAX_UNPACKED bytes (never inflated further)."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(tgz, MAX_UNPACKED + 1)
+    except zlib.error as exc:
+        raise ValueError(f"not a gzip stream: {exc}") from None
+    if len(out) > MAX_UNPACKED:
+        raise ValueError(f"unpacks to more than {MAX_UNPACKED >> 20} MiB: not a chart")
+    if not d.eof:
+        raise ValueError("a truncated gzip stream")
+    if d.unused_data:
+        raise ValueError("more than one gzip member (a chart archive holds one)")
+    return out
+
+
 def content_digest(tgz: bytes) -> str:
     """sha256 of the uncompressed tar inside a .tgz: equal for the same chart whatever gzip made it."""
-    try:
-        return sha256(gzip.decompress(tgz))
-    except (OSError, EOFError, zlib.error) as exc:
-        raise ValueError(f"not a gzip stream: {exc}") from None
+    return sha256(gunzip(tgz))
 
 
 def _plain_members(tar: bytes) -> list[tuple[str, bytes]] | None:
@@ -100,10 +117,7 @@ def _plain_members(tar: bytes) -> list[tuple[str, bytes]] | None:
 
 def read_archive_split(data: bytes) -> tuple[str, dict[str, str], dict[str, bytes]]:
     """(chart name, text members, binary members) of a chart archive, paths relative to its folder."""
-    try:
-        raw_tar = gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise ValueError(f"not a gzip stream: {exc}") from None
+    raw_tar = gunzip(data)
     members = _plain_members(raw_tar)
     if members is None:
         with tarfile.open(fileobj=io.BytesIO(raw_tar), mode="r:") as tar:

@@ -403,3 +403,20 @@ def test_multi_line_text_round_trips_exactly(value: str) -> None:
     docs = _rendered_yaml(mutate(("full_description",), value), targets.CURRENT)
     assert docs["OlaresManifest.yaml"]["spec"]["fullDescription"] == value
     assert docs["i18n/en-US/OlaresManifest.yaml"]["spec"]["fullDescription"] == value
+
+
+def test_a_gzip_bomb_is_not_inflated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+    import io
+    import tarfile
+
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        info = tarfile.TarInfo("bomb/Chart.yaml")
+        info.size = 80 << 20
+        tar.addfile(info, io.BytesIO(b"\0" * info.size))
+    bomb = tmp_path / "bomb-1.0.0.tgz"
+    bomb.write_bytes(gzip.compress(raw.getvalue(), compresslevel=9))
+    assert bomb.stat().st_size < 200_000
+    assert main(["lint", str(bomb)]) == 2
+    assert "unpacks to more than 64 MiB" in capsys.readouterr().err
