@@ -420,3 +420,25 @@ def test_a_gzip_bomb_is_not_inflated(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert bomb.stat().st_size < 200_000
     assert main(["lint", str(bomb)]) == 2
     assert "unpacks to more than 64 MiB" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("written, fragment", [
+    ("summary: [unclosed\n", "YAML syntax error"),
+    ("- just\n- a list\n", "not a mapping"),
+    ("a: &x 1\nb: *x\n", "aliases are not accepted"),
+    ("version: 1.0.10\ndate: 2026-06-02\nsummary: \"{{ .Values.x }}\"\n", "'{{'"),
+], ids=["syntax", "list", "alias", "template"])
+def test_an_edited_changelog_entry_that_is_not_valid_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str], written: str,
+                                                                fragment: str) -> None:
+    root = _repo(tmp_path)
+    editor = tmp_path / "editor.sh"
+    (tmp_path / "entry.yaml").write_text(written)
+    editor.write_text(f'#!/bin/sh\ncp "{tmp_path / "entry.yaml"}" "$1"\n')
+    editor.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(editor))
+    monkeypatch.setenv("VISUAL", str(editor))
+    before = tree(root)
+    assert main(["release", NAME, "--apps-dir", str(root / "apps"), "--bump", "patch", "--edit"]) == 2
+    assert fragment in capsys.readouterr().err
+    assert tree(root) == before
