@@ -243,16 +243,6 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
 ]
 
 
-def _repo(tmp_path: Path) -> Path:
-    from conftest import ROOT
-
-    root = tmp_path / "repo"
-    shutil.copytree(APPS, root / "apps")
-    shutil.copytree(ROOT / "packages", root / "packages")
-    shutil.copy(ROOT / "market-index.json", root / "market-index.json")
-    return root
-
-
 @pytest.mark.parametrize("cid, make_args, fragment", FILE_CASES, ids=[c[0] for c in FILE_CASES])
 def test_a_hostile_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], cid: str,
                                    make_args: Callable[[Path], list[str]], fragment: str) -> None:
@@ -266,9 +256,9 @@ def test_a_hostile_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 @pytest.mark.parametrize("cid, args, fragment", CLI_CASES, ids=[c[0] for c in CLI_CASES])
-def test_a_hostile_argument_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+def test_a_hostile_argument_is_refused(repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                        cid: str, args: list[str], fragment: str) -> None:
-    root = _repo(tmp_path)
+    root = repo
     monkeypatch.chdir(root)
     before = tree(root)
     code = main(args)
@@ -428,10 +418,10 @@ def test_a_gzip_bomb_is_not_inflated(tmp_path: Path, capsys: pytest.CaptureFixtu
     ("a: &x 1\nb: *x\n", "aliases are not accepted"),
     ("version: 1.0.10\ndate: 2026-06-02\nsummary: \"{{ .Values.x }}\"\n", "'{{'"),
 ], ids=["syntax", "list", "alias", "template"])
-def test_an_edited_changelog_entry_that_is_not_valid_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_an_edited_changelog_entry_that_is_not_valid_is_refused(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 capsys: pytest.CaptureFixture[str], written: str,
                                                                 fragment: str) -> None:
-    root = _repo(tmp_path)
+    root = repo
     editor = tmp_path / "editor.sh"
     (tmp_path / "entry.yaml").write_text(written)
     editor.write_text(f'#!/bin/sh\ncp "{tmp_path / "entry.yaml"}" "$1"\n')

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
-from conftest import APPS, ROOT
+from conftest import ROOT
 
 from olares_pack import helm, index
 from olares_pack.cli import main
@@ -236,11 +235,8 @@ def test_slow_clients_do_not_hold_the_server(base: str) -> None:
         sock.close()
 
 
-def test_the_reload_loop_outlives_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    root = tmp_path / "repo"
-    shutil.copytree(APPS, root / "apps")
-    shutil.copytree(ROOT / "packages", root / "packages")
-    shutil.copy(ROOT / "market-index.json", root / "market-index.json")
+def test_the_reload_loop_outlives_a_failure(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = repo
     calls = {"n": 0}
     original = Source.changed
 
@@ -252,15 +248,20 @@ def test_the_reload_loop_outlives_a_failure(tmp_path: Path, monkeypatch: pytest.
 
     monkeypatch.setattr(Source, "changed", flaky)
     with running(root, reload_every=0.05) as url:
-        before = httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"]
-        time.sleep(0.2)
-        assert main(["release", NAME, "--apps-dir", str(root / "apps"), "--bump", "patch", "--summary", "x",
-                     "--date", "2026-06-01"]) == 0
-        deadline = time.monotonic() + 10
-        while httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == before:
-            assert time.monotonic() < deadline, "the reload loop stopped after the failure"
-            time.sleep(0.05)
+        time.sleep(0.2)  # the first check fails
+        release_and_wait(root, url, "the reload loop stopped after the failure")
     assert calls["n"] > 1
+
+
+def release_and_wait(root: Path, url: str, why: str) -> None:
+    """Release a patch of the example app and wait until the running server offers it."""
+    before = httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"]
+    assert main(["release", NAME, "--apps-dir", str(root / "apps"), "--bump", "patch", "--summary", "x",
+                 "--date", "2026-06-01"]) == 0
+    deadline = time.monotonic() + 10
+    while httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == before:
+        assert time.monotonic() < deadline, why
+        time.sleep(0.05)
 
 
 def test_unknown_ids_are_not_found(base: str) -> None:
@@ -273,19 +274,10 @@ def test_health(base: str) -> None:
     assert httpx.get(f"{base}/health").json()["status"] == "ok"
 
 
-def test_publishing_reloads_without_downtime(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    shutil.copytree(APPS, root / "apps")
-    shutil.copytree(ROOT / "packages", root / "packages")
-    shutil.copy(ROOT / "market-index.json", root / "market-index.json")
+def test_publishing_reloads_without_downtime(repo: Path) -> None:
+    root = repo
     with running(root, reload_every=0.1) as url:
-        before = httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"]
-        assert main(["release", NAME, "--apps-dir", str(root / "apps"), "--bump", "patch", "--summary", "x",
-                     "--date", "2026-06-01"]) == 0
-        deadline = time.monotonic() + 10
-        while httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == before:
-            assert time.monotonic() < deadline, "the new version was not picked up"
-            time.sleep(0.05)
+        release_and_wait(root, url, "the new version was not picked up")
         info = httpx.get(f"{url}/api/v1/appstore/info", params={"version": "1.12.6"}).json()
         assert info["data"]["apps"]["43e83ecd"]["version"] == "1.0.10"
         current = info["hash"]
