@@ -17,10 +17,13 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import fsio, generation
 from .repo import LOCK_FILE, MANIFEST_FILE, Repo
+
+if TYPE_CHECKING:
+    from .manifest import App
 
 STATE_FILE = ".olares-pack-build.json"
 
@@ -59,19 +62,16 @@ def _read_json(path: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def app_warnings(repo: Repo, app_dir: Path) -> tuple[list[str], list[str]]:
+def app_warnings(repo: Repo, app_dir: Path, app: App) -> tuple[list[str], list[str]]:
     """What a maintainer must see about one app: unpinned inputs, and edits to a published version."""
-    from . import records
+    from . import catalogue, records
     from .manifest import load_app
-    from .releases import edits_since, immutable_error
 
-    app = load_app(app_dir)
     edits = []
     if app.version in records.versions(repo, app.name):
-        raw = load_app(app_dir, derive=False)
         rec = records.read(repo, app.name, app.version)
-        if found := edits_since(raw, rec):
-            edits.append(f"{repo.rel(app_dir / MANIFEST_FILE)}: {immutable_error(repo, rec, found)}")
+        if issue := catalogue.unpublished_edit(repo, app_dir, load_app(app_dir, derive=False), rec):
+            edits.append(str(issue))
     return list(app.warnings()), edits
 
 
@@ -98,7 +98,7 @@ def render_apps(repo: Repo, out: Path, only: list[str] | None = None, *, full: b
             result.repeated += len(seen.get("warnings", []))
             continue
         app = load_app(app_dir)
-        warnings, edits = app_warnings(repo, app_dir)
+        warnings, edits = app_warnings(repo, app_dir, app)
         charts = []
         for name in app.targets:
             if only and name not in only:

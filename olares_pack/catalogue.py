@@ -13,7 +13,7 @@ import yaml
 
 from . import fsio, generation, index, package, records, render, targets
 from .errors import InputError
-from .manifest import discover, load_app
+from .manifest import App, discover, load_app
 from .records import ChartRecord, Record
 from .repo import Repo
 from .yamlsrc import safe_load
@@ -51,23 +51,27 @@ class VerdictCache:
             self.keys: set[str] = set(json.loads(self.path.read_text(encoding="utf-8")))
         except (OSError, ValueError, TypeError):
             self.keys = set()
-        self._dirty = False
+        self.used: set[str] = set()
 
     @staticmethod
     def key(*parts: str) -> str:
         return hashlib.sha256("\0".join((generation.fingerprint(), *parts)).encode()).hexdigest()
 
     def __contains__(self, key: str) -> bool:
-        return key in self.keys
+        if key in self.keys:
+            self.used.add(key)
+            return True
+        return False
 
     def add(self, key: str) -> None:
-        self.keys.add(key)
-        self._dirty = True
+        self.used.add(key)
 
     def save(self) -> None:
-        if self._dirty:
+        """Keep exactly the verdicts this check relied on: those of records, packages or sources
+        that are gone are dropped rather than piling up."""
+        if self.used != self.keys:
             try:
-                fsio.write_text_atomic(self.path, json.dumps(sorted(self.keys)))
+                fsio.write_text_atomic(self.path, json.dumps(sorted(self.used)))
             except OSError:
                 pass  # a read-only checkout: the check still ran in full
 
@@ -204,15 +208,21 @@ def check(repo: Repo, recs: dict[str, list[Record]] | None = None) -> list[Issue
 
 def unpublished_edits(repo: Repo, recs: dict[str, list[Record]]) -> list[Issue]:
     """app.yaml files that change a version that is already published."""
-    from .releases import edits_since, immutable_error
-
     out = []
     for app_dir in discover(repo.apps_dir):
         raw = load_app(app_dir, derive=False)
         rec = next((r for r in recs.get(raw.name, []) if r.version == raw.version), None)
-        if rec is not None and (edits := edits_since(raw, rec)):
-            out.append(Issue(repo.rel(app_dir / "app.yaml"), str(immutable_error(repo, rec, edits))))
+        if rec is not None and (issue := unpublished_edit(repo, app_dir, raw, rec)):
+            out.append(issue)
     return out
+
+
+def unpublished_edit(repo: Repo, app_dir: Path, raw: App, rec: Record) -> Issue | None:
+    """app.yaml (`raw`: `auto` not derived) against the record of the same version."""
+    from .releases import edits_since, immutable_error
+
+    edits = edits_since(raw, rec)
+    return Issue(repo.rel(app_dir / "app.yaml"), str(immutable_error(repo, rec, edits))) if edits else None
 
 
 # ---------------------------------------------------------------- reproduce
