@@ -175,7 +175,7 @@ def _check_reproduces(repo: Repo, rec: Record, cache: VerdictCache) -> list[Issu
     app = records.app_of(rec)
     issues = []
     for target, ch in sorted(rec.charts.items()):
-        tar = package.build_tar(rec.name, render.render(app, targets.get(target)))
+        tar = rendered_tar(rec, target, app)
         if package.sha256(tar) != ch.content_sha256:
             issues.append(Issue(
                 repo.rel(records.path_of(repo, rec.name, rec.version)),
@@ -185,6 +185,12 @@ def _check_reproduces(repo: Repo, rec: Record, cache: VerdictCache) -> list[Issu
     if not issues:
         cache.add(key)
     return issues
+
+
+def rendered_tar(rec: Record, target: str, app: App | None = None) -> bytes:
+    """The uncompressed chart this olares-pack renders today from a record (its content digest is
+    the record's when the generation still reproduces it)."""
+    return package.build_tar(rec.name, render.render(app or records.app_of(rec), targets.get(target)))
 
 
 def check(repo: Repo, recs: dict[str, list[Record]] | None = None) -> list[Issue]:
@@ -236,7 +242,7 @@ def reproduce(repo: Repo, rec: Record, target: str) -> bytes:
         raise InputError(f"{ch.file}: {rec.name} {rec.version} was rendered by generation {rec.generation}, this "
                          f"olares-pack renders generation {generation.GENERATION}: only the committed file has its bytes "
                          "(restore it from git)")
-    tar = package.build_tar(rec.name, render.render(records.app_of(rec), targets.get(target)))
+    tar = rendered_tar(rec, target)
     if package.sha256(tar) != ch.content_sha256:
         raise InputError(f"{ch.file}: rendering {rec.name} {rec.version} again gives other content "
                          f"({package.sha256(tar)}, record {ch.content_sha256}); restore it from git")

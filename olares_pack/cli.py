@@ -95,7 +95,7 @@ def render_cmd(app_ref: str, target_names: tuple[str, ...], out: Path, apps_dir:
     show_warnings(app)
     # Under the catalogue's lock when there is one: `build` sweeps what interrupted writes left
     # in the same output folders.
-    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
+    repo = Repo.of_apps(apps_dir)
     with repo.open(write=True, purpose="render") if apps_dir.is_dir() else contextlib.nullcontext():
         for name in target_names or app.targets:
             t = targets.get(name)
@@ -128,7 +128,7 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: b
     from . import build, catalogue, console
     from .journal import Transaction
 
-    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
+    repo = Repo.of_apps(apps_dir)
     if check:
         with repo.open(write=False, timeout=lock_timeout):
             recs = catalogue.load_records(repo)
@@ -185,7 +185,7 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
     apps/<name>/releases/ and its entry in market-index.json, all in one transaction."""
     from . import console, releases
     app_dir = _app_dir(app_ref, apps_dir)
-    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
+    repo = Repo.of_apps(apps_dir)
     parsed_changes = [_parse_change(c) for c in changes]
     date = _parse_date(date_text) if date_text else None
     entry = None
@@ -237,7 +237,7 @@ def package_cmd(app_ref: str, version: str | None, target_names: tuple[str, ...]
     the template generation still matches; the command says which."""
     from . import catalogue, console, fsio, package, records
     from .manifest import load_app
-    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
+    repo = Repo.of_apps(apps_dir)
     app_dir = _app_dir(app_ref, apps_dir)
     with repo.open(write=False):
         name = app_dir.name
@@ -340,7 +340,7 @@ def _version_source(app_ref: str, version: str, target_name: str, apps_dir: Path
         app = load_app(app_dir / MANIFEST_FILE)
         t = targets.get(target_name if target_name in app.targets else app.targets[0])
         return ChartSource(f"{app.name} {app.version}", app.name, render.render(app, t), app=app, target=t.name)
-    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
+    repo = Repo.of_apps(apps_dir)
     rec = records.read(repo, app_dir.name, version)
     target = target_name if target_name in rec.charts else sorted(rec.charts)[0]
     data, _ = catalogue.published_bytes(repo, rec, target)
@@ -381,7 +381,7 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
     from .manifest import LlamaCppApp
 
     app_dir = _app_dir(app_ref, apps_dir)
-    repo = Repo.at(apps_dir.resolve().parent, apps_dir)
+    repo = Repo.of_apps(apps_dir)
     app = records.app_of(records.read(repo, app_dir.name, version)) if version else resolve_app(app_ref, apps_dir)
     try:
         dev = vram.device(device_name, gpu_mib, reserve_mib)
@@ -470,7 +470,7 @@ def _changes_since_latest(app_ref: str, apps_dir: Path) -> list[tuple[str, str]]
     from . import diff, records
 
     app_dir = _app_dir(app_ref, apps_dir)
-    versions = records.versions(Repo.at(apps_dir.resolve().parent, apps_dir), app_dir.name)
+    versions = records.versions(Repo.of_apps(apps_dir), app_dir.name)
     if not versions:
         return []
     a = diff.facts(_version_source(app_ref, versions[-1], "current", apps_dir))

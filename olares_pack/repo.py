@@ -31,6 +31,11 @@ class Repo:
     def at(cls, root: Path, apps_dir: Path | None = None) -> Repo:
         return cls(root, apps_dir or root / "apps", root / PACKAGES_DIR, root / INDEX_FILE)
 
+    @classmethod
+    def of_apps(cls, apps_dir: Path) -> Repo:
+        """The catalogue whose apps folder is `apps_dir` (the CLI's --apps-dir): rooted beside it."""
+        return cls.at(apps_dir.resolve().parent, apps_dir)
+
     @property
     def state_dir(self) -> Path:
         return self.root / journal.STATE_DIR
