@@ -117,7 +117,7 @@ def record_facts(rec: Record, target: str) -> dict[str, Any]:
     img = rec.manifest["engine"]["image"]
     ref = f"{img['repository']}:{img['tag']}" + (f"@{img['digest']}" if img.get("digest") else "")
     model = rec.manifest["model"]
-    return {"name": rec.name, "version": rec.version, "olares": rec.charts[target].olares, "image": ref, "argv": rec.engine.argv,
+    return {"name": rec.name, "version": rec.chart_version(target), "olares": rec.charts[target].olares, "image": ref, "argv": rec.engine.argv,
             "model": {"repo": model["repo"], "revision": model["revision"], "files": [f["name"] for f in model["files"]]}}
 
 
@@ -125,7 +125,7 @@ def record_facts(rec: Record, target: str) -> dict[str, Any]:
 
 
 def _check_package(repo: Repo, rec: Record, target: str, ch: ChartRecord, cache: VerdictCache) -> list[Issue]:
-    expected = repo.rel(repo.package_path(target, rec.name, rec.version))
+    expected = repo.rel(repo.package_path(target, rec.name, rec.chart_version(target)))
     if ch.file != expected:
         return [Issue(repo.rel(records.path_of(repo, rec.name, rec.version)),
                       f"charts.{target}.file is {ch.file}, expected {expected}")]

@@ -433,17 +433,19 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
               help="Repository holding market-index.json, packages/ and apps/.")
 @click.option("--reload-on-change", is_flag=True, help="Reload when market-index.json changes (SIGHUP always reloads).")
 @click.option("--default-version", default="1.12.6", show_default=True, help="Olares version assumed when a request names none.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Processes sharing the listening socket, each with its own copy of the catalogue.")
 def serve_cmd(host: str, port: int, tls_cert: Path | None, tls_key: Path | None, base_url: str, root: Path,
-              reload_on_change: bool, default_version: str) -> int:
+              reload_on_change: bool, default_version: str, workers: int) -> int:
     """Serve market-index.json and packages/ as an Olares market source."""
     from . import console, server
 
     if (tls_cert is None) != (tls_key is None):
         raise click.UsageError("--tls-cert and --tls-key go together")
     targets.parse_os_version(default_version)
-    console.info(f"serving {root.resolve() / 'market-index.json'} on {'https' if tls_cert else 'http'}://{host}:{port}")
     server.run(root, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key,
-               reload_every=2.0 if reload_on_change else None, default_version=default_version, base_url=base_url)
+               reload_every=2.0 if reload_on_change else None, default_version=default_version, base_url=base_url,
+               workers=workers)
     return EXIT_OK
 
 

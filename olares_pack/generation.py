@@ -18,7 +18,8 @@ from importlib.resources.abc import Traversable
 # longer renders to its package (a template changed and this number did not).
 # 1: the first charts (0.1.0). 2: the download step reads percent-encoded URL paths, passes the
 #    token outside argv, calls curl with -g and stays inside the app's folder of the store.
-GENERATION = 2
+# 3: each target's chart is a version of its own (1.0.9 and 1.0.9-legacy, targets.chart_version).
+GENERATION = 3
 
 
 def templates_root() -> Traversable:

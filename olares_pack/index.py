@@ -36,7 +36,7 @@ def version_entry(rec: Record) -> dict[str, Any]:
         "published": rec.published.isoformat(),
         "generation": rec.generation,
         "tool": rec.tool,
-        "charts": {t: c.model_dump() for t, c in sorted(rec.charts.items())},
+        "charts": {t: c.model_dump(exclude_none=True) for t, c in sorted(rec.charts.items())},
         "image": {k: img.get(k) for k in ("repository", "tag", "digest")},
         "model": {k: m["model"].get(k) for k in ("repo", "revision", "files")},
         "engine": rec.engine.model_dump(),
@@ -94,14 +94,20 @@ def merged_at(date_text: str) -> str:
     return f"{date_text}T00:00:00Z"
 
 
-def version_history(index: dict[str, Any], name: str, locale: str = "en-US") -> list[dict[str, str]]:
+def version_history(index: dict[str, Any], name: str, locale: str = "en-US", target: str | None = None
+                    ) -> list[dict[str, str]]:
     """The market's versionHistory: every published version, newest first, with its notes, and the
-    unshipped attempts their owner chose to list (marked as such, with no versionName)."""
+    unshipped attempts their owner chose to list (marked as such, with no versionName). With a
+    target, the versions of that target's line: each under the version its chart carries
+    (1.0.10-legacy), releases without a chart for it left out."""
     from .changelog import upgrade_description
 
     rows = []
     for v in (index.get("apps", {}).get(name) or {}).get("versions", []):
-        rows.append((v["version"], v["versionName"], v["published"], v["changelog"]))
+        if target is not None and target not in v["charts"]:
+            continue
+        version = v["charts"][target].get("version") or v["version"] if target is not None else v["version"]
+        rows.append((version, v["versionName"], v["published"], v["changelog"]))
         rows += [(u["version"], "", u["date"], u) for u in v.get("unshipped", [])]
     rows.sort(key=lambda r: semver.Version.parse(r[0]), reverse=True)
     return [{

@@ -1,9 +1,15 @@
 """The market-source payloads, computed once from market-index.json and the packages.
 
-A device asks with its Olares version; it sees, for each app, the newest published version
-whose chart's olares dependency admits that version. Everything it reads is derived from the
-ledger and the chart bytes, never from the clock, so the same catalogue always gives the same
-bytes and the hash changes exactly when what that OS version sees changes.
+A device asks with its Olares version; it sees, for each app, the newest published chart whose
+olares dependency admits that version, as the official server's version filter picks it. Each
+target's chart is a version of its own with its own file name (1.0.9 for 1.12.6+, 1.0.9-legacy
+for 1.12.3-1.12.5: targets.chart_version), so the chart route answers by file name alone.
+Everything is derived from the ledger and the chart bytes, never from the clock: the same
+catalogue gives the same bytes, and the hash changes exactly when what that OS version sees
+changes.
+
+Every view any OS version can see is computed at load (targets.probe_versions), with its bodies
+as bytes: the server and the Cloudflare export serve these same bytes.
 """
 
 from __future__ import annotations
@@ -11,12 +17,12 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import re
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import semver
 import yaml
 
@@ -32,7 +38,7 @@ EMPTY_TIME = "1970-01-01T00:00:00Z"
 
 def dumps(doc: Any) -> bytes:
     """Compact, key-sorted JSON: the same document always gives the same bytes."""
-    return json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
 
 
 @dataclass
@@ -42,13 +48,15 @@ class Chart:
     device asks for one by file name."""
 
     name: str
-    version: str
+    version: str  # the version this chart carries and devices see (1.0.9-legacy)
+    release: str  # the release it belongs to (1.0.9)
     target: str
     file_name: str
     path: Path
     sha256: str
     dependency: str  # the chart's olares dependency, as recorded
     published: str  # YYYY-MM-DD from the ledger
+    offered: bool = True  # False: another target's chart of the same release owns its file name
     order: semver.Version = field(init=False)  # the version, parsed once for comparisons
     data: bytes | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
@@ -88,14 +96,31 @@ class Chart:
 
 @dataclass
 class View:
-    """What one Olares version sees; precomputed bodies keyed by the request's version string."""
+    """What the OS versions of one window see, as bytes. The hash and info bodies echo the
+    request's version, which sorts last among their keys: each is a precomputed prefix and the
+    version's JSON string and a brace. Details are one JSON fragment per app id."""
 
     hash: str
     last_updated: str
-    data: dict[str, Any]
-    details: dict[str, dict[str, Any]]  # app id -> ApplicationInfoEntry
-    charts: dict[str, Chart]  # app name -> the chart this OS version installs
-    bodies: dict[str, bytes] = field(default_factory=dict)
+    charts: dict[str, Chart]  # app name -> the chart this window installs
+    fragments: dict[str, bytes]  # app id -> its ApplicationInfoEntry as JSON
+    info_prefix: bytes
+    hash_prefix: bytes
+
+    def hash_body(self, version: str) -> bytes:
+        return self.hash_prefix + orjson.dumps(version) + b"}"
+
+    def info_body(self, version: str) -> bytes:
+        return self.info_prefix + orjson.dumps(version) + b"}"
+
+    def details_body(self, ids: list[str], version: str) -> bytes:
+        """{"apps": {...}, "not_found": [...], "version": "..."}, apps in id order as the sorted
+        JSON of the whole would have them."""
+        wanted = dict.fromkeys(ids)
+        found = sorted(i for i in wanted if i in self.fragments)
+        missing = [i for i in wanted if i not in self.fragments]
+        apps = b",".join(orjson.dumps(i) + b":" + self.fragments[i] for i in found)
+        return b'{"apps":{' + apps + b'},"not_found":' + orjson.dumps(missing) + b',"version":' + orjson.dumps(version) + b"}"
 
 
 @dataclass
@@ -105,28 +130,34 @@ class Catalogue:
     icons: dict[str, bytes]
     ledger_sha256: str
     base_url: str = ""  # where this source is reachable: icons in apps/<name>/icon.png are served under it
+    files: dict[str, dict[str, Chart]] = field(default_factory=dict)  # app name -> file name -> chart
+    shadowed: list[Chart] = field(default_factory=list)  # charts no device is offered (see index_charts)
     views: dict[tuple[str, ...], View] = field(default_factory=dict)
-    by_version: dict[str, View] = field(default_factory=dict)  # request version string -> its view
+    by_version: dict[str, View] = field(default_factory=dict)  # canonical OS version -> its view
+
+    @property
+    def dependencies(self) -> list[str]:
+        return sorted({c.dependency for c in self.charts if c.offered})
 
     def chart_for(self, os_version: str) -> dict[str, Chart]:
-        """For each app, the newest chart whose olares dependency admits this OS version."""
-        admitted = {dep: admits(dep, os_version) for dep in {c.dependency for c in self.charts}}
+        """For each app, the newest offered chart whose olares dependency admits this OS version."""
+        admitted = {dep: admits(dep, os_version) for dep in self.dependencies}
         best: dict[str, Chart] = {}
         for c in self.charts:
-            if admitted[c.dependency]:
+            if c.offered and admitted[c.dependency]:
                 cur = best.get(c.name)
                 if cur is None or c.order > cur.order:
                     best[c.name] = c
         return dict(sorted(best.items()))
 
     def view(self, os_version: str) -> View:
-        """The view of one version string; resolving the windows once per string keeps the
-        constraint parsing off the request path."""
+        """The view of one canonical OS version; resolved once per version string, so the
+        constraint parsing stays off the request path."""
         cached = self.by_version.get(os_version)
         if cached is not None:
             return cached
         charts = {name: c.load() for name, c in self.chart_for(os_version).items()}
-        key = tuple(f"{c.name}@{c.version}/{c.target}" for c in charts.values())
+        key = view_key(charts)
         if key not in self.views:
             self.views[key] = build_view(self, charts)
         if len(self.by_version) >= 256:  # bounded: devices send a handful of versions
@@ -134,14 +165,13 @@ class Catalogue:
         self.by_version[os_version] = self.views[key]
         return self.views[key]
 
-    def archive(self, name: str, file_name: str, os_version: str | None) -> Chart | None:
-        matches = [c for c in self.charts if c.name == name and c.file_name == file_name]
-        if len(matches) > 1 and os_version:
-            admitted = [c for c in matches if admits(c.dependency, os_version)]
-            matches = admitted or matches
-        # both targets share the name: without a usable OS version, the current target's wins
-        matches.sort(key=lambda c: c.target != targets.CURRENT.name)
-        return matches[0] if matches else None
+    def archive(self, name: str, file_name: str) -> Chart | None:
+        """The chart a file name names: the device's chart request carries nothing else."""
+        return (self.files.get(name) or {}).get(file_name)
+
+
+def view_key(charts: dict[str, Chart]) -> tuple[str, ...]:
+    return tuple(f"{c.name}@{c.version}/{c.target}" for c in charts.values())
 
 
 def _epoch(date_text: str) -> int:
@@ -173,8 +203,8 @@ def entry(cat: Catalogue, c: Chart) -> dict[str, Any]:
     envelope = next((e for e in spec.get("accelerator") or [] if e.get("mode") == "nvidia"),
                     (spec.get("accelerator") or [spec])[0])
     app_id = index.app_id(c.name)
-    history = [h for h in index.version_history(cat.ledger, c.name)
-               if semver.Version.parse(h["version"]) <= semver.Version.parse(c.version)]
+    history = [h for h in index.version_history(cat.ledger, c.name, target=c.target)
+               if semver.Version.parse(h["version"]) <= c.order]
     versions = [v for v in (cat.ledger["apps"].get(c.name) or {}).get("versions", [])]
     first = min((v["published"] for v in versions), default=c.published)
     i18n = {loc: {"metadata": {k: doc.get("metadata", {}).get(k, "") for k in ("title", "description")},
@@ -276,15 +306,19 @@ def build_view(cat: Catalogue, charts: dict[str, Chart]) -> View:
         "tags": {CATEGORY: {"_id": CATEGORY.lower(), "name": CATEGORY, "title": {"en-US": CATEGORY}, "icon": "",
                             "sort": 1, "source": 1, "updated_at": last, "createdAt": last}},
     }
-    digest = hashlib.sha256(dumps({"data": data, "details": details})).hexdigest()[:32]
-    return View(digest, last, data, details, charts)
+    fragments = {i: dumps(e) for i, e in sorted(details.items())}
+    digest = hashlib.sha256(dumps(data) + b"".join(i.encode() + f for i, f in fragments.items())).hexdigest()[:32]
+    info = dumps({"data": data, "hash": digest, "last_updated": last,
+                  "stats": {"appstore_data": {"apps": len(apps)}, "last_updated": last}})
+    hashed = dumps({"hash": digest, "last_updated": last})
+    return View(digest, last, charts, fragments, info[:-1] + b',"version":', hashed[:-1] + b',"version":')
 
 
-def load(root: Path, index_file: Path | None = None, base_url: str = "", probes: tuple[str, ...] = ()) -> Catalogue:
-    """Read market-index.json, verify every package it lists, and build the view of each probe
-    version (the default one, and the lowest version each olares window admits), so that the
-    charts any device can be offered are read once, at start. Neither Helm nor the app manifests
-    are read: the ledger and the packages are the published catalogue."""
+def load(root: Path, index_file: Path | None = None, base_url: str = "") -> Catalogue:
+    """Read market-index.json, check every package it lists is there at its recorded size, and
+    compute every view an OS version can see (each chart a view shows is read and verified once,
+    here). Neither Helm nor the app manifests are read: the ledger and the packages are the
+    published catalogue."""
     index_file = index_file or root / INDEX_FILE
     if not index_file.exists():
         raise InputError(f"{index_file}: no market index (publish with olares-pack release)")
@@ -295,13 +329,14 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "", probes:
     for name, app in sorted(ledger["apps"].items()):
         # Only what the routes read is kept: argv, flags and resources of 2,000 versions are not.
         slim["apps"][name] = {"versions": [{k: v[k] for k in ("version", "versionName", "published", "changelog",
-                                                             "unshipped") if k in v} for v in app["versions"]]}
+                                                             "unshipped", "charts") if k in v} for v in app["versions"]]}
         for v in app["versions"]:
             for target, rec in sorted(v["charts"].items()):
-                c = Chart(name, v["version"], target, package.archive_name(name, v["version"]), root / rec["file"],
+                served = rec.get("version") or v["version"]
+                c = Chart(name, served, v["version"], target, package.archive_name(name, served), root / rec["file"],
                           rec["sha256"], rec.get("olares") or targets.get(target).dependency, v["published"])
                 # Every listed package must be there; its bytes are checked against the sha256
-                # when it is read (at start for the charts a view shows, else when it is asked for).
+                # when it is read (at load for the charts a view shows, else when it is asked for).
                 try:
                     size = c.path.stat().st_size
                 except OSError:
@@ -316,15 +351,21 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "", probes:
         if icon.is_file():
             icons[name] = icon.read_bytes()
     cat = Catalogue(slim, charts, icons, hashlib.sha256(raw).hexdigest(), base_url.rstrip("/"))
-    for version in {*probes, *window_floors(charts)}:
+    index_charts(cat)
+    for version in targets.probe_versions(cat.dependencies):
         cat.view(version)
+    cat.by_version.clear()  # probes are not versions devices send
     return cat
 
 
-def window_floors(charts: list[Chart]) -> set[str]:
-    """The lowest OS version each distinct olares window admits (1.12.3 for >=1.12.3-0,<1.12.6)."""
-    out = set()
-    for dep in {c.dependency for c in charts}:
-        for m in re.finditer(r">=\s*v?(\d+\.\d+\.\d+)", dep):
-            out.add(m.group(1))
-    return out
+def index_charts(cat: Catalogue) -> None:
+    """File name -> chart, one chart per name. Releases of generation 1 and 2 gave both targets'
+    charts the release version, so both are named <name>-<version>.tgz: the current target's
+    chart keeps the name, and the other is not offered to any device (a device that fetched it and
+    then upgraded its OS would keep installing the chart of its old OS: market-source-api.md,
+    "Chart"). `build --check` names such versions; the next release gives every line its own."""
+    for c in sorted(cat.charts, key=lambda c: (c.name, c.file_name, c.target != targets.CURRENT.name)):
+        owner = cat.files.setdefault(c.name, {}).setdefault(c.file_name, c)
+        if owner is not c:
+            c.offered = False
+            cat.shadowed.append(c)

@@ -41,6 +41,10 @@ class ChartRecord(_Model):
     size: int = Field(gt=0)
     content_sha256: str = Field(pattern=SHA256)  # of the uncompressed tar: independent of zlib
     olares: str  # the chart's olares dependency: which OS versions may install it
+    # The version this chart carries and is served as (targets.chart_version). Absent in records
+    # of generation 1 and 2, published before each target had a version of its own: their
+    # charts carry the record's version.
+    version: str | None = None
 
 
 class EngineRecord(_Model):
@@ -67,6 +71,9 @@ class Record(_Model):
     @property
     def entry(self) -> ChangelogEntry:
         return self.changelog[-1]
+
+    def chart_version(self, target: str) -> str:
+        return self.charts[target].version or self.version
 
     @property
     def unshipped(self) -> list[ChangelogEntry]:

@@ -50,9 +50,11 @@ class BuiltPackage:
 def build_packages(app: App, repo: Repo) -> list[BuiltPackage]:
     out = []
     for name in app.targets:
-        files = render.render(app, targets.get(name))
+        target = targets.get(name)
+        files = render.render(app, target)
         tar = package.build_tar(app.name, files)
-        out.append(BuiltPackage(name, repo.package_path(name, app.name, app.version), files, tar, package.compress(tar)))
+        path = repo.package_path(name, app.name, targets.chart_version(app.version, target))
+        out.append(BuiltPackage(name, path, files, tar, package.compress(tar)))
     return out
 
 
@@ -78,7 +80,8 @@ def make_record(app: App, built: list[BuiltPackage], repo: Repo, adds: list[Chan
     return Record(
         name=app.name, version=app.version, published=entry.date, tool=TOOL, generation=generation.GENERATION,
         charts={b.target: ChartRecord(file=repo.rel(b.path), sha256=b.sha256, size=len(b.data),
-                                      content_sha256=b.content_sha256, olares=targets.get(b.target).dependency)
+                                      content_sha256=b.content_sha256, olares=targets.get(b.target).dependency,
+                                      version=targets.chart_version(app.version, targets.get(b.target)))
                 for b in built},
         engine=engine_record(app), changelog=adds, derived=derived, manifest=records.resolved_manifest(app))
 
@@ -197,6 +200,9 @@ def plan_release(
         semver.Version.parse(new_version)
     except ValueError:
         raise InputError(f"{new_version!r} is not a semantic version") from None
+    if (line := targets.line_clash(new_version)) is not None:
+        raise InputError(f"{old.name} {new_version}: versions whose pre-release starts with {line!r} name the "
+                         f"{line} target's chart of a release; choose another pre-release")
     old_text = doc.path.read_text(encoding="utf-8")
 
     if new_version in published:

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from . import engines, generation, quantity
+from . import engines, generation, quantity, targets
 from .changelog import upgrade_description
 from .manifest import App, LlamaCppApp
 from .targets import TargetProfile
@@ -144,6 +144,7 @@ def context(app: App, target: TargetProfile) -> dict[str, Any]:
     return {
         "app": app,
         "target": target,
+        "version": targets.chart_version(app.version, target),
         "image": app.engine.image.ref,
         "args": args,
         "container": engines.container_name(app),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import semver
 
@@ -34,6 +35,9 @@ class TargetProfile:
     hf_token_env: str
     hf_endpoint_from: str
     hf_token_from: str
+    # The pre-release identifier that makes this target's chart a version of its own (None: the
+    # release version itself). See chart_version.
+    line: str | None = None
 
     def admits(self, os_version: str) -> bool:
         """Whether an Olares OS version falls inside this target's dependency window."""
@@ -83,9 +87,34 @@ LEGACY = TargetProfile(
     hf_token_env="OLARES_USER_HUGGINGFACE_TOKEN",
     hf_endpoint_from="OLARES_USER_HUGGINGFACE_SERVICE",
     hf_token_from="OLARES_USER_HUGGINGFACE_TOKEN",
+    line="legacy",
 )
 
 TARGETS: dict[str, TargetProfile] = {t.name: t for t in (CURRENT, LEGACY)}
+
+
+def chart_version(version: str, target: TargetProfile) -> str:
+    """The version a target's chart carries, its file is named after and devices see.
+
+    A device caches charts by file name (`<name>-<version>.tgz`), re-syncs an app only when its
+    version string changes, and the chart route answers by file name alone (market-source-api.md,
+    "Chart"): two targets' charts of one release need two versions. The current line keeps the
+    release version; the legacy line is the same release as a pre-release, `1.0.9-legacy`, which
+    semver orders just below `1.0.9`, so a 1.12.5 device that upgrades its OS to 1.12.6 sees a new,
+    higher version and fetches a new file. A release version that is itself a pre-release keeps
+    its identifiers after the line's (`1.1.0-rc.1` -> `1.1.0-legacy.rc.1`)."""
+    if target.line is None:
+        return version
+    v = semver.Version.parse(version)
+    return str(v.replace(prerelease=f"{target.line}.{v.prerelease}" if v.prerelease else target.line, build=None))
+
+
+def line_clash(version: str) -> str | None:
+    """The target line a release version would be mistaken for ('1.0.9-legacy' is the legacy chart
+    of 1.0.9, so it cannot be a release of its own)."""
+    pre = semver.Version.parse(version).prerelease or ""
+    head = pre.split(".", 1)[0]
+    return next((t.name for t in TARGETS.values() if t.line is not None and head == t.line), None)
 
 
 def get(name: str) -> TargetProfile:
@@ -115,29 +144,64 @@ def parse_os_version(text: str) -> semver.Version:
     return semver.Version(major, minor, patch, prerelease=pre)
 
 
-def admits(constraint: str, version: str) -> bool:
-    """Whether a Masterminds-style constraint ('>=1.12.3-0,<1.12.6', '>=1.12.6-0', '1.12.x || >=1.13')
-    admits an Olares version."""
-    v = parse_os_version(version)
+Term = tuple[str, semver.Version]  # (one of >= > <= < = !=, version)
+
+_OPS = {">=": lambda c: c >= 0, ">": lambda c: c > 0, "<=": lambda c: c <= 0, "<": lambda c: c < 0,
+        "=": lambda c: c == 0, "!=": lambda c: c != 0}
+
+
+@lru_cache(maxsize=1024)
+def constraint_terms(constraint: str) -> tuple[tuple[Term, ...], ...]:
+    """A Masterminds-style constraint ('>=1.12.3-0,<1.12.6', '~1.12.3', '1.12.x || >=1.13') as
+    alternatives of plain comparisons: the one form both `admits` and the exported Worker
+    evaluate. Wildcards, ~ and ^ become ranges ('1.12.x' is >=1.12.0-0,<1.13.0-0)."""
+    alternatives = []
     for alternative in constraint.split("||"):
-        ok = True
+        terms: list[Term] = []
         for part in re.split(r"[,\s]+(?=[<>=!~^]|\d)", alternative.strip()):
             part = part.strip().rstrip(",")
-            if not part or part in ("*", "x"):
+            if not part or part in ("*", "x", "X"):
                 continue
             m = re.match(r"^(>=|<=|>|<|!=|=|==|~|\^)?\s*v?([0-9xX*][^\s,]*)$", part)
             if not m:
                 raise InputError(f"cannot read the version constraint {constraint!r}")
             op, ref = m.group(1) or "=", m.group(2)
             if "x" in ref.lower() or "*" in ref:
-                prefix = [p for p in re.split(r"[.]", ref) if p not in ("x", "X", "*")]
-                ok = ok and [str(v.major), str(v.minor), str(v.patch)][: len(prefix)] == prefix
+                prefix = [int(p) for p in ref.split(".") if p not in ("x", "X", "*")]
+                if not prefix:
+                    continue
+                low = prefix + [0] * (3 - len(prefix))
+                high = prefix[:-1] + [prefix[-1] + 1] + [0] * (3 - len(prefix))
+                terms += [(">=", semver.Version(*low, prerelease="0")), ("<", semver.Version(*high, prerelease="0"))]
                 continue
             r = parse_os_version(ref)
-            c = v.compare(r)
-            ok = ok and {">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0, "!=": c != 0, "=": c == 0, "==": c == 0,
-                         "~": c >= 0 and v.major == r.major and v.minor == r.minor,
-                         "^": c >= 0 and v.major == r.major}[op]
-        if ok:
-            return True
-    return False
+            if op == "~":
+                terms += [(">=", r), ("<", semver.Version(r.major, r.minor + 1, 0, prerelease="0"))]
+            elif op == "^":
+                terms += [(">=", r), ("<", semver.Version(r.major + 1, 0, 0, prerelease="0"))]
+            else:
+                terms.append(("=" if op == "==" else op, r))
+        alternatives.append(tuple(terms))
+    return tuple(alternatives)
+
+
+def admits(constraint: str, version: str) -> bool:
+    """Whether a Masterminds-style constraint ('>=1.12.3-0,<1.12.6', '>=1.12.6-0', '1.12.x || >=1.13')
+    admits an Olares version."""
+    v = parse_os_version(version)
+    return any(all(_OPS[op](v.compare(r)) for op, r in terms) for terms in constraint_terms(constraint))
+
+
+def probe_versions(constraints: set[str] | list[str]) -> list[str]:
+    """OS versions that between them meet every combination of these constraints' answers that any
+    OS version can meet: each boundary a constraint names, the smallest version above it, and the
+    smallest version of all. Admission is constant between neighbouring boundaries, so a view per
+    probe is a view for every version."""
+    points = {semver.Version(0, 0, 0, prerelease="0")}
+    for c in constraints:
+        for terms in constraint_terms(c):
+            for _, r in terms:
+                points.add(r)
+                points.add(r.replace(prerelease=f"{r.prerelease}.0") if r.prerelease
+                           else semver.Version(r.major, r.minor, r.patch + 1, prerelease="0"))
+    return [str(p) for p in sorted(points)]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,3 +62,33 @@ def tree_digest(root: Path) -> dict[str, str]:
     """Every file of the repository but olares-pack's own state (the lock, the verdict cache)."""
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file() and ".olares-pack" not in p.relative_to(root).parts}
+
+
+@contextmanager
+def serving(source: Any, **options: Any) -> Iterator[str]:
+    """olares-pack's market server on a loopback port, in a thread with its own event loop."""
+    import asyncio
+    import threading
+
+    from olares_pack import server
+
+    sock = server.listen("127.0.0.1", 0)
+    loop = asyncio.new_event_loop()
+    up = threading.Event()
+    task: list[asyncio.Task[None]] = []
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        task.append(loop.create_task(server.serve(source, sock, started=lambda _: up.set(), **options)))
+        with contextlib.suppress(asyncio.CancelledError):
+            loop.run_until_complete(task[0])
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert up.wait(30), "server did not start"
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        loop.call_soon_threadsafe(task[0].cancel)
+        thread.join(5)
+        sock.close()

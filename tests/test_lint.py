@@ -47,7 +47,7 @@ M, D = "OlaresManifest.yaml", "templates/deployment.yaml"
 # rule id -> (target, mutation of the rendered chart, options)
 CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str, object]]] = {
     "chart.structure": ("current", lambda f: {k: v for k, v in f.items() if k != M}, {}),
-    "chart.version": ("current", lambda f: edit(f, M, 'version: "1.0.9"', 'version: "1.0.8"'), {}),
+    "chart.version": ("current", lambda f: edit(f, M, 'version: "1.0.10"', 'version: "1.0.8"'), {}),
     "manifest.schema-version": ("legacy", lambda f: edit(f, M, 'apiVersion: "v1"', 'apiVersion: "v2"'), {}),
     "manifest.metadata": ("current", lambda f: edit(f, M, 'title: "Qwen36 27B Long Context"', 'title: "Qwen3.6 27B with a very long context window"'), {}),
     "manifest.entrances": ("current", lambda f: edit(f, M, 'authLevel: "internal"', 'authLevel: "secret"'), {}),

@@ -261,7 +261,8 @@ def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     text = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text()
     text = text.replace("targets: [current, legacy]", "targets: [current, legacy]\nlocales:\n  zh-CN:\n"
                         "    title: Qwen36 27B 长上下文\n    description: Qwen3.6 27B，262K 上下文，MTP 推测解码\n")
-    text = text.replace("    notes: |\n      74.28", "    locales:\n      zh-CN: {summary: 上游 llama.cpp master，草稿 n-max 5 → 3}\n    notes: |\n      74.28")
+    text = text.replace("    changes:\n      - {kind: packaging", "    locales:\n      zh-CN: {summary: 每个系统版本线有自己的图表版本}\n"
+                        "    notes: measured nothing new\n    changes:\n      - {kind: packaging")
     app_dir = tmp_path / "apps" / "llamacppqwen36mtpone"
     app_dir.mkdir(parents=True)
     (app_dir / "app.yaml").write_text(text)
@@ -269,8 +270,8 @@ def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     assert _manifest(files)["spec"]["locale"] == ["en-US", "zh-CN"]
     zh = yaml.safe_load(files["i18n/zh-CN/OlaresManifest.yaml"])
     assert zh["metadata"]["title"] == "Qwen36 27B 长上下文"
-    assert zh["spec"]["upgradeDescription"].startswith("**1.0.9** (2026-05-21): 上游 llama.cpp master")
-    assert "74.28 tokens/s" in zh["spec"]["upgradeDescription"]  # notes fall back to en-US
+    assert zh["spec"]["upgradeDescription"].startswith("**1.0.10** (2026-12-03): 每个系统版本线有自己的图表版本")
+    assert "measured nothing new" in zh["spec"]["upgradeDescription"]  # notes fall back to en-US
     assert zh["spec"]["fullDescription"] == zh["metadata"]["description"]  # exactly, no newline added
     en = yaml.safe_load(files["i18n/en-US/OlaresManifest.yaml"])
     assert en["metadata"]["title"] == "Qwen36 27B Long Context"

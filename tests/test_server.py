@@ -12,12 +12,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
-from conftest import ROOT
+from conftest import ROOT, serving
+from device import Device, Refused, installer_gate
 
 from olares_pack import helm, index
 from olares_pack.cli import main
-from olares_pack.server import Source, create_app, guarded_protocol
+from olares_pack.server import Source
 
 HEADER_TIMEOUT = 1.0  # seconds: short, so that the slow-client test is quick
 
@@ -26,21 +26,9 @@ NAME, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"
 
 @contextmanager
 def running(root: Path, reload_every: float | None = None) -> Iterator[str]:
-    app = create_app(Source(root, root / "market-index.json"), reload_every=reload_every)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
-                                           http=guarded_protocol(HEADER_TIMEOUT)))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(5)
+    with serving(Source(root, root / "market-index.json"), reload_every=reload_every,
+                 header_timeout=HEADER_TIMEOUT) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -97,15 +85,15 @@ def test_device_sync_on_1_12_6(base: str) -> None:
     ledger = index.load(ROOT / "market-index.json")
     assert set(got) - {"_hash", "_info"} == {NAME, VLLM}
     e = got[NAME]
-    assert (e["version"], e["chartName"], e["apiVersion"]) == ("1.0.9", f"{NAME}-1.0.9.tgz", "v3")
+    assert (e["version"], e["chartName"], e["apiVersion"]) == ("1.0.10", f"{NAME}-1.0.10.tgz", "v3")
     assert (e["requiredCPU"], e["limitedCPU"]) == ("4", "16")
     assert (e["requiredMemory"], e["limitedMemory"]) == (str(20 * 2**30), str(40 * 2**30))
     assert (e["requiredDisk"], e["requiredGPU"]) == (str(25 * 2**30), str(23552 * 2**20))
     assert e["title"] == {"en-US": "Qwen36 27B Long Context"} and "en-US" in e["i18n"]
-    assert [h["version"] for h in e["versionHistory"]] == ["1.0.9", "1.0.8", "1.0.7", "1.0.5"]
-    assert "86.7 % draft acceptance" in e["versionHistory"][0]["upgradeDescription"]
-    assert e["updated_at"] == "2026-05-21T00:00:00Z" == got["_hash"]["last_updated"]
-    sha = index.recorded_sha(ledger, NAME, "1.0.9", "current")
+    assert [h["version"] for h in e["versionHistory"]] == ["1.0.10", "1.0.9", "1.0.8", "1.0.7", "1.0.5"]
+    assert "86.7 % draft acceptance" in e["versionHistory"][1]["upgradeDescription"]
+    assert e["updated_at"] == "2026-12-03T00:00:00Z" == got["_hash"]["last_updated"]
+    sha = index.recorded_sha(ledger, NAME, "1.0.10", "current")
     assert hashlib.sha256(e["_chart"]).hexdigest() == sha and e["_etag"] == f'"sha256:{sha}"'
     for name in (NAME, VLLM):
         with helm.load_bytes(got[name]["_chart"]) as chart:
@@ -122,9 +110,12 @@ def test_the_version_window(base: str) -> None:
     assert set(old) - {"_hash", "_info"} == {NAME}  # the vLLM app has no legacy chart
     assert old[NAME]["apiVersion"] == "v1" and old[NAME]["options"]["dependencies"][0]["version"] == ">=1.12.3-0,<1.12.6"
     assert old["_hash"]["hash"] != new["_hash"]["hash"]
+    assert (old[NAME]["version"], old[NAME]["chartName"]) == ("1.0.10-legacy", f"{NAME}-1.0.10-legacy.tgz")
     with helm.load_bytes(old[NAME]["_chart"]) as chart:
-        assert chart.version == "1.0.9"
+        assert chart.version == "1.0.10-legacy"
     assert old[NAME]["_chart"] != new[NAME]["_chart"]
+    # the legacy line's history: its own version, then releases whose two charts shared a name
+    assert [h["version"] for h in old[NAME]["versionHistory"]][:2] == ["1.0.10-legacy", "1.0.9"]
     none = httpx.get(f"{base}/api/v1/appstore/info", params={"version": "1.12.2"}).json()
     assert none["data"]["apps"] == {}
     # the hash is stable for the same catalogue
@@ -191,8 +182,8 @@ DEEP = b"[" * 5000 + b"]" * 5000
     ("POST", "/api/v1/applications/info", {"json": {"app_ids": ["\u00e9" * 8, "<script>"], "version": "1.12.6"}}, 200),
     ("POST", "/api/v1/applications/info", {"json": {"app_ids": [], "version": None}}, 400),
     ("POST", "/api/v1/applications/info", {"json": {"app_ids": [], "version": ["1.12.6"]}}, 400),
-    ("GET", f"/api/v1/applications/{NAME}/chart?fileName={NAME}-1.0.9.tgz&version=%D9%A1", {}, 200),
-    ("GET", f"/api/v1/applications/{NAME}/chart?fileName={NAME}-1.0.9.tgz&version=" + "9" * 5000, {}, 200),
+    ("GET", f"/api/v1/applications/{NAME}/chart?fileName={NAME}-1.0.10.tgz&version=%D9%A1", {}, 200),
+    ("GET", f"/api/v1/applications/{NAME}/chart?fileName={NAME}-1.0.10.tgz&version=" + "9" * 5000, {}, 200),
     ("GET", f"/api/v1/applications/{NAME}/chart?fileName={NAME}-%D9%A1.0.9.tgz", {}, 404),
     ("GET", f"/api/v1/applications/{NAME}/chart?fileName={NAME}-1.0.9.tgz%00", {}, 404),
     ("GET", "/api/v1/applications/%00/chart?fileName=x.tgz", {}, 404),
@@ -279,7 +270,7 @@ def test_publishing_reloads_without_downtime(repo: Path) -> None:
     with running(root, reload_every=0.1) as url:
         release_and_wait(root, url, "the new version was not picked up")
         info = httpx.get(f"{url}/api/v1/appstore/info", params={"version": "1.12.6"}).json()
-        assert info["data"]["apps"]["43e83ecd"]["version"] == "1.0.10"
+        assert info["data"]["apps"]["43e83ecd"]["version"] == "1.0.11"
         current = info["hash"]
         # a ledger that does not load (here: a package it lists is missing) is not served
         ledger = json.loads((root / "market-index.json").read_text())
@@ -287,4 +278,71 @@ def test_publishing_reloads_without_downtime(repo: Path) -> None:
         (root / "market-index.json").write_text(json.dumps(ledger))
         time.sleep(0.5)
         assert httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == current
-        assert httpx.get(f"{url}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.10.tgz"}).status_code == 200
+        assert httpx.get(f"{url}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.11.tgz"}).status_code == 200
+
+
+# ---------------------------------------------------------------- a device across an OS upgrade
+
+
+def device_lifecycle(base: str) -> Device:
+    """A 1.12.5 device installs the llama.cpp app, upgrades its OS to 1.12.6 in the middle, syncs
+    again and installs both apps: every chart it gets passes its installer, and a file name never
+    stands for two charts."""
+    dev = Device(base, "1.12.5")
+    assert dev.sync()
+    assert [e["name"] for e in dev.apps.values()] == [NAME]  # the vLLM app has no chart for 1.12.5
+    assert dev.install(NAME) == "1.0.10-legacy"
+    assert not dev.sync()  # nothing changed: one hash request
+    dev.os_version = "1.12.6"
+    assert dev.sync()  # the hash differs per OS window
+    assert dev.requests[-2:] == ["info", "details"]  # the llama.cpp app's version string changed; vLLM is new
+    assert dev.install(NAME) == "1.0.10"  # an upgrade from 1.0.10-legacy, fetched under a new file name
+    assert dev.install(VLLM) == "2.5.7"
+    assert set(dev.charts) == {f"{NAME}-1.0.10-legacy.tgz", f"{NAME}-1.0.10.tgz", f"{VLLM}-2.5.7.tgz"}
+    # the chart route answers by file name alone, whatever `version` says
+    for file_name, data in dev.charts.items():
+        name = file_name.rsplit("-", 2)[0] if "legacy" in file_name else file_name.rsplit("-", 1)[0]
+        for asked in ("1.12.5", "1.12.6", "1.0.10", ""):
+            r = httpx.get(f"{base}/api/v1/applications/{name}/chart", params={"fileName": file_name, "version": asked})
+            assert r.content == data
+    return dev
+
+
+def test_a_device_upgrading_its_os_gets_only_charts_its_installer_accepts(base: str) -> None:
+    device_lifecycle(base)
+
+
+def test_the_installer_gate_refuses_what_a_device_would(base: str) -> None:
+    """The emulator's gate is not a rubber stamp: the charts of the other OS line are refused."""
+    dev = Device(base, "1.12.6")
+    dev.sync()
+    entry, data = dev.chart(NAME)
+    installer_gate("1.12.6", NAME, entry["version"], entry["chartName"], data)
+    with pytest.raises(Refused, match="does not admit 1.12.5"):
+        installer_gate("1.12.5", NAME, entry["version"], entry["chartName"], data)
+    old = httpx.get(f"{base}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.10-legacy.tgz"}).content
+    with pytest.raises(Refused, match="does not admit 1.12.6"):
+        installer_gate("1.12.6", NAME, "1.0.10-legacy", f"{NAME}-1.0.10-legacy.tgz", old)
+    with pytest.raises(Refused, match="the market said"):
+        installer_gate("1.12.5", NAME, "1.0.10", f"{NAME}-1.0.10.tgz", old)
+
+
+def test_a_release_before_per_target_versions_is_offered_on_one_line_only(base: str) -> None:
+    """1.0.9 was published with both charts named llamacppqwen36mtpone-1.0.9.tgz: the file name is
+    the current chart's, and no 1.12.5 device is offered 1.0.9 under it."""
+    r = httpx.get(f"{base}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.9.tgz", "version": "1.12.5"})
+    installer_gate("1.12.6", NAME, "1.0.9", f"{NAME}-1.0.9.tgz", r.content)
+
+
+def test_conditional_and_compressed_answers(base: str) -> None:
+    url = f"{base}/api/v1/appstore/info?version=1.12.6"
+    plain = httpx.get(url, headers={"Accept-Encoding": "identity"})
+    zipped = httpx.get(url, headers={"Accept-Encoding": "gzip"})
+    assert zipped.headers["content-encoding"] == "gzip" and zipped.content == plain.content  # httpx decodes it
+    assert zipped.headers["etag"] != plain.headers["etag"] and "accept-encoding" in zipped.headers["vary"].lower()
+    again = httpx.get(url, headers={"Accept-Encoding": "identity", "If-None-Match": plain.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+    head = httpx.head(url, headers={"Accept-Encoding": "identity"})
+    assert head.status_code == 200 and head.content == b"" and int(head.headers["content-length"]) == len(plain.content)
+    # an answer for another OS window is another body with another tag
+    assert httpx.get(f"{base}/api/v1/appstore/info?version=1.12.5").headers["etag"] != plain.headers["etag"]
