@@ -1,8 +1,11 @@
-# `make` sets everything up in .venv and builds the bundled catalogue; `make test` runs the tests
-# and checks that the committed market-index.json and packages/ are up to date.
+# `make` sets everything up in .venv and builds the bundled catalogue; `make test` also installs
+# the Node tools of node/ (wrangler), runs the tests and checks that the committed
+# market-index.json and packages/ are up to date.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# wrangler (with workerd) runs the Cloudflare export in the tests, offline
+WRANGLER := node/node_modules/.bin/wrangler
 
 .PHONY: all build test clean
 
@@ -14,12 +17,16 @@ $(BIN)/olares-pack: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
+$(WRANGLER): node/package.json node/package-lock.json
+	cd node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 build: $(BIN)/olares-pack
 	$(BIN)/olares-pack build
 
-test: $(BIN)/olares-pack
+test: $(BIN)/olares-pack $(WRANGLER)
 	$(BIN)/python -m pytest
 	$(BIN)/olares-pack build --check
 
 clean:
-	rm -rf build $(VENV)
+	rm -rf build $(VENV) node/node_modules

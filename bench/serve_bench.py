@@ -1,17 +1,22 @@
-"""Drive `olares-pack serve` with concurrent requests (hash, info, details) and compare, in the
-same run, with a plain static file server serving the same precomputed JSON (nginx when
-installed, else Python's ThreadingHTTPServer). Prints requests per second and p50/p99 latency.
+"""`olares-pack serve` beside nginx serving the same bytes, in one run.
 
-    .venv/bin/python bench/serve_bench.py [REQUESTS_PER_ROUTE] [CONCURRENCY]
+    .venv/bin/python bench/serve_bench.py [SECONDS] [CONNECTIONS] [APPS...]
 
-Everything runs on loopback; request loops are bounded in count.
+For each catalogue (the bundled one, and a synthetic one per APPS count, e.g. 200), the bench
+starts `olares-pack serve` and an nginx (Debian package `nginx-light`) with a config it writes:
+one process each, nginx answering the same paths from files holding the bytes serve answers
+(the details POST too, through nginx's `error_page 405 =200` trick). Load comes from `wrk`
+(Debian package) with 2 threads and CONNECTIONS connections for SECONDS per route, run three
+times; the median of the requests per second and of the p99 latency is printed for both, with
+the ratio. Everything is on loopback; on this 2-core machine the load generator shares the
+cores with the server it measures.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -20,11 +25,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-import httpx
+from urllib.request import Request, urlopen
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
 VERSION = "1.12.6"
+RUNS = 3
 
 
 def free_port() -> int:
@@ -33,124 +39,124 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_up(url: str, timeout: float = 20) -> None:
+def fetch(url: str, body: bytes | None = None) -> bytes:
+    with urlopen(Request(url, data=body, headers={"Content-Type": "application/json"} if body else {}), timeout=10) as r:
+        return r.read()
+
+
+def wait_up(url: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if httpx.get(url, timeout=1).status_code < 500:
-                return
-        except httpx.HTTPError:
+            fetch(url)
+            return
+        except OSError:
             time.sleep(0.1)
     raise SystemExit(f"{url} did not come up")
 
 
-async def _fetch(conn: list, host: str, port: int, raw: bytes) -> None:
-    """One request on a kept-alive connection (reopened when the server closes it)."""
-    if not conn:
-        conn.extend(await asyncio.open_connection(host, port))
-    reader, writer = conn
-    writer.write(raw)
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
-    if status >= 400:
-        raise SystemExit(f"HTTP {status}")
-    if "content-length" in headers:
-        await reader.readexactly(int(headers["content-length"]))
-    else:
-        await reader.read()
-    if headers.get("connection", "").lower() == "close" or lines[0].startswith("HTTP/1.0"):
-        writer.close()
-        conn.clear()
+def start_nginx(folder: Path, port: int, routes: dict[str, str]) -> subprocess.Popen[bytes]:
+    """nginx with one worker, its temp and pid files in the bench folder, answering each route's
+    path (query ignored) from a file."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.path.exists(nginx):
+        raise SystemExit("nginx is not installed: apt-get install nginx-light wrk")
+    locations = "".join(f"location = {path} {{ default_type application/json; alias {folder / file}; "
+                        f"error_page 405 =200 $uri; }}\n" for path, file in routes.items())
+    temp = folder / "tmp"
+    temp.mkdir()
+    conf = folder / "nginx.conf"
+    conf.write_text(
+        f"daemon off; worker_processes 1; pid {folder}/nginx.pid; error_log {folder}/error.log;\n"
+        + ("user root;\n" if os.geteuid() == 0 else "")  # the worker reads files under a 0700 temp folder
+        + "events { worker_connections 4096; }\n"
+        f"http {{ access_log off; client_body_temp_path {temp}; proxy_temp_path {temp}; fastcgi_temp_path {temp};\n"
+        f"uwsgi_temp_path {temp}; scgi_temp_path {temp};\n"
+        f"server {{ listen 127.0.0.1:{port}; {locations} }} }}\n")
+    return subprocess.Popen([nginx, "-c", str(conf), "-p", str(folder)], stderr=subprocess.DEVNULL)
 
 
-async def drive(requests: list[tuple[str, str, bytes | None]], concurrency: int) -> tuple[float, list[float]]:
-    """A lean HTTP/1.1 load generator: the client must not be the slowest part of the test."""
-    latencies: list[float] = []
-    queue = list(reversed(requests))
-
-    def encode(method: str, url: str, body: bytes | None) -> tuple[str, int, bytes]:
-        u = httpx.URL(url)
-        head = f"{method} {u.raw_path.decode()} HTTP/1.1\r\nHost: {u.host}:{u.port}\r\n"
-        if body:
-            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-        return u.host, u.port or 80, (head + "\r\n").encode() + (body or b"")
-
-    async def worker() -> None:
-        conn: list = []
-        while queue:
-            host, port, raw = encode(*queue.pop())
-            t0 = time.perf_counter()
-            await _fetch(conn, host, port, raw)
-            latencies.append(time.perf_counter() - t0)
-        if conn:
-            conn[1].close()
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return len(requests) / (time.perf_counter() - t0), latencies
+def wrk(url: str, seconds: int, connections: int, script: Path | None) -> tuple[float, float]:
+    """Requests per second and p99 in ms."""
+    cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", url]
+    if script:
+        cmd[1:1] = ["-s", str(script)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    value, unit = re.search(r"99%\s+([\d.]+)(us|ms|s)", out).groups()  # type: ignore[union-attr]
+    p99 = float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    if "Non-2xx" in out:
+        raise SystemExit(f"{url}: non-2xx answers\n{out}")
+    return rps, p99
 
 
-def report(label: str, rps: float, lat: list[float]) -> str:
-    q = statistics.quantiles(lat, n=100)
-    return f"{label:<44} {rps:9.0f} req/s   p50 {q[49] * 1000:6.2f} ms   p99 {q[98] * 1000:6.2f} ms"
-
-
-def start_static(folder: Path, port: int) -> subprocess.Popen[bytes]:
-    nginx = shutil.which("nginx")
-    if nginx:
-        conf = folder.parent / "nginx.conf"
-        conf.write_text(f"daemon off; worker_processes 2; pid {folder.parent}/nginx.pid; error_log stderr;\n"
-                        f"events {{}} http {{ access_log off; server {{ listen 127.0.0.1:{port}; root {folder}; }} }}\n")
-        return subprocess.Popen([nginx, "-c", str(conf)], stderr=subprocess.DEVNULL)
-    return subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(folder)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-    concurrency = int(sys.argv[2]) if len(sys.argv) > 2 else 32
-    port, static_port = free_port(), free_port()
-    server = subprocess.Popen([sys.executable, "-m", "olares_pack.cli", "serve", "--port", str(port), "--root", str(ROOT)],
+def bench(root: Path, label: str, seconds: int, connections: int, tmp: Path) -> dict[str, dict[str, float]]:
+    port, nport = free_port(), free_port()
+    server = subprocess.Popen([sys.executable, "-m", "olares_pack.cli", "serve", "--port", str(port), "--root", str(root)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-    tmp = Path(tempfile.mkdtemp())
-    static = tmp / "static"
-    static.mkdir()
+    folder = tmp / label
+    folder.mkdir()
+    folder.chmod(0o755)
     try:
         base = f"http://127.0.0.1:{port}"
         wait_up(f"{base}/health")
-        ids = list(httpx.get(f"{base}/api/v1/appstore/info", params={"version": VERSION}).json()["data"]["apps"])
-        details_body = json.dumps({"app_ids": ids, "version": VERSION}).encode()
-        # the same bytes, precomputed, for the static server
-        (static / "hash.json").write_bytes(httpx.get(f"{base}/api/v1/appstore/hash", params={"version": VERSION}).content)
-        (static / "info.json").write_bytes(httpx.get(f"{base}/api/v1/appstore/info", params={"version": VERSION}).content)
-        (static / "details.json").write_bytes(httpx.post(f"{base}/api/v1/applications/info", content=details_body).content)
-        sbase = f"http://127.0.0.1:{static_port}"
-        static_proc = start_static(static, static_port)
+        info = json.loads(fetch(f"{base}/api/v1/appstore/info?version={VERSION}"))
+        ids = sorted(info["data"]["apps"])[:10]  # a device asks for at most 10 per call
+        body = json.dumps({"app_ids": ids, "version": VERSION}).encode()
+        paths = {"hash": "/api/v1/appstore/hash", "info": "/api/v1/appstore/info", "details": "/api/v1/applications/info"}
+        (folder / "hash.json").write_bytes(fetch(f"{base}{paths['hash']}?version={VERSION}"))
+        (folder / "info.json").write_bytes(fetch(f"{base}{paths['info']}?version={VERSION}"))
+        (folder / "details.json").write_bytes(fetch(f"{base}{paths['details']}", body))
+        script = folder / "post.lua"
+        script.write_text(f'wrk.method = "POST"\nwrk.body = {json.dumps(body.decode())}\n'
+                          'wrk.headers["Content-Type"] = "application/json"\n')
+        nginx = start_nginx(folder, nport, {p: f"{k}.json" for k, p in paths.items()})
+        nbase = f"http://127.0.0.1:{nport}"
         try:
-            wait_up(f"{sbase}/hash.json")
-            kind = "nginx" if shutil.which("nginx") else "python http.server"
-            routes = {
-                "hash": ("GET", f"{base}/api/v1/appstore/hash?version={VERSION}", None, f"{sbase}/hash.json"),
-                "info": ("GET", f"{base}/api/v1/appstore/info?version={VERSION}", None, f"{sbase}/info.json"),
-                "details": ("POST", f"{base}/api/v1/applications/info", details_body, f"{sbase}/details.json"),
-            }
-            print(f"{n} requests per route, concurrency {concurrency}, {os.cpu_count()} CPUs; "
-                  f"client and servers share the machine")
-            for name, (method, url, body, static_url) in routes.items():
-                asyncio.run(drive([(method, url, body)] * 100, concurrency))  # warm up
-                rps, lat = asyncio.run(drive([(method, url, body)] * n, concurrency))
-                srps, slat = asyncio.run(drive([("GET", static_url, None)] * n, concurrency))
-                print(report(f"olares-pack serve  {name}", rps, lat))
-                print(report(f"{kind:<18} {name} (static file)", srps, slat))
-                print(f"{'':44} ratio serve/static: {rps / srps:.2f}")
+            wait_up(f"{nbase}{paths['hash']}")
+            assert fetch(f"{nbase}{paths['info']}") == (folder / "info.json").read_bytes()
+            out: dict[str, dict[str, float]] = {}
+            for route in ("hash", "info", "details"):
+                q = "" if route == "details" else f"?version={VERSION}"
+                s = script if route == "details" else None
+                wrk(f"{base}{paths[route]}{q}", 1, connections, s)  # warm up
+                mine = [wrk(f"{base}{paths[route]}{q}", seconds, connections, s) for _ in range(RUNS)]
+                theirs = [wrk(f"{nbase}{paths[route]}{q}", seconds, connections, s) for _ in range(RUNS)]
+                out[route] = {"serve_rps": statistics.median(r for r, _ in mine),
+                              "serve_p99": statistics.median(p for _, p in mine),
+                              "nginx_rps": statistics.median(r for r, _ in theirs),
+                              "nginx_p99": statistics.median(p for _, p in theirs)}
+            return out
         finally:
-            static_proc.terminate()
-            static_proc.wait(5)
+            nginx.terminate()
+            nginx.wait(5)
     finally:
         server.terminate()
         server.wait(5)
+
+
+def main() -> None:
+    seconds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    connections = int(sys.argv[2]) if len(sys.argv) > 2 else 64
+    sizes = [int(a) for a in sys.argv[3:]]
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed: apt-get install nginx-light wrk")
+    tmp = Path(tempfile.mkdtemp(prefix="serve-bench-"))
+    tmp.chmod(0o755)
+    print(f"wrk -t2 -c{connections}, {seconds} s per run, median of {RUNS}; one process each; {os.cpu_count()} CPUs "
+          "shared with the load generator")
+    print(f"{'catalogue':<14}{'route':<9}{'serve req/s':>12}{'nginx req/s':>12}{'ratio':>7}{'serve p99':>11}{'nginx p99':>11}")
+    try:
+        catalogues = [("bundled", ROOT)]
+        for n in sizes:
+            from catalogue import copy_of
+
+            catalogues.append((f"{n} apps", copy_of(n, 2, tmp / f"cat{n}")))
+        for label, root in catalogues:
+            for route, r in bench(root, label.replace(" ", "-"), seconds, connections, tmp).items():
+                print(f"{label:<14}{route:<9}{r['serve_rps']:>12,.0f}{r['nginx_rps']:>12,.0f}"
+                      f"{r['serve_rps'] / r['nginx_rps']:>7.2f}{r['serve_p99']:>9.2f}ms{r['nginx_p99']:>9.2f}ms")
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 

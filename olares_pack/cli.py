@@ -438,7 +438,7 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
 def serve_cmd(host: str, port: int, tls_cert: Path | None, tls_key: Path | None, base_url: str, root: Path,
               reload_on_change: bool, default_version: str, workers: int) -> int:
     """Serve market-index.json and packages/ as an Olares market source."""
-    from . import console, server
+    from . import server
 
     if (tls_cert is None) != (tls_key is None):
         raise click.UsageError("--tls-cert and --tls-key go together")
@@ -446,6 +446,28 @@ def serve_cmd(host: str, port: int, tls_cert: Path | None, tls_key: Path | None,
     server.run(root, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key,
                reload_every=2.0 if reload_on_change else None, default_version=default_version, base_url=base_url,
                workers=workers)
+    return EXIT_OK
+
+
+@cli.group("export")
+def export_group() -> None:
+    """Write the market source for another host."""
+
+
+@export_group.command("cloudflare")
+@click.argument("out", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--name", default="olares-market", show_default=True, help="The Worker's name on Cloudflare.")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False, exists=True), default=Path("."), show_default=True,
+              help="Repository holding market-index.json, packages/ and apps/.")
+@click.option("--default-version", default="1.12.6", show_default=True, help="Olares version assumed when a request names none.")
+def export_cloudflare(out: Path, name: str, root: Path, default_version: str) -> int:
+    """A Cloudflare Worker project serving the four routes from precomputed bytes, charts as static
+    assets. Deploy it with `npx wrangler deploy` in OUT."""
+    from . import cloudflare, console
+
+    targets.parse_os_version(default_version)
+    served = cloudflare.export(root, out, name=name, default_version=default_version)
+    console.info(f"wrote {out} ({served} charts); deploy with: cd {out} && npm install && npx wrangler deploy")
     return EXIT_OK
 
 

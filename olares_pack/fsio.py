@@ -32,8 +32,9 @@ def write_text_atomic(path: Path, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
-def write_tree(files: dict[str, str], dest: Path) -> None:
-    """Replace `dest` with exactly `files`, atomically: build beside it, then rename over it."""
+def write_tree(files: dict[str, str] | dict[str, bytes], dest: Path) -> None:
+    """Replace `dest` with exactly `files` (texts or bytes), atomically: build beside it, then
+    rename over it."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{dest.name}.", dir=dest.parent))
@@ -41,7 +42,10 @@ def write_tree(files: dict[str, str], dest: Path) -> None:
         for rel, text in files.items():
             p = tmp / rel
             p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text, encoding="utf-8")
+            if isinstance(text, bytes):
+                p.write_bytes(text)
+            else:
+                p.write_text(text, encoding="utf-8")
         os.chmod(tmp, 0o755)
         if dest.exists():
             old = dest.with_name(f"{TMP_PREFIX}{dest.name}.old")

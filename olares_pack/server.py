@@ -310,8 +310,7 @@ class Connection(asyncio.Protocol):
 
     # asyncio
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio's classes
         self.live.add(self)
         self.deadline = time.monotonic() + self.header_timeout
 

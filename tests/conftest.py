@@ -73,7 +73,12 @@ def serving(source: Any, **options: Any) -> Iterator[str]:
     from olares_pack import server
 
     sock = server.listen("127.0.0.1", 0)
-    loop = asyncio.new_event_loop()
+    try:  # the loop `serve` runs on
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    except ImportError:
+        loop = asyncio.new_event_loop()
     up = threading.Event()
     task: list[asyncio.Task[None]] = []
 

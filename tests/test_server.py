@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import ROOT, serving
-from device import Device, Refused, installer_gate
+from device import Device, Refused, device_lifecycle, installer_gate
 
 from olares_pack import helm, index
 from olares_pack.cli import main
@@ -284,30 +284,6 @@ def test_publishing_reloads_without_downtime(repo: Path) -> None:
 # ---------------------------------------------------------------- a device across an OS upgrade
 
 
-def device_lifecycle(base: str) -> Device:
-    """A 1.12.5 device installs the llama.cpp app, upgrades its OS to 1.12.6 in the middle, syncs
-    again and installs both apps: every chart it gets passes its installer, and a file name never
-    stands for two charts."""
-    dev = Device(base, "1.12.5")
-    assert dev.sync()
-    assert [e["name"] for e in dev.apps.values()] == [NAME]  # the vLLM app has no chart for 1.12.5
-    assert dev.install(NAME) == "1.0.10-legacy"
-    assert not dev.sync()  # nothing changed: one hash request
-    dev.os_version = "1.12.6"
-    assert dev.sync()  # the hash differs per OS window
-    assert dev.requests[-2:] == ["info", "details"]  # the llama.cpp app's version string changed; vLLM is new
-    assert dev.install(NAME) == "1.0.10"  # an upgrade from 1.0.10-legacy, fetched under a new file name
-    assert dev.install(VLLM) == "2.5.7"
-    assert set(dev.charts) == {f"{NAME}-1.0.10-legacy.tgz", f"{NAME}-1.0.10.tgz", f"{VLLM}-2.5.7.tgz"}
-    # the chart route answers by file name alone, whatever `version` says
-    for file_name, data in dev.charts.items():
-        name = file_name.rsplit("-", 2)[0] if "legacy" in file_name else file_name.rsplit("-", 1)[0]
-        for asked in ("1.12.5", "1.12.6", "1.0.10", ""):
-            r = httpx.get(f"{base}/api/v1/applications/{name}/chart", params={"fileName": file_name, "version": asked})
-            assert r.content == data
-    return dev
-
-
 def test_a_device_upgrading_its_os_gets_only_charts_its_installer_accepts(base: str) -> None:
     device_lifecycle(base)
 
@@ -346,3 +322,34 @@ def test_conditional_and_compressed_answers(base: str) -> None:
     assert head.status_code == 200 and head.content == b"" and int(head.headers["content-length"]) == len(plain.content)
     # an answer for another OS window is another body with another tag
     assert httpx.get(f"{base}/api/v1/appstore/info?version=1.12.5").headers["etag"] != plain.headers["etag"]
+
+
+def test_the_serve_command_with_two_workers(tmp_path: Path) -> None:
+    """The command as a maintainer runs it: its own process, uvloop, two workers on one socket."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "olares_pack.cli", "serve", "--root", str(ROOT), "--port", str(port),
+                             "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{base}/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
+                time.sleep(0.1)
+        device_lifecycle(base)
+        digests = {httpx.get(f"{base}/health", headers={"Connection": "close"}).json()["index_sha256"] for _ in range(20)}
+        assert len(digests) == 1  # every worker serves the same catalogue
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=10)[0]
+    assert proc.returncode in (0, -15), out
+    assert "Traceback" not in out, out

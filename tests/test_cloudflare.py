@@ -1,0 +1,129 @@
+"""The Cloudflare export, run in Cloudflare's own runtime (workerd, through `wrangler dev` from
+node/, fully offline on loopback): the same device across an OS upgrade, and the same bytes as
+`olares-pack serve` on every route."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import ROOT, serving
+from device import NAME, VLLM, device_lifecycle
+
+from olares_pack import cloudflare, index
+from olares_pack.cli import main
+from olares_pack.server import Source
+
+WRANGLER = ROOT / "node" / "node_modules" / ".bin" / "wrangler"
+pytestmark = pytest.mark.skipif(not WRANGLER.exists(), reason="wrangler is not installed (make installs it into node/)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    out = tmp_path_factory.mktemp("cf") / "worker"
+    assert main(["export", "cloudflare", str(out), "--root", str(ROOT)]) == 0
+    port = free_port()
+    # offline: no telemetry, no update check, no Request.cf download (market-source-api.md)
+    env = {**os.environ, "WRANGLER_SEND_METRICS": "false", "CI": "1", "CLOUDFLARE_CF_FETCH_ENABLED": "false",
+           "WRANGLER_HIDE_BANNER": "true", "XDG_CONFIG_HOME": str(out.parent / "xdg")}
+    proc = subprocess.Popen([str(WRANGLER), "dev", "--ip", "127.0.0.1", "--port", str(port)], cwd=out, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError(f"wrangler dev did not start:\n{proc.stdout.read() if proc.stdout else ''}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def python_server() -> Iterator[str]:
+    with serving(Source(ROOT, ROOT / "market-index.json")) as url:
+        yield url
+
+
+def test_a_device_upgrading_its_os_on_the_worker(worker: str) -> None:
+    device_lifecycle(worker)
+
+
+@pytest.mark.parametrize("version", ["1.12.2", "1.12.3", "1.12.5", "1.12.6-0", "1.12.6", "01.12.6", "v1.12.7", "1.13",
+                                     "2.0.0-rc.1"])
+def test_the_worker_answers_the_bytes_serve_answers(worker: str, python_server: str, version: str) -> None:
+    ledger = index.load(ROOT / "market-index.json")
+    ids = [index.app_id(n) for n in ledger["apps"]] + ["ffffffff", "<script>"]
+    for route in ("hash", "info"):
+        a = httpx.get(f"{worker}/api/v1/appstore/{route}", params={"version": version})
+        b = httpx.get(f"{python_server}/api/v1/appstore/{route}", params={"version": version},
+                      headers={"Accept-Encoding": "identity"})
+        assert (a.status_code, a.content) == (b.status_code, b.content), route
+        assert a.headers["etag"] == b.headers["etag"]
+    body = {"app_ids": ids, "version": version}
+    a = httpx.post(f"{worker}/api/v1/applications/info", json=body)
+    b = httpx.post(f"{python_server}/api/v1/applications/info", json=body, headers={"Accept-Encoding": "identity"})
+    assert (a.status_code, a.content) == (b.status_code, b.content)
+
+
+def test_charts_are_the_published_bytes_by_file_name(worker: str) -> None:
+    ledger = index.load(ROOT / "market-index.json")
+    for name, app in ledger["apps"].items():
+        for v in app["versions"]:
+            for target, ch in v["charts"].items():
+                file_name = f"{name}-{ch.get('version') or v['version']}.tgz"
+                r = httpx.get(f"{worker}/api/v1/applications/{name}/chart", params={"fileName": file_name, "version": "9"})
+                assert r.status_code == 200 and r.headers["content-type"] == "application/gzip"
+                data = (ROOT / ch["file"]).read_bytes()
+                shadowed = target != "current" and "version" not in ch  # named like its current chart (1.0.9)
+                assert (r.content == data) != shadowed, file_name
+                again = httpx.get(r.url, headers={"If-None-Match": r.headers["etag"]})
+                assert again.status_code == 304
+
+
+@pytest.mark.parametrize("method,path,status", [
+    ("GET", "/api/v1/appstore/hash?version=abc", 400),
+    ("GET", f"/api/v1/applications/{NAME}/chart?fileName=../../market-index.json", 404),
+    ("GET", f"/api/v1/applications/{VLLM}/chart?fileName={NAME}-1.0.10.tgz", 404),
+    ("GET", "/api/v1/applications/%E0%A4%A/chart?fileName=x.tgz", 404),
+    ("POST", "/api/v1/appstore/info", 405),
+    ("GET", "/api/v1/applications/info", 405),
+    ("GET", "/nothing", 404),
+])
+def test_the_worker_refuses_what_serve_refuses(worker: str, python_server: str, method: str, path: str, status: int) -> None:
+    for base in (worker, python_server):
+        r = httpx.request(method, base + path)
+        assert r.status_code == status and r.json()["status"] == status, base
+
+
+def test_the_export_is_deterministic_and_whole(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    cloudflare.export(ROOT, a, name="olares-market")
+    cloudflare.export(ROOT, b, name="olares-market")
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
+    assert Path("wrangler.toml") in files and Path("worker.js") in files
