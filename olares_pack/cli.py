@@ -471,6 +471,30 @@ def export_cloudflare(out: Path, name: str, root: Path, default_version: str) ->
     return EXIT_OK
 
 
+@export_group.command("olares-app")
+@click.argument("out", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--image", required=True, help="The image built from this repository's Dockerfile, pinned by digest "
+              "(registry/olares-market:1.0.0@sha256:...).")
+@click.option("--version", "version", required=True, help="The app's version: raise it with every new catalogue "
+              "baked into the image (a device re-syncs an app only when its version changes).")
+@click.option("--name", default="marketsource", show_default=True, help="The app's name on the device.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 16), help="serve --workers in the pod.")
+def export_olares_app(out: Path, image: str, version: str, name: str, workers: int) -> int:
+    """A chart that runs this market source on an Olares device (1.12.6+), linted before it is
+    written: OUT/<name>/ and OUT/<name>-<version>.tgz."""
+    from . import console, sourceapp
+    from .lint.output import print_text
+
+    tgz, findings = sourceapp.export(sourceapp.SourceApp(name, version, image, workers=workers), out)
+    print_text(findings, [f"{name} {version}"])
+    if any(f.severity == "error" for f in findings):
+        console.error(f"{name} {version}: lint found errors; nothing was written")
+        return EXIT_FINDINGS
+    console.info(f"wrote {tgz}; install it on the device (Market -> My Olares -> upload) and add its entrance URL "
+                 "as a market source")
+    return EXIT_OK
+
+
 def _print_estimate(title: str, e: Estimate) -> None:
     from rich.markup import escape
     from rich.table import Table

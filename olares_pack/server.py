@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import gzip
 import hashlib
 import logging
@@ -62,8 +63,21 @@ class Reply:
     headers: tuple[tuple[bytes, bytes], ...] = ()
     etag: bytes | None = None
     gz: bytes | None = None
+    # the common answer (a full body on a kept-alive connection), encoded once per second, by gzip_ok
+    wire: dict[bool, tuple[bytes, bytes]] = field(default_factory=dict)
 
     def encode(self, date: bytes, *, head: bool, gzip_ok: bool, if_none_match: bytes | None, close: bool) -> bytes:
+        common = not head and if_none_match is None and not close
+        if common:
+            cached = self.wire.get(gzip_ok)
+            if cached is not None and cached[0] is date:
+                return cached[1]
+        data = self._encode(date, head=head, gzip_ok=gzip_ok, if_none_match=if_none_match, close=close)
+        if common:
+            self.wire[gzip_ok] = (date, data)
+        return data
+
+    def _encode(self, date: bytes, *, head: bool, gzip_ok: bool, if_none_match: bytes | None, close: bool) -> bytes:
         status, body, extra = self.status, self.body, [*self.headers]
         etag = self.etag
         if gzip_ok and self.gz is not None:
@@ -122,6 +136,25 @@ def os_version(value: object) -> str:
         raise BadRequest(400, str(exc)) from None
 
 
+def not_here(url: bytes) -> Reply:
+    """A known route asked with the wrong method is a 405, anything else a 404."""
+    path = url.partition(b"?")[0]
+    known = path in ROUTES or path.startswith((CHART_PREFIX, ICON_PREFIX))
+    return error(405, "method not allowed") if known else error(404, "not found")
+
+
+def _remember(cache: dict[bytes, Reply], key: bytes, answer: Callable[[bytes], Reply]) -> Reply:
+    """The cached reply to a request, or a new one, kept when it is a 200 (bounded, oldest out)."""
+    reply = cache.get(key)
+    if reply is None:
+        reply = answer(key)
+        if reply.status == 200:
+            if len(cache) >= CACHE_ENTRIES:
+                cache.pop(next(iter(cache)))
+            cache[key] = reply
+    return reply
+
+
 @dataclass
 class Answers:
     """Every answer one catalogue gives, cached by request. Swapped whole with its catalogue."""
@@ -132,14 +165,7 @@ class Answers:
     posts: dict[bytes, Reply] = field(default_factory=dict)  # details body -> reply
 
     def get(self, url: bytes) -> Reply:
-        reply = self.gets.get(url)
-        if reply is None:
-            reply = self._get(url)
-            if reply.status == 200:
-                if len(self.gets) >= CACHE_ENTRIES:
-                    self.gets.pop(next(iter(self.gets)))
-                self.gets[url] = reply
-        return reply
+        return _remember(self.gets, url, self._get)
 
     def _get(self, url: bytes) -> Reply:
         path, _, query = url.partition(b"?")
@@ -171,9 +197,7 @@ class Answers:
             if data is None:
                 return error(404, "no such icon")
             return Reply(200, data, b"image/png", ((b"Cache-Control", b"public, max-age=86400"),))
-        if path in ROUTES:
-            return error(405, f"{path.decode()} takes {ROUTES[path].decode()}")
-        return error(404, "not found")
+        return not_here(url)
 
     def _chart(self, name: str, file_name: str) -> Reply:
         if not NAME_RE.match(name):
@@ -193,18 +217,9 @@ class Answers:
                      etag=b'"sha256:%s"' % chart.sha256.encode())
 
     def post(self, url: bytes, body: bytes) -> Reply:
-        path = url.partition(b"?")[0]
-        if path != b"/api/v1/applications/info":
-            return error(405, f"{path.decode('latin-1')} takes GET") if path in ROUTES or path.startswith(
-                (CHART_PREFIX, ICON_PREFIX)) else error(404, "not found")
-        reply = self.posts.get(body)
-        if reply is None:
-            reply = self._details(body)
-            if reply.status == 200:
-                if len(self.posts) >= CACHE_ENTRIES:
-                    self.posts.pop(next(iter(self.posts)))
-                self.posts[body] = reply
-        return reply
+        if url.partition(b"?")[0] != b"/api/v1/applications/info":
+            return not_here(url)
+        return _remember(self.posts, body, self._details)
 
     def _details(self, body: bytes) -> Reply:
         try:
@@ -246,6 +261,12 @@ class Source:
         cat = market.load(self.root, self.index_file, self.base_url)
         st = self.index_file.stat()
         self.answers, self.stamp = Answers(cat, self.default_version), (st.st_mtime_ns, st.st_size)  # one swap
+        # The catalogue lives until the next reload: keep the collector from walking it again and
+        # again (full collections over 10^5 objects show up as latency spikes in the p99). What a
+        # previous load froze is thawed first, so that a replaced catalogue can still be collected.
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
         for c in cat.shadowed:
             if not any(o.offered and o.name == c.name and o.target == c.target and o.order > c.order for o in cat.charts):
                 log.warning("%s %s (%s) is not offered: the %s chart of the same release has its file name %s; "
@@ -378,9 +399,7 @@ class Connection(asyncio.Protocol):
             elif method == b"POST":
                 reply = answers.post(self.url, b"".join(self.body))
             else:
-                path = self.url.partition(b"?")[0]
-                reply = error(405, "method not allowed") if path in ROUTES or path.startswith(
-                    (CHART_PREFIX, ICON_PREFIX)) else error(404, "not found")
+                reply = not_here(self.url)
         except Exception:  # noqa: BLE001 - one bad request must not take the connection's others down
             log.exception("unexpected error on %r", self.url[:200])
             reply = error(500, "internal error")
