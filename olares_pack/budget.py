@@ -65,4 +65,4 @@ def app_estimate(app: App, app_dir: Path, dev: vram.Device, ctx: int | None = No
         declared = app.resources.gpu_memory_mib if isinstance(app.resources.gpu_memory_mib, int) else None
         return vram.vllm_budget(util, dev, declared)
     assert isinstance(app, LlamaCppApp)
-    return vram.estimate(model_meta(app, app_dir), settings_for(app.server, ctx), dev)
+    return vram.estimate(model_meta(app, app_dir), settings_for(app.server, ctx), dev, build=app.engine.build)

@@ -369,12 +369,15 @@ def _path_source(path: Path, target_name: str) -> ChartSource:
 @click.option("--largest-ctx", is_flag=True, help="Also answer: the largest context that fits.")
 @click.option("--quants", is_flag=True, help="Also answer: which locked quant of this repo fits at this context.")
 @click.option("--lock", is_flag=True, help="Read the GGUF header (Hugging Face range reads, or --gguf) into model.lock.json first.")
-@click.option("--gguf", "gguf_file", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="A local GGUF file for --lock.")
+@click.option("--gguf", "gguf_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="A local GGUF file, or a header excerpt of one (--save-header), for --lock.")
+@click.option("--save-header", type=click.Path(path_type=Path, dir_okay=False),
+              help="With --gguf: also write the file's header excerpt (metadata and tensor table) here, to commit.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @apps_dir_option
 def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_name: str, gpu_mib: int | None,
-             reserve_mib: int | None, largest_ctx: bool, quants: bool, lock: bool, gguf_file: Path | None, fmt: str,
-             apps_dir: Path) -> int:
+             reserve_mib: int | None, largest_ctx: bool, quants: bool, lock: bool, gguf_file: Path | None,
+             save_header: Path | None, fmt: str, apps_dir: Path) -> int:
     """Estimate the GPU memory APP needs at full context, term by term, and whether it fits.
     Exit 1 when an estimate does not fit."""
     from . import budget, console, gguf_meta, records, vram
@@ -392,6 +395,13 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
             raise InputError("--lock reads a GGUF header: llama.cpp apps only")
         meta = budget.lock_model(app, app_dir, gguf_file)
         console.info(f"locked {meta.repo}/{meta.file}@{meta.revision} in {app_dir / gguf_meta.LOCK_FILE}")
+    if save_header:
+        if gguf_file is None:
+            raise click.UsageError("--save-header needs --gguf FILE")
+        from . import fsio
+
+        fsio.write_bytes_atomic(save_header, gguf_meta.header_excerpt(gguf_file))
+        console.info(f"wrote the header excerpt of {gguf_file.name} to {save_header}")
     estimates = [budget.app_estimate(app, app_dir, dev, c) for c in (ctxs or [None])]
     extra: dict[str, object] = {}
     if isinstance(app, LlamaCppApp) and (largest_ctx or quants):
@@ -509,6 +519,9 @@ def _print_estimate(title: str, e: Estimate) -> None:
     table.add_row("device", f"{e.device.usable_mib:,}", "", f"{e.device.total_mib} MiB − {e.device.reserve_mib} MiB desktop/driver reserve")
     color = {"fits": "green", "tight": "yellow", "does not fit": "red"}[e.verdict]
     table.add_row("headroom", f"{e.headroom_mib:,.0f}", "", f"[{color}]{e.verdict}[/{color}]")
+    table.add_row("uncertainty", f"±{e.uncertainty_mib:,.0f}", "",
+                  f"the fit's worst residual {e.uncertainty_pct:g} % (bench/vram) + {e.extra_uncertainty_mib:,.0f} MiB for a "
+                  "GPU that was not measured; 'tight' when the headroom is smaller")
     console.out.print(table)
     for n in e.notes:
         console.out.print(f"  note: {n}", markup=False)

@@ -43,6 +43,9 @@ class ModelMeta:
     ssm_inner_size: int = 0
     tensor_bytes: int = 0  # all tensors
     token_embd_bytes: int = 0  # kept in host memory by llama.cpp
+    # the MTP/NextN blocks' tensors: llama.cpp loads them only when MTP drafting is on (b11434
+    # src/models/qwen35.cpp: TENSOR_SKIP without load_mtp; measured, bench/vram). 0 = unknown.
+    nextn_bytes: int = 0
     file_size: int | None = None
     # where the numbers come from: "gguf-header" (read from the file) or "published" (the file's
     # published size and the model card's architecture; tensor split estimated, see notes)
@@ -183,33 +186,41 @@ def meta_from(meta: dict[str, Any], tensors: dict[str, int]) -> ModelMeta:
         ssm_inner_size=int(get("ssm.inner_size") or 0),
         tensor_bytes=sum(tensors.values()),
         token_embd_bytes=tensors.get("token_embd.weight", 0),
+        nextn_bytes=sum(n for name, n in tensors.items()
+                        if name.startswith("blk.") and name.split(".")[1].isdigit()
+                        and int(name.split(".")[1]) >= blocks - int(get("nextn_predict_layers") or 0)),
     )
 
 
 def from_file(path: Path) -> ModelMeta:
-    """Read a local GGUF with the gguf package's own reader."""
+    """Read a local GGUF, or a header excerpt of one (its first bytes up to the end of the tensor
+    table, header_excerpt): the numbers the budget needs are all in the header."""
     try:
-        reader = gguf.GGUFReader(str(path))
-    except (ValueError, OSError) as exc:
-        raise InputError(f"{path}: not a readable GGUF file: {exc}") from None
-    meta: dict[str, Any] = {}
-    for name, fld in reader.fields.items():
-        if not fld.types:
-            continue
-        if fld.types[0] == gguf.GGUFValueType.ARRAY:
-            if len(fld.types) > 1 and fld.types[1] != gguf.GGUFValueType.STRING and not name.startswith("tokenizer."):
-                meta[name] = [fld.parts[i].tolist()[0] for i in fld.data]
-            else:
-                meta[name] = len(fld.data)
-        elif fld.types[0] == gguf.GGUFValueType.STRING:
-            meta[name] = bytes(fld.parts[fld.data[0]]).decode("utf-8", errors="replace")
-        else:
-            meta[name] = fld.parts[fld.data[0]].tolist()[0]
-    tensors = {t.name: int(t.n_bytes) for t in reader.tensors}
+        with path.open("rb") as f:
+            meta, tensors = read_header(f)
+            header = f.tell()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    except (ValueError, struct.error) as exc:
+        raise InputError(f"{path}: not a readable GGUF header: {exc}") from None
     m = meta_from(meta, tensors)
-    m.file_size = path.stat().st_size
+    size = path.stat().st_size
     m.file = path.name
+    if size > header:
+        m.file_size = size
+    else:
+        m.notes = "read from a header excerpt: file size unknown"
     return m
+
+
+def header_excerpt(path: Path) -> bytes:
+    """The first bytes of a GGUF, up to the end of its tensor table: small enough to commit, and
+    enough for `vram --lock --gguf EXCERPT` without the file or the hub."""
+    with path.open("rb") as f:
+        read_header(f)
+        end = f.tell()
+        f.seek(0)
+        return f.read(end)
 
 
 class _HttpRange(io.RawIOBase):

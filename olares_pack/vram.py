@@ -1,33 +1,43 @@
 """The GPU memory budget of one llama-server (single GPU, everything offloaded), term by term.
 
-Derived terms follow the model's architecture (shared docs, llama-server.md); the terms that
-are calibrated on published measurements rather than derived are all in CALIBRATED, below.
+Weights, KV caches and recurrent state follow the model's architecture exactly (checked against
+llama-server's own buffer report, bench/vram/measurements.json). What llama.cpp allocates beyond
+them (compute buffers, CUDA context, growth while the context fills) uses constants fitted from
+those measurements (olares_pack/vramfit.py, olares_pack/data/vram-fit.json): those, and only
+those, are "calibrated". The rest are assumptions, each in ASSUMED with its source.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 from .gguf_meta import ModelMeta
+from .vramfit import CACHE_BYTES, QUANTIZED, dequant_mib, kq_mib, mask_mib
 
 MIB = 1024 * 1024
 
-# Constants measured, not derived. Each says what it was calibrated on.
-CALIBRATED: dict[str, tuple[float, str]] = {
-    "compute_base_mib": (900.0, "compute buffers + CUDA context at -ub 512, from published Qwen3.6-27B boot logs"),
-    "compute_bytes_per_token": (4.0, "growth of the compute buffers with the context (4 KiB per 1024 tokens)"),
-    "mtp_overhead_mib": (600.0, "MTP draft context: compute, logits and graphs beyond its KV cache (boot logs)"),
-    "auto_parallel": (4.0, "slots llama-server picks for -np -1 (auto)"),
-    "tight_margin_mib": (2048.0, "headroom below which a chart is 'tight': llama.cpp's 1024 MiB --fit-target plus "
-                                 "run-time allocator growth; placed between 1.0.5 (OOM at run time) and 1.0.9 (stable)"),
-}
 
-# Bytes per element of each KV cache type (block-quantized types carry their scales).
-CACHE_BYTES = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q5_1": 24 / 32, "q5_0": 22 / 32,
-               "q4_1": 20 / 32, "q4_0": 18 / 32, "iq4_nl": 18 / 32}
-QUANTIZED_CACHE = {"q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl"}
+@lru_cache(maxsize=1)
+def calibration() -> dict[str, Any]:
+    """The fitted constants and the residuals of the fit (bench/vram/fit.py writes the file)."""
+    return json.loads(resources.files("olares_pack").joinpath("data/vram-fit.json").read_text())
+
+
+def calibrated(name: str) -> float:
+    return float(calibration()["constants"][name])
+
+
+# Not measured here: each says where it comes from.
+ASSUMED: dict[str, tuple[float, str]] = {
+    "auto_parallel": (4.0, "slots llama-server picks for -np -1 (auto): llama-server.md, 'Flags'"),
+    "other_gpu_context_mib": (256.0, "how far the CUDA context of a GPU other than the measured H200 may differ "
+                                     "(driver 580, CUDA 13); added to the uncertainty, not to the total"),
+}
 MTP_TYPES = {"mtp", "draft-mtp"}
 
 
@@ -89,7 +99,8 @@ class Estimate:
     device: Device
     terms: list[Term] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    tight_margin_mib: float = CALIBRATED["tight_margin_mib"][0]
+    uncertainty_pct: float = 0.0  # the fit's worst relative residual over the measurements
+    extra_uncertainty_mib: float = 0.0  # what was not measured (another GPU's CUDA context)
 
     @property
     def boot_mib(self) -> float:
@@ -100,14 +111,20 @@ class Estimate:
         return sum(t.mib for t in self.terms)
 
     @property
+    def uncertainty_mib(self) -> float:
+        return self.total_mib * self.uncertainty_pct / 100 + self.extra_uncertainty_mib
+
+    @property
     def headroom_mib(self) -> float:
         return self.device.usable_mib - self.total_mib
 
     @property
     def verdict(self) -> str:
+        """`does not fit` when the estimate exceeds the device; `tight` when it fits but not by
+        more than its uncertainty (the fit's worst residual, plus what was not measured)."""
         if self.headroom_mib < 0:
             return "does not fit"
-        if self.headroom_mib < self.tight_margin_mib:
+        if self.headroom_mib < self.uncertainty_mib:
             return "tight"
         return "fits"
 
@@ -117,6 +134,7 @@ class Estimate:
             "settings": self.settings.__dict__,
             "terms": [t.__dict__ | {"mib": round(t.mib, 1)} for t in self.terms],
             "boot_mib": round(self.boot_mib, 1), "total_mib": round(self.total_mib, 1),
+            "uncertainty_mib": round(self.uncertainty_mib, 1),
             "headroom_mib": round(self.headroom_mib, 1), "verdict": self.verdict, "notes": self.notes,
         }
 
@@ -125,63 +143,103 @@ def _b(t: str) -> float:
     return CACHE_BYTES[t]
 
 
-def estimate(meta: ModelMeta, s: Settings, dev: Device) -> Estimate:
-    est = Estimate(s, dev)
+def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = False, build: str | None = None) -> Estimate:
+    """`measured_gpu`: the device is the GPU the constants were measured on (no extra allowance).
+    `build`: the llama.cpp build the chart runs, when known."""
+    fit = calibration()
+    mode = "fa_off" if s.flash_attn == "off" else "fa_on"
+    est = Estimate(s, dev, uncertainty_pct=fit["residuals"].get(mode, fit["residuals"])["worst_abs_pct"],
+                   extra_uncertainty_mib=0.0 if measured_gpu else ASSUMED["other_gpu_context_mib"][0])
     ctx = s.ctx or meta.context_length
-    np_ = int(CALIBRATED["auto_parallel"][0]) if s.parallel < 1 else s.parallel
+    auto_slots = s.parallel < 1
+    np_ = int(ASSUMED["auto_parallel"][0]) if auto_slots else s.parallel
+    per_slot = ctx if auto_slots else ctx // np_  # -np N splits the context; auto slots share one (kv_unified)
     if s.ctx == 0:
         est.notes.append(f"--ctx-size 0: the trained context, {meta.context_length}")
+    mtp = (s.spec_type or "").split(",")[0] in MTP_TYPES and meta.nextn_predict_layers > 0
+    fa = s.flash_attn != "off"
+    ub = s.ubatch
+    attn = [i for i in range(meta.trunk_layers) if meta.has_attention(i)]
+    kv_heads = max((meta.head_count_kv[i] for i in attn), default=0)
 
-    # 1. weights: every tensor but token_embd (llama.cpp keeps the embedding table in host memory)
-    on_gpu = meta.tensor_bytes - meta.token_embd_bytes
+    # 1. weights: token_embd stays in host memory; the MTP block is loaded only for MTP drafting
+    nextn = meta.nextn_bytes
+    if meta.nextn_predict_layers and not nextn:
+        nextn = int((meta.tensor_bytes - meta.token_embd_bytes) * meta.nextn_predict_layers / meta.block_count)
+        est.notes.append("MTP block size not in the lock: taken as its share of the layers (re-lock from the GGUF header)")
+    on_gpu = meta.tensor_bytes - meta.token_embd_bytes - (0 if mtp else nextn)
     layers = meta.block_count if str(s.gpu_layers) in ("all", "auto") else min(int(s.gpu_layers), meta.block_count)
     if layers < meta.block_count:
         on_gpu = on_gpu * layers / meta.block_count
         est.notes.append(f"--n-gpu-layers {layers} of {meta.block_count}: weights scaled by layer count")
-    est.terms.append(Term("weights", on_gpu / MIB, f"tensors {meta.tensor_bytes / MIB:.0f} MiB − token_embd {meta.token_embd_bytes / MIB:.0f} MiB"
+    est.terms.append(Term("weights", on_gpu / MIB, f"tensors {meta.tensor_bytes / MIB:.0f} MiB − token_embd "
+                          f"{meta.token_embd_bytes / MIB:.0f} MiB" + ("" if mtp or not nextn else f" − MTP block {nextn / MIB:.0f} MiB")
                           + (f", × {layers}/{meta.block_count} layers" if layers < meta.block_count else "")))
 
-    # 2. main KV cache: attention layers of the trunk (the MTP block is not part of it)
-    attn = [i for i in range(meta.trunk_layers) if meta.has_attention(i)]
+    # 2. main KV cache: attention layers of the trunk
     per_tok = sum(meta.head_count_kv[i] * (meta.key_length * _b(s.cache_k) + meta.value_length * _b(s.cache_v)) for i in attn)
     est.terms.append(Term("KV cache", ctx * per_tok / MIB,
-                          f"{ctx} × {len(attn)} attention layers × {meta.head_count_kv[attn[0]] if attn else 0} KV heads × "
+                          f"{ctx} × {len(attn)} attention layers × {kv_heads} KV heads × "
                           f"({meta.key_length}·{_b(s.cache_k):g} + {meta.value_length}·{_b(s.cache_v):g}) B"
                           f" [{s.cache_k}/{s.cache_v}]"))
 
-    # 3. recurrent state (hybrid layouts), per sequence, with MTP rollback copies
-    mtp = (s.spec_type or "").split(",")[0] in MTP_TYPES and meta.nextn_predict_layers > 0
+    # 3. recurrent state (hybrid layouts), per slot, with MTP rollback copies
     if meta.recurrent_layers:
         per_seq = meta.recurrent_layers * ((meta.ssm_conv_kernel - 1) * (meta.ssm_inner_size + 2 * meta.ssm_group_count * meta.ssm_state_size)
                                            + meta.ssm_state_size * meta.ssm_inner_size) * 4
         copies = (1 + s.draft_n_max) if mtp else 1
         est.terms.append(Term("recurrent state", per_seq * np_ * copies / MIB,
-                              f"{per_seq / MIB:.1f} MiB/sequence × {np_} slot(s)" + (f" × (1 + {s.draft_n_max}) MTP copies" if mtp else "")))
-        if s.parallel < 1:
+                              f"{per_seq / MIB:.1f} MiB/slot × {np_} slot(s)" + (f" × (1 + {s.draft_n_max}) MTP copies" if mtp else "")))
+        if auto_slots:
             est.notes.append(f"-np auto: {np_} slots, each with its own recurrent state")
 
-    # 4. the MTP draft context: its own KV for the nextn layer(s) at the full context
+    # 4. compute buffers (calibrated)
+    mask = mask_mib(per_slot, ub)
+    if fa:
+        base = calibrated("compute_base_mib") + calibrated("compute_per_ubatch_mib") * ub
+        formula = f"mask {mask:.0f} + base {base:.0f} MiB at -ub {ub}"
+        compute = mask + base
+        if s.cache_k in QUANTIZED or s.cache_v in QUANTIZED:
+            scratch = dequant_mib(ctx, kv_heads, meta.key_length, meta.value_length) + calibrated("dequant_per_ubatch_mib") * ub
+            if scratch > base:
+                compute, formula = mask + scratch, f"mask {mask:.0f} + one layer's K/V dequantized to f16 {scratch:.0f} MiB"
+    else:
+        kq = kq_mib(meta.head_count, per_slot, ub)
+        compute = kq + 2 * mask + calibrated("nofa_per_ubatch_mib") * ub
+        formula = f"f32 KQ {kq:.0f} + 2 × mask {mask:.0f} MiB (no flash attention)"
+    est.terms.append(Term("compute buffers", compute, "calibrated: " + formula))
+
+    # 5. the MTP draft context: its KV for the nextn layer(s) at the full context, its compute
     if mtp:
-        nextn = range(meta.trunk_layers, meta.block_count)
-        draft_kv = ctx * sum(meta.head_count_kv[i] * (meta.key_length * _b(s.draft_cache_k) + meta.value_length * _b(s.draft_cache_v)) for i in nextn)
-        est.terms.append(Term("MTP draft KV", draft_kv / MIB, f"{ctx} × {len(nextn)} nextn layer(s) [{s.draft_cache_k}/{s.draft_cache_v}]"))
-        est.terms.append(Term("MTP draft overhead", CALIBRATED["mtp_overhead_mib"][0], "calibrated: mtp_overhead_mib"))
+        nextn_layers = range(meta.trunk_layers, meta.block_count)
+        draft_kv = ctx * sum(meta.head_count_kv[i] * (meta.key_length * _b(s.draft_cache_k) + meta.value_length * _b(s.draft_cache_v))
+                             for i in nextn_layers)
+        est.terms.append(Term("MTP draft KV", draft_kv / MIB, f"{ctx} × {len(nextn_layers)} nextn layer(s) [{s.draft_cache_k}/{s.draft_cache_v}]"))
+        draft = mask_mib(ctx, ub) + calibrated("draft_per_ubatch_mib") * ub
+        est.terms.append(Term("MTP draft compute", draft, f"calibrated: mask + {calibrated('draft_per_ubatch_mib'):.3f} MiB × -ub {ub}"))
     elif (s.spec_type or "none") in MTP_TYPES:
         est.notes.append("--spec-type mtp on a model without an MTP block: no draft context")
 
-    # 5. compute buffers and CUDA context
-    base = CALIBRATED["compute_base_mib"][0] * max(1.0, s.ubatch / 512)
-    est.terms.append(Term("compute + CUDA context", base + CALIBRATED["compute_bytes_per_token"][0] * ctx / MIB,
-                          f"calibrated: {base:.0f} MiB at -ub {s.ubatch} + 4 B × {ctx}"))
+    # 6. CUDA context, cuBLAS and driver allocations (calibrated on the measured GPU)
+    context = calibrated("cuda_context_mib") + (calibrated("mtp_context_mib") if mtp else 0.0)
+    est.terms.append(Term("CUDA context", context, f"calibrated on {fit['gpu']}"))
 
-    # 6. flash-attention scratch for a quantized cache: grows as the context fills, not reserved at boot
-    if s.flash_attn != "off" and (s.cache_k in QUANTIZED_CACHE or s.cache_v in QUANTIZED_CACHE) and attn:
-        kv_heads = max(meta.head_count_kv[i] for i in attn)
-        est.terms.append(Term("FA f16 scratch", ctx * kv_heads * (meta.key_length + meta.value_length) * 2 / MIB,
-                              f"{ctx} × {kv_heads} × ({meta.key_length} + {meta.value_length}) × 2 B (one layer, dequantized K/V)", when="run"))
-        est.notes.append("the FA scratch is not reserved at boot: a chart can boot, then run out of memory as the context fills")
+    # 7. growth after boot, while the context fills (calibrated)
+    growth = calibrated("growth_base_mib") + calibrated("growth_per_ubatch_mib") * ub + (calibrated("mtp_growth_mib") if mtp else 0.0)
+    note = "calibrated: workspaces allocated on the first batches"
+    if not fa:
+        growth += calibrated("nofa_growth_of_kq") * kq_mib(meta.head_count, per_slot, ub)
+        note += f", + {calibrated('nofa_growth_of_kq'):.2f} × the KQ matrix without flash attention"
+        est.notes.append("without flash attention the process grows after boot while the context fills")
+    est.terms.append(Term("growth while filling", growth, note, when="run"))
     if meta.provenance != "gguf-header":
         est.notes.append(f"model numbers: {meta.provenance} ({meta.notes})" if meta.notes else f"model numbers: {meta.provenance}")
+    if build and build != fit["build"]:
+        est.notes.append(f"measured on llama.cpp {fit['build']}; this chart runs {build}, whose allocations were not measured")
+    measured_layers = fit.get("layers_measured", [])
+    if measured_layers and meta.trunk_layers > max(measured_layers):
+        est.notes.append(f"extrapolated: {meta.trunk_layers} layers; compute and context were measured at "
+                         f"{', '.join(map(str, measured_layers))} layers (they did not change with the layer count)")
     return est
 
 
@@ -209,7 +267,7 @@ def vllm_budget(utilization: float, dev: Device, declared_mib: int | None) -> Es
     """vLLM takes `--gpu-memory-utilization` of the memory it sees (the HAMi grant, when one is set)
     and its own profiler splits it between weights, activations and KV cache."""
     visible = min(dev.total_mib, declared_mib) if declared_mib else dev.total_mib
-    est = Estimate(Settings(ctx=0), dev, tight_margin_mib=0)  # vLLM sizes its KV cache to what is left
+    est = Estimate(Settings(ctx=0), dev)  # vLLM sizes its KV cache to what is left: no uncertainty band
     est.terms.append(Term("vLLM reservation", utilization * visible,
                           f"--gpu-memory-utilization {utilization:g} × {visible} MiB visible"))
     est.notes.append("vLLM's own profiler decides weights, activations and KV cache inside this reservation")

@@ -206,7 +206,8 @@ def gpu_budget(ctx: ChartContext) -> None:
     try:
         est = budget.app_estimate(app, app_dir, vram.device())
     except InputError as exc:
-        ctx.add("vram.budget", f"no estimate: {exc}", severity="info")
+        # loudly: without the model's numbers nothing checks that the chart fits the GPU
+        ctx.add("vram.budget", f"no GPU memory check: {exc}", severity="warning")
         return
     declared = app.resources.gpu_memory_mib
     figures = f"{est.total_mib:,.0f} MiB at full context ({est.boot_mib:,.0f} at boot), {est.headroom_mib:,.0f} MiB headroom on {est.device.name}"

@@ -1,0 +1,166 @@
+"""From the GPU runs to the estimator: measurements.json, the fitted constants, the residuals.
+
+    .venv/bin/python bench/vram/fit.py [--check]
+
+Reads bench/vram/measurements.raw.json (what bench/vram/measure.py wrote on the GPU machine),
+writes bench/vram/measurements.json (one entry per run: configuration, build, GPU, the synthetic
+model's numbers, each measured term, `boot_mib`, the peak as `measured_mib`, llama.cpp's own
+projection as `llamacpp_fit_mib`, and olares-pack's `estimated_mib`), fits the constants
+(olares_pack/vramfit.py) into olares_pack/data/vram-fit.json, and prints every run with its
+residual. `--check` writes nothing and exits 1 when either file is not what the runs give.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path[:0] = [str(ROOT), str(HERE)]
+
+from olares_pack import vram, vramfit  # noqa: E402
+from olares_pack.gguf_meta import ModelMeta  # noqa: E402
+
+RAW, OUT, FIT = HERE / "measurements.raw.json", HERE / "measurements.json", ROOT / "olares_pack" / "data" / "vram-fit.json"
+MIB = 1024 * 1024
+
+
+def synthetic_meta(layers: int) -> ModelMeta:
+    """The numbers of the synthetic GGUF (bench/vram/synth.py), from its tensor table."""
+    import synth
+
+    tensors = synth.tensors(layers, True)
+    sizes = {name: synth.nbytes(shape, q) for name, shape, q in tensors}
+    return ModelMeta(
+        arch="qwen35", block_count=layers + 1, embedding_length=synth.N_EMBD, head_count=synth.N_HEAD,
+        head_count_kv=[synth.N_HEAD_KV] * (layers + 1), key_length=synth.HEAD_DIM, value_length=synth.HEAD_DIM,
+        context_length=synth.N_CTX_TRAIN, vocab_size=synth.N_VOCAB, nextn_predict_layers=1, full_attention_interval=4,
+        ssm_conv_kernel=synth.SSM_CONV, ssm_state_size=synth.SSM_STATE, ssm_group_count=synth.SSM_K_HEADS,
+        ssm_inner_size=synth.SSM_STATE * synth.SSM_V_HEADS, tensor_bytes=sum(sizes.values()),
+        token_embd_bytes=sizes["token_embd.weight"],
+        nextn_bytes=sum(n for name, n in sizes.items() if name.startswith(f"blk.{layers}.")),
+        file=f"qwen35-{layers}L-mtp.gguf", provenance="gguf-header")
+
+
+def settings(cfg: dict[str, Any]) -> vram.Settings:
+    return vram.Settings(ctx=cfg["ctx"], parallel=cfg["parallel"], cache_k=cfg["cache"], cache_v=cfg["cache"],
+                         flash_attn=cfg["fa"], ubatch=cfg["ubatch"],
+                         spec_type="draft-mtp" if cfg["draft_n"] else None, draft_n_max=cfg["draft_n"] or 3)
+
+
+def terms_of(raw: dict[str, Any], meta: ModelMeta) -> dict[str, Any]:
+    """The CUDA buffers llama-server reported, in order: model, main KV, RS, main compute, then the
+    draft's KV and compute (reserved twice with the same size: counted once). Runs without the
+    report (the first call ran at the default log level) get the exact terms from the architecture
+    and leave compute to the fit (what boot minus the CUDA context leaves)."""
+    cuda = [b for b in raw["buffers"] if b["device"][4:].isdigit() and b["device"].startswith("CUDA")]  # not CUDA_Host
+    if not cuda:
+        est = vram.estimate(meta, settings(raw["config"]), vram.Device("H200", 143771, 0), measured_gpu=True)
+        by = {t.name: t.mib for t in est.terms}
+        return {"source": "architecture", "weights_mib": round(by["weights"], 2), "kv_mib": round(by["KV cache"], 2),
+                "rs_mib": round(by.get("recurrent state", 0.0), 2)}
+    kinds: dict[str, list[float]] = {}
+    for b in cuda:
+        kinds.setdefault(b["kind"], []).append(b["mib"])
+    t = {"source": "buffers", "weights_mib": kinds["model"][0], "kv_mib": kinds["KV"][0], "rs_mib": kinds.get("RS", [0.0])[0],
+         "compute_mib": kinds["compute"][0]}
+    if len(kinds["KV"]) > 1:
+        t["draft_kv_mib"] = kinds["KV"][1]
+        t["draft_compute_mib"] = kinds["compute"][1]
+    t["cuda_buffers_mib"] = round(sum(v for k, v in t.items() if k.endswith("_mib")) + sum(kinds.get("output", [])), 2)
+    return t
+
+
+def llamacpp_fit_mib(raw: dict[str, Any]) -> float | None:
+    out = ((raw.get("llamacpp_fit") or {}).get("stdout") or "").split()
+    if len(out) >= 4 and out[0].startswith("CUDA"):
+        return float(out[1]) + float(out[2]) + float(out[3])
+    return None
+
+
+def build() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    raws = json.loads(RAW.read_text())
+    entries = []
+    for raw in raws:
+        cfg = raw["config"]
+        meta = synthetic_meta(cfg["layers"])
+        entries.append({
+            "config": cfg, "build": raw["build"], "gpu": raw["gpu"], "argv": raw["argv"], "group": raw["group"],
+            "model": {k: v for k, v in meta.to_dict().items() if v not in (None, "")},
+            "terms": terms_of(raw, meta),
+            "boot_mib": raw["boot_mib"], "measured_mib": raw["measured_mib"],
+            "llamacpp_fit_mib": llamacpp_fit_mib(raw),
+            "fill_tokens": sum((f.get("tokens_evaluated") or 0) for f in raw["fill"]),
+        })
+    constants = vramfit.fit(entries)
+    fit = {"source": "bench/vram/measurements.json (bench/vram/fit.py)", "build": entries[0]["build"],
+           "gpu": entries[0]["gpu"].split(",")[0] + f", driver {entries[0]['gpu'].split(',')[-1].strip()}",
+           "layers_measured": sorted({e["config"]["layers"] for e in entries}),
+           "constants": constants, "residuals": {"worst_abs_pct": 0.0}}
+    return entries, fit
+
+
+def estimate_all(entries: list[dict[str, Any]], fit: dict[str, Any]) -> list[float]:
+    """olares-pack's estimate of every run with these constants."""
+    original = vram.calibration
+    vram.calibration = lambda: fit  # type: ignore[assignment]
+    try:
+        return [round(vram.estimate(ModelMeta(**e["model"]), settings(e["config"]), vram.Device("H200", 143771, 0),
+                                    measured_gpu=True).total_mib, 1) for e in entries]
+    finally:
+        vram.calibration = original  # type: ignore[assignment]
+
+
+def band(entries: list[dict[str, Any]], estimates: list[float]) -> dict[str, Any]:
+    rel = [abs(est - e["measured_mib"]) / e["measured_mib"] * 100 for e, est in zip(entries, estimates, strict=True)]
+    return {"runs": len(rel), "worst_abs_pct": round(max(rel), 2), "median_abs_pct": round(statistics.median(rel), 2)}
+
+
+def residuals(entries: list[dict[str, Any]], fit: dict[str, Any]) -> dict[str, Any]:
+    """In-sample residuals per flash-attention mode (the estimator's band), and an out-of-sample
+    check: the constants fitted without the 16-layer runs, tried on them."""
+    for e, est in zip(entries, estimate_all(entries, fit), strict=True):
+        e["estimated_mib"] = est
+    out: dict[str, Any] = {}
+    for mode in ("on", "off"):
+        chosen = [e for e in entries if e["config"]["fa"] == mode]
+        out[f"fa_{mode}"] = band(chosen, [e["estimated_mib"] for e in chosen])
+    out["worst_abs_pct"] = max(out["fa_on"]["worst_abs_pct"], out["fa_off"]["worst_abs_pct"])
+    small = [e for e in entries if e["config"]["layers"] < 16]
+    big = [e for e in entries if e["config"]["layers"] == 16]
+    held = {**fit, "constants": vramfit.fit(small)}
+    out["held_out_16_layers"] = band(big, estimate_all(big, held))
+    return out
+
+
+def main() -> None:
+    entries, fit = build()
+    fit["residuals"] = residuals(entries, fit)
+    out_text = json.dumps(entries, indent=1, sort_keys=True) + "\n"
+    fit_text = json.dumps(fit, indent=1, sort_keys=True) + "\n"
+    print(f"{'layers':>6} {'ctx':>7} {'cache':>5} {'fa':>3} {'np':>2} {'ub':>5} {'mtp':>3} {'measured':>9} {'estimate':>9} "
+          f"{'resid':>7} {'llama.cpp fit':>13}")
+    for e in entries:
+        c = e["config"]
+        r = (e["estimated_mib"] - e["measured_mib"]) / e["measured_mib"] * 100
+        lf = f"{e['llamacpp_fit_mib']:.0f}" if e["llamacpp_fit_mib"] else "-"
+        print(f"{c['layers']:>6} {c['ctx']:>7} {c['cache']:>5} {c['fa']:>3} {c['parallel']:>2} {c['ubatch']:>5} {c['draft_n']:>3} "
+              f"{e['measured_mib']:>9.0f} {e['estimated_mib']:>9.0f} {r:>+6.1f}% {lf:>13}")
+    print(f"constants: {json.dumps(fit['constants'])}")
+    print(f"residuals: {json.dumps(fit['residuals'])}")
+    if "--check" in sys.argv:
+        stale = [p for p, text in ((OUT, out_text), (FIT, fit_text)) if not p.exists() or p.read_text() != text]
+        if stale:
+            raise SystemExit(f"stale: {', '.join(str(p.relative_to(ROOT)) for p in stale)} (run bench/vram/fit.py)")
+        return
+    FIT.parent.mkdir(exist_ok=True)
+    OUT.write_text(out_text)
+    FIT.write_text(fit_text)
+
+
+if __name__ == "__main__":
+    main()

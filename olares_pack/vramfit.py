@@ -1,0 +1,111 @@
+"""The estimator's fitted constants, computed from GPU measurements (bench/vram/measurements.json).
+
+The shapes come from llama.cpp b11434 (derived, exact where the buffers are: weights, KV cache,
+recurrent state, the MTP draft's KV); what llama.cpp allocates beyond them is fitted here, each
+constant from the measurements that isolate it:
+
+- `cuda_context_mib`: the process's GPU memory at boot minus every CUDA buffer llama-server
+  reports (CUDA context, cuBLAS and driver allocations); `mtp_context_mib` what MTP adds to it.
+- compute buffer with flash attention: the KQ mask (ctx per slot x ubatch x 2 B) plus the larger
+  of a base (`compute_base_mib + compute_per_ubatch_mib x ubatch`, fitted on f16 caches) and, for
+  a quantized cache, one layer's K and V dequantized to f16 at the full context plus
+  `dequant_per_ubatch_mib x ubatch`;
+- compute buffer without flash attention: the f32 KQ matrix (heads x ctx per slot x ubatch x 4 B)
+  plus twice the mask plus `nofa_per_ubatch_mib x ubatch`;
+- the MTP draft context's compute: its mask plus `draft_per_ubatch_mib x ubatch`;
+- growth after boot, while the context fills: `growth_base_mib + growth_per_ubatch_mib x ubatch`
+  (+ `mtp_growth_mib`) with flash attention, plus `nofa_growth_of_kq` x the KQ matrix without.
+
+Every constant is a least-squares line or a median of the isolating measurements, so
+`fit(measurements)` is the whole story; tests/test_vram.py re-runs it against the committed
+olares_pack/data/vram-fit.json.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+MIB = 1024 * 1024
+QUANTIZED = {"q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl"}
+CACHE_BYTES = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q5_1": 24 / 32, "q5_0": 22 / 32,
+               "q4_1": 20 / 32, "q4_0": 18 / 32, "iq4_nl": 18 / 32}
+
+
+def mask_mib(ctx_seq: int, ubatch: int) -> float:
+    return ctx_seq * ubatch * 2 / MIB
+
+
+def dequant_mib(ctx: int, kv_heads: int, key_length: int, value_length: int) -> float:
+    return ctx * kv_heads * (key_length + value_length) * 2 / MIB
+
+
+def kq_mib(heads: int, ctx_seq: int, ubatch: int) -> float:
+    return heads * ctx_seq * ubatch * 4 / MIB
+
+
+def line(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Least-squares intercept and slope."""
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    return my - slope * mx, slope
+
+
+def ctx_seq(cfg: dict[str, Any]) -> int:
+    """Context per slot: with -np N given, llama-server splits the context (kv_unified false)."""
+    return cfg["ctx"] // max(1, cfg["parallel"])
+
+
+def fit(entries: list[dict[str, Any]]) -> dict[str, float]:
+    """The constants, from entries of bench/vram/measurements.json (each with config, model,
+    terms and the measured boot and peak)."""
+    ok = [e for e in entries if "measured_mib" in e]
+    reported = [e for e in ok if e["terms"].get("source") == "buffers"]
+    plain = [e for e in reported if not e["config"]["draft_n"]]
+    mtp = [e for e in reported if e["config"]["draft_n"]]
+    c: dict[str, float] = {}
+    c["cuda_context_mib"] = statistics.median(e["boot_mib"] - e["terms"]["cuda_buffers_mib"] for e in plain)
+    c["mtp_context_mib"] = statistics.median(e["boot_mib"] - e["terms"]["cuda_buffers_mib"] - c["cuda_context_mib"] for e in mtp)
+
+    def compute(e: dict[str, Any]) -> float:  # reported, or what the boot figure leaves for it
+        t = e["terms"]
+        if "compute_mib" in t:
+            return t["compute_mib"]
+        return e["boot_mib"] - c["cuda_context_mib"] - t["weights_mib"] - t["kv_mib"] - t["rs_mib"]
+
+    fa = [e for e in ok if e["config"]["fa"] == "on" and not e["config"]["draft_n"]]
+    f16 = [e for e in fa if e["config"]["cache"] == "f16"]
+    c["compute_base_mib"], c["compute_per_ubatch_mib"] = line(
+        [e["config"]["ubatch"] for e in f16], [compute(e) - mask_mib(ctx_seq(e["config"]), e["config"]["ubatch"]) for e in f16])
+
+    def base(ub: int) -> float:
+        return c["compute_base_mib"] + c["compute_per_ubatch_mib"] * ub
+
+    extra = []
+    for e in fa:
+        cfg, m = e["config"], e["model"]
+        if cfg["cache"] in QUANTIZED:
+            scratch = dequant_mib(cfg["ctx"], max(m["head_count_kv"]), m["key_length"], m["value_length"])
+            rest = compute(e) - mask_mib(ctx_seq(cfg), cfg["ubatch"]) - scratch
+            if rest > base(cfg["ubatch"]) - scratch + 16:  # the dequantized K/V, not the base, set the peak
+                extra.append(rest / cfg["ubatch"])
+    c["dequant_per_ubatch_mib"] = statistics.median(extra)
+    nofa = [e for e in ok if e["config"]["fa"] == "off"]
+    c["nofa_per_ubatch_mib"] = statistics.median(
+        (compute(e) - kq_mib(e["model"]["head_count"], ctx_seq(e["config"]), e["config"]["ubatch"])
+         - 2 * mask_mib(ctx_seq(e["config"]), e["config"]["ubatch"])) / e["config"]["ubatch"] for e in nofa)
+    c["draft_per_ubatch_mib"] = statistics.median(
+        (e["terms"]["draft_compute_mib"] - mask_mib(e["config"]["ctx"], e["config"]["ubatch"])) / e["config"]["ubatch"] for e in mtp)
+    c["growth_base_mib"], c["growth_per_ubatch_mib"] = line(
+        [e["config"]["ubatch"] for e in fa], [e["measured_mib"] - e["boot_mib"] for e in fa])
+
+    def growth(ub: int) -> float:
+        return c["growth_base_mib"] + c["growth_per_ubatch_mib"] * ub
+
+    mtp_fa = [e for e in ok if e["config"]["draft_n"]]
+    c["mtp_growth_mib"] = statistics.median(e["measured_mib"] - e["boot_mib"] - growth(e["config"]["ubatch"]) for e in mtp_fa)
+    c["nofa_growth_of_kq"] = statistics.median(
+        (e["measured_mib"] - e["boot_mib"] - growth(e["config"]["ubatch"]))
+        / kq_mib(e["model"]["head_count"], ctx_seq(e["config"]), e["config"]["ubatch"]) for e in nofa)
+    return {k: round(v, 4) for k, v in sorted(c.items())}
