@@ -53,7 +53,8 @@ class Device:
 
 
 DEVICES = {
-    # RTX 5090 Laptop GPU as its driver reports it; a laptop keeps a desktop on the same GPU.
+    # RTX 5090 Laptop GPU as its driver reports it; a laptop keeps a desktop on the same GPU. The
+    # 300 MiB reserve is an assumption (llama-server.md, "VRAM budget"), not a measurement.
     "olares-one": Device("Olares One (RTX 5090 Laptop, 24 GB)", 24463, 300),
 }
 

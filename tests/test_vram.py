@@ -337,3 +337,14 @@ def test_the_estimator_against_every_measured_run() -> None:
             assert by["weights"] == pytest.approx(e["terms"]["weights_mib"], abs=0.5)
             assert by["KV cache"] == pytest.approx(e["terms"]["kv_mib"], abs=0.5)
             assert by["recurrent state"] == pytest.approx(e["terms"]["rs_mib"], abs=0.5)
+
+
+def test_an_app_without_a_lock_is_linted_loudly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No model numbers, no GPU check: a warning that release prints, never a silent pass."""
+    d = tmp_path / "apps" / NAME
+    d.mkdir(parents=True)
+    (d / "app.yaml").write_text((APPS / NAME / "app.yaml").read_text())
+    main(["lint", str(d), "--target", "current", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    found = [f for f in doc["findings"] if f["rule"] == "vram.budget"]
+    assert found and found[0]["severity"] == "warning" and found[0]["message"].startswith("no GPU memory check")
