@@ -264,3 +264,37 @@ def test_app_manifests_are_rendered_per_target(capsys: pytest.CaptureFixture[str
     assert main(["lint", str(APPS), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["charts"] == 3 and doc["summary"]["errors"] == 0
+
+
+# ---- device-proven patterns that must not be errors (issue #14)
+
+
+def severities(findings: list, rule: str) -> set[str]:
+    return {f.severity for f in findings if f.rule == rule}
+
+
+def test_a_version_with_leading_zeros_is_a_warning(tmp_path: Path) -> None:
+    """26.08.1-style versions install (Helm and the installer parse them loosely); only
+    `olares-cli market upgrade` refuses them."""
+    files = edit(base_files(), M, 'version: "1.0.10"', 'version: "26.08.01"')
+    files = edit(files, "Chart.yaml", 'version: "1.0.10"', 'version: "26.08.01"')
+    found = lint_files(tmp_path / "a", files)
+    assert severities(found, "chart.version") == {"warning"}
+    # a version nothing reads is still an error
+    bad = edit(edit(base_files(), M, 'version: "1.0.10"', 'version: "one"'), "Chart.yaml", 'version: "1.0.10"', 'version: "one"')
+    assert severities(lint_files(tmp_path / "b", bad), "chart.version") == {"error"}
+
+
+def test_unknown_metadata_keys_are_a_warning(tmp_path: Path) -> None:
+    files = edit(base_files(), M, "  appid: llamacppqwen36mtpone\n", "  appid: llamacppqwen36mtpone\n  maintainerNote: hand-written\n")
+    found = [f for f in lint_files(tmp_path, files) if f.rule == "manifest.metadata"]
+    assert [f.severity for f in found] == ["warning"] and "'maintainerNote'" in found[0].message
+
+
+def test_an_object_without_a_namespace_is_fine(tmp_path: Path) -> None:
+    """Helm puts it in the release namespace and the installer's check skips it; another
+    namespace is still an error."""
+    files = edit(base_files(), "templates/service.yaml", '  namespace: "{{ .Release.Namespace }}"\n', "")
+    assert "template.namespace" not in flagged(lint_files(tmp_path / "a", files), with_info=True)
+    files = edit(base_files(), "templates/service.yaml", 'namespace: "{{ .Release.Namespace }}"', "namespace: default")
+    assert severities(lint_files(tmp_path / "b", files), "template.namespace") == {"error"}

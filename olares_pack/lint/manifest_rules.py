@@ -11,7 +11,7 @@ import semver
 from .. import quantity
 from ..errors import InputError
 from ..naming import NAME_RE, RESERVED_NAMES, URL_RE
-from ..targets import admits
+from ..targets import admits, parse_os_version
 from ..yamlsrc import safe_load
 from .context import MANIFEST, ChartContext
 from .findings import make
@@ -52,9 +52,18 @@ def chart_version(ctx: ChartContext) -> None:
         try:
             semver.Version.parse(v)
         except ValueError:
-            ctx.add("chart.version", f"{label} {v!r} is not a semantic version", file=MANIFEST, path="metadata.version",
-                    loc=("metadata", "version"))
-            return
+            try:
+                parse_os_version(v)
+            except InputError:
+                ctx.add("chart.version", f"{label} {v!r} is not a semantic version", file=MANIFEST, path="metadata.version",
+                        loc=("metadata", "version"))
+                return
+            # Helm and the installer read versions loosely (Masterminds NewVersion): leading zeros
+            # install; only the strict semver of `olares-cli market upgrade` refuses them
+            # (olares-format.md, "What devices do that no linter says").
+            ctx.add("chart.version", f"{label} {v!r} installs (read loosely) but is not strict semver: "
+                    "`olares-cli market upgrade` refuses it", file=MANIFEST, path="metadata.version",
+                    loc=("metadata", "version"), severity="warning", hint="drop the leading zeros in the next version")
     if chart_v != meta_v:
         ctx.add("chart.version", f"metadata.version {meta_v} differs from Chart.yaml version {chart_v}", file=MANIFEST,
                 path="metadata.version", loc=("metadata", "version"), hint="copy one version into both, or render with olares-pack")
@@ -98,8 +107,11 @@ def metadata(ctx: ChartContext) -> None:
                 loc=("metadata", "icon"))
     if ctx.modern:
         for key in sorted(set(md) - METADATA_KEYS):
-            ctx.add("manifest.metadata", f"unknown metadata key {key!r} (rejected on 0.12.0)", file=MANIFEST,
-                    path=f"metadata.{key}", loc=("metadata", key))
+            # The installer's sources hold a check of metadata fields, but its Validate does not call
+            # it in the current release (olares-format.md): charts with extra keys install. A warning.
+            ctx.add("manifest.metadata", f"unknown metadata key {key!r}: installs today (the installer's metadata "
+                    "field check is not called by its Validate), may be refused when it is", file=MANIFEST,
+                    path=f"metadata.{key}", loc=("metadata", key), severity="warning")
 
 
 def entrances(ctx: ChartContext) -> None:

@@ -67,7 +67,9 @@ def namespace(ctx: ChartContext) -> None:
             if o.get("kind") in CLUSTER_SCOPED:
                 continue
             got = (o.get("metadata") or {}).get("namespace")
-            if got != ns:
+            # No namespace: Helm places the object in the release namespace, and the installer's
+            # namespace check skips it (olares-format.md, issue #14): not a finding.
+            if got is not None and got != ns:
                 ctx.add("template.namespace", f"namespace is {got!r}, not the release namespace ({_describe(r)})",
                         path=obj_name(o), file=ctx.file_of(o), hint='namespace: "{{ .Release.Namespace }}"')
         return  # one render is enough: the namespace does not depend on the values
