@@ -298,3 +298,26 @@ def test_an_object_without_a_namespace_is_fine(tmp_path: Path) -> None:
     assert "template.namespace" not in flagged(lint_files(tmp_path / "a", files), with_info=True)
     files = edit(base_files(), "templates/service.yaml", 'namespace: "{{ .Release.Namespace }}"', "namespace: default")
     assert severities(lint_files(tmp_path / "b", files), "template.namespace") == {"error"}
+
+
+SIDECAR = '''      containers:
+        - name: dashboard
+          image: "docker.io/library/nginx:1.27@sha256:''' + "ab" * 32 + '''"
+          ports:
+            - name: ui
+              containerPort: 3000
+          resources:
+            requests: {cpu: 50m, memory: 64Mi}
+            limits: {cpu: 200m, memory: 128Mi}
+'''
+
+
+def test_a_service_port_of_a_sidecar_is_not_the_engines(tmp_path: Path) -> None:
+    """Service -> targetPort -> container: a dashboard beside the engine has its own port."""
+    files = edit(base_files(), D, "      containers:\n", SIDECAR)
+    svc = "    - name: http\n      port: 8000\n      targetPort: http\n      protocol: TCP\n"
+    files = edit(files, "templates/service.yaml", svc, svc + "    - name: ui\n      port: 3000\n      targetPort: ui\n")
+    assert "engine.port" not in flagged(lint_files(tmp_path / "a", files), with_info=True)
+    # a Service port aimed at the engine's container on the wrong port is still an error
+    wrong = edit(files, "templates/service.yaml", "      targetPort: http\n", "      targetPort: 8080\n")
+    assert severities(lint_files(tmp_path / "b", wrong), "engine.port") == {"error"}

@@ -136,12 +136,19 @@ def _ports_agree(ctx: ChartContext, inv: Invocation, listen: int | None, objects
     labels = (((((workload or {}).get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")) or {}
     services = [o for o in objects if o.get("kind") == "Service" and (o.get("spec") or {}).get("selector")
                 and all(labels.get(k) == v for k, v in o["spec"]["selector"].items())]
-    port_names = {p.get("name"): p.get("containerPort") for _, c in containers(workload or {}, init=False)
-                  for p in c.get("ports") or [] if isinstance(p, dict)}
+    declared = [(c.get("name"), p) for _, c in containers(workload or {}, init=False)
+                for p in c.get("ports") or [] if isinstance(p, dict)]
+    port_names = {p.get("name"): p.get("containerPort") for _, p in declared}
+    # Service -> targetPort -> the container that declares it: a port of a dashboard or proxy
+    # beside the engine is not the engine's business (issue #14, device-proven multi-container pods).
+    owner = {p.get("name"): name for name, p in declared} | {p.get("containerPort"): name for name, p in declared}
     for svc in services:
         for p in (svc.get("spec") or {}).get("ports") or []:
             target = p.get("targetPort", p.get("port"))
+            held_by = owner.get(target)
             target = port_names.get(target, target) if isinstance(target, str) else target
+            if held_by is not None and held_by != inv.container:
+                continue
             if target != listen:
                 ctx.add("engine.port", f"{obj_name(svc)} port {p.get('port')} targets {target}, the engine listens on {listen}",
                         path=obj_name(svc), file=ctx.file_of(svc))
