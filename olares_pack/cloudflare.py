@@ -31,22 +31,19 @@ def _version(v: Any) -> list[Any]:
 
 def catalogue_doc(cat: market.Catalogue, default_version: str) -> dict[str, Any]:
     deps = cat.dependencies
-    views: list[market.View] = []
+    views: dict[int, tuple[int, market.View]] = {}  # id(view) -> (its index, the view): views are shared objects
     masks: dict[str, int] = {}
     for probe in targets.probe_versions(deps):
         mask = "".join("1" if targets.admits(d, probe) else "0" for d in deps)
-        if mask in masks:
-            continue
-        view = cat.view(probe)
-        if view not in views:
-            views.append(view)
-        masks[mask] = views.index(view)
+        if mask not in masks:
+            view = cat.view(probe)
+            masks[mask] = views.setdefault(id(view), (len(views), view))[0]
     return {
         "default_version": str(targets.parse_os_version(default_version)),
         "dependencies": [[[[op, _version(r)] for op, r in terms] for terms in targets.constraint_terms(d)] for d in deps],
         "masks": masks,
         "views": [{"hash_prefix": v.hash_prefix.decode(), "info_prefix": v.info_prefix.decode(),
-                   "fragments": {i: f.decode() for i, f in v.fragments.items()}} for v in views],
+                   "fragments": {i: f.decode() for i, f in v.fragments.items()}} for _, v in views.values()],
         "files": {name: {f: c.sha256 for f, c in sorted(files.items())} for name, files in sorted(cat.files.items())},
         "apps": len(cat.ledger["apps"]),
         "charts": len(cat.charts),

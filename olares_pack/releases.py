@@ -33,6 +33,7 @@ class ImmutableVersionError(InputError):
 @dataclass
 class BuiltPackage:
     target: str
+    version: str  # the version this target's chart carries (targets.chart_version)
     path: Path
     files: dict[str, str]  # the rendered chart
     tar: bytes
@@ -53,8 +54,8 @@ def build_packages(app: App, repo: Repo) -> list[BuiltPackage]:
         target = targets.get(name)
         files = render.render(app, target)
         tar = package.build_tar(app.name, files)
-        path = repo.package_path(name, app.name, targets.chart_version(app.version, target))
-        out.append(BuiltPackage(name, path, files, tar, package.compress(tar)))
+        version = targets.chart_version(app.version, target)
+        out.append(BuiltPackage(name, version, repo.package_path(name, app.name, version), files, tar, package.compress(tar)))
     return out
 
 
@@ -81,7 +82,7 @@ def make_record(app: App, built: list[BuiltPackage], repo: Repo, adds: list[Chan
         name=app.name, version=app.version, published=entry.date, tool=TOOL, generation=generation.GENERATION,
         charts={b.target: ChartRecord(file=repo.rel(b.path), sha256=b.sha256, size=len(b.data),
                                       content_sha256=b.content_sha256, olares=targets.get(b.target).dependency,
-                                      version=targets.chart_version(app.version, targets.get(b.target)))
+                                      version=b.version)
                 for b in built},
         engine=engine_record(app), changelog=adds, derived=derived, manifest=records.resolved_manifest(app))
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 import orjson
@@ -46,8 +47,7 @@ JSON = b"application/json"
 REASONS = {200: b"OK", 304: b"Not Modified", 400: b"Bad Request", 404: b"Not Found", 405: b"Method Not Allowed",
            408: b"Request Timeout", 413: b"Content Too Large", 414: b"URI Too Long",
            431: b"Request Header Fields Too Large", 500: b"Internal Server Error", 503: b"Service Unavailable"}
-ROUTES = {b"/api/v1/appstore/hash": b"GET", b"/api/v1/appstore/info": b"GET", b"/api/v1/applications/info": b"POST",
-          b"/health": b"GET"}
+ROUTES = frozenset({b"/api/v1/appstore/hash", b"/api/v1/appstore/info", b"/api/v1/applications/info", b"/health"})
 CHART_PREFIX, CHART_SUFFIX = b"/api/v1/applications/", b"/chart"
 ICON_PREFIX, ICON_SUFFIX = b"/icons/", b".png"
 
@@ -253,10 +253,6 @@ class Source:
     answers: Answers | None = None
     stamp: tuple[int, int] | None = None
 
-    @property
-    def catalogue(self) -> market.Catalogue | None:
-        return self.answers.cat if self.answers else None
-
     def load(self) -> market.Catalogue:
         cat = market.load(self.root, self.index_file, self.base_url)
         st = self.index_file.stat()
@@ -267,8 +263,12 @@ class Source:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
+        newest: dict[tuple[str, str], Any] = {}  # (app, target) -> the newest offered chart's version
+        for o in cat.charts:
+            if o.offered and ((o.name, o.target) not in newest or o.order > newest[o.name, o.target]):
+                newest[o.name, o.target] = o.order
         for c in cat.shadowed:
-            if not any(o.offered and o.name == c.name and o.target == c.target and o.order > c.order for o in cat.charts):
+            if (c.name, c.target) not in newest or newest[c.name, c.target] < c.order:
                 log.warning("%s %s (%s) is not offered: the %s chart of the same release has its file name %s; "
                             "release a new version to give each target its own", c.name, c.release, c.target,
                             targets.CURRENT.name, c.file_name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import semver
 
@@ -59,7 +60,6 @@ class SourceApp:
 def render_chart(app: SourceApp) -> dict[str, str]:
     app.check()
     env = render._environment()
-    owners = type("Owners", (), {"chart_owners": ["olares-pack"]})()
     ctx = {
         "name": app.name, "version": app.version, "image": app.image, "title": app.title, "port": app.port,
         "workers": app.workers, "memory": app.memory, "cpu": app.cpu, "disk": app.disk, "tool_version": __version__,
@@ -68,7 +68,7 @@ def render_chart(app: SourceApp) -> dict[str, str]:
         "full_description": "The catalogue baked into this image, served on the four routes an Olares device "
                             "syncs from. Add its entrance URL as a market source on each device.",
         "upgrade": f"**{app.version}**: the catalogue as built into {app.image}",
-        "app": owners,
+        "app": SimpleNamespace(chart_owners=["olares-pack"]),  # what owners.j2 reads
     }
     files = {path: env.get_template(tpl).render(ctx) for path, tpl in FILES.items()}
     return dict(sorted(files.items()))

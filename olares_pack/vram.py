@@ -28,8 +28,8 @@ def calibration() -> dict[str, Any]:
     return json.loads(resources.files("olares_pack").joinpath("data/vram-fit.json").read_text())
 
 
-def calibrated(name: str) -> float:
-    return float(calibration()["constants"][name])
+def calibrated(name: str, fit: dict[str, Any] | None = None) -> float:
+    return float((fit or calibration())["constants"][name])
 
 
 # Not measured here: each says where it comes from.
@@ -144,10 +144,16 @@ def _b(t: str) -> float:
     return CACHE_BYTES[t]
 
 
-def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = False, build: str | None = None) -> Estimate:
+def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = False, build: str | None = None,
+             fit: dict[str, Any] | None = None) -> Estimate:
     """`measured_gpu`: the device is the GPU the constants were measured on (no extra allowance).
-    `build`: the llama.cpp build the chart runs, when known."""
-    fit = calibration()
+    `build`: the llama.cpp build the chart runs, when known. `fit`: other constants than the
+    committed ones (bench/vram/fit.py tries the ones it is fitting)."""
+    fit = fit or calibration()
+
+    def c(name: str) -> float:
+        return calibrated(name, fit)
+
     mode = "fa_off" if s.flash_attn == "off" else "fa_on"
     est = Estimate(s, dev, uncertainty_pct=fit["residuals"].get(mode, fit["residuals"])["worst_abs_pct"],
                    extra_uncertainty_mib=0.0 if measured_gpu else ASSUMED["other_gpu_context_mib"][0])
@@ -197,16 +203,16 @@ def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = 
     # 4. compute buffers (calibrated)
     mask = mask_mib(per_slot, ub)
     if fa:
-        base = calibrated("compute_base_mib") + calibrated("compute_per_ubatch_mib") * ub
+        base = c("compute_base_mib") + c("compute_per_ubatch_mib") * ub
         formula = f"mask {mask:.0f} + base {base:.0f} MiB at -ub {ub}"
         compute = mask + base
         if s.cache_k in QUANTIZED or s.cache_v in QUANTIZED:
-            scratch = dequant_mib(ctx, kv_heads, meta.key_length, meta.value_length) + calibrated("dequant_per_ubatch_mib") * ub
+            scratch = dequant_mib(ctx, kv_heads, meta.key_length, meta.value_length) + c("dequant_per_ubatch_mib") * ub
             if scratch > base:
                 compute, formula = mask + scratch, f"mask {mask:.0f} + one layer's K/V dequantized to f16 {scratch:.0f} MiB"
     else:
         kq = kq_mib(meta.head_count, per_slot, ub)
-        compute = kq + 2 * mask + calibrated("nofa_per_ubatch_mib") * ub
+        compute = kq + 2 * mask + c("nofa_per_ubatch_mib") * ub
         formula = f"f32 KQ {kq:.0f} + 2 × mask {mask:.0f} MiB (no flash attention)"
     est.terms.append(Term("compute buffers", compute, "calibrated: " + formula))
 
@@ -216,21 +222,21 @@ def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = 
         draft_kv = ctx * sum(meta.head_count_kv[i] * (meta.key_length * _b(s.draft_cache_k) + meta.value_length * _b(s.draft_cache_v))
                              for i in nextn_layers)
         est.terms.append(Term("MTP draft KV", draft_kv / MIB, f"{ctx} × {len(nextn_layers)} nextn layer(s) [{s.draft_cache_k}/{s.draft_cache_v}]"))
-        draft = mask_mib(ctx, ub) + calibrated("draft_per_ubatch_mib") * ub
-        est.terms.append(Term("MTP draft compute", draft, f"calibrated: mask + {calibrated('draft_per_ubatch_mib'):.3f} MiB × -ub {ub}"))
+        draft = mask_mib(ctx, ub) + c("draft_per_ubatch_mib") * ub
+        est.terms.append(Term("MTP draft compute", draft, f"calibrated: mask + {c('draft_per_ubatch_mib'):.3f} MiB × -ub {ub}"))
     elif (s.spec_type or "none") in MTP_TYPES:
         est.notes.append("--spec-type mtp on a model without an MTP block: no draft context")
 
     # 6. CUDA context, cuBLAS and driver allocations (calibrated on the measured GPU)
-    context = calibrated("cuda_context_mib") + (calibrated("mtp_context_mib") if mtp else 0.0)
+    context = c("cuda_context_mib") + (c("mtp_context_mib") if mtp else 0.0)
     est.terms.append(Term("CUDA context", context, f"calibrated on {fit['gpu']}"))
 
     # 7. growth after boot, while the context fills (calibrated)
-    growth = calibrated("growth_base_mib") + calibrated("growth_per_ubatch_mib") * ub + (calibrated("mtp_growth_mib") if mtp else 0.0)
+    growth = c("growth_base_mib") + c("growth_per_ubatch_mib") * ub + (c("mtp_growth_mib") if mtp else 0.0)
     note = "calibrated: workspaces allocated on the first batches"
     if not fa:
-        growth += calibrated("nofa_growth_of_kq") * kq_mib(meta.head_count, per_slot, ub)
-        note += f", + {calibrated('nofa_growth_of_kq'):.2f} × the KQ matrix without flash attention"
+        growth += c("nofa_growth_of_kq") * kq_mib(meta.head_count, per_slot, ub)
+        note += f", + {c('nofa_growth_of_kq'):.2f} × the KQ matrix without flash attention"
         est.notes.append("without flash attention the process grows after boot while the context fills")
     est.terms.append(Term("growth while filling", growth, note, when="run"))
     if meta.provenance != "gguf-header":

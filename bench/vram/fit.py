@@ -106,13 +106,8 @@ def build() -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 def estimate_all(entries: list[dict[str, Any]], fit: dict[str, Any]) -> list[float]:
     """olares-pack's estimate of every run with these constants."""
-    original = vram.calibration
-    vram.calibration = lambda: fit  # type: ignore[assignment]
-    try:
-        return [round(vram.estimate(ModelMeta(**e["model"]), settings(e["config"]), vram.Device("H200", 143771, 0),
-                                    measured_gpu=True).total_mib, 1) for e in entries]
-    finally:
-        vram.calibration = original  # type: ignore[assignment]
+    return [round(vram.estimate(ModelMeta(**e["model"]), settings(e["config"]), vram.Device("H200", 143771, 0),
+                                measured_gpu=True, fit=fit).total_mib, 1) for e in entries]
 
 
 def band(entries: list[dict[str, Any]], estimates: list[float]) -> dict[str, Any]:
