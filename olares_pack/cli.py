@@ -200,9 +200,9 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
                                      notes=notes, date=date, force=force, entry_override=entry)
         errors = [f for f in plan.findings if f.severity == "error"]
         if errors:
-            from .lint.output import print_text
+            from .lint.output import print_findings
 
-            print_text(errors, sorted({f.chart for f in errors}))
+            print_findings(errors, sorted({f.chart for f in errors}))
             console.error(f"{plan.app.name} {plan.app.version}: lint found {len(errors)} error(s); nothing was released")
             return EXIT_FINDINGS
         for f in plan.findings:
@@ -493,10 +493,10 @@ def export_olares_app(out: Path, image: str, version: str, name: str, workers: i
     """A chart that runs this market source on an Olares device (1.12.6+), linted before it is
     written: OUT/<name>/ and OUT/<name>-<version>.tgz."""
     from . import console, sourceapp
-    from .lint.output import print_text
+    from .lint.output import print_findings
 
     tgz, findings = sourceapp.export(sourceapp.SourceApp(name, version, image, workers=workers), out)
-    print_text(findings, [f"{name} {version}"])
+    print_findings(findings, [f"{name} {version}"])
     if any(f.severity == "error" for f in findings):
         console.error(f"{name} {version}: lint found errors; nothing was written")
         return EXIT_FINDINGS
@@ -589,33 +589,44 @@ def _edit_entry(name: str, version: str, date: dt.date, summary: str, changes: l
 
 
 @cli.command("lint")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
               help="text: tables for a terminal; json: for scripts; github: workflow annotations.")
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1), and an unpinned image is an error.")
 @target_option
 @click.option("--olares", "olares_version", metavar="VERSION",
-              help="Olares OS version the charts must install on (e.g. 1.12.6): charts whose olares "
-              "dependency excludes it are errors.")
+              help="The Olares release whose rules apply (e.g. 1.12.5 for a source that serves 1.12.3-1.12.5 "
+              "devices); charts whose olares dependency excludes it are errors. Default: the newest known "
+              "release each chart's own olares dependency admits.")
 @click.option("--kube-version", default=targets.DEFAULT_KUBE_VERSION, show_default=True,
               help="Kubernetes version whose schemas validate the rendered objects (Olares ships k3s 1.32).")
 @click.option("--engine-build", metavar="BUILD",
               help="Flag registry for llama-server containers whose build olares-pack cannot tell (e.g. b11434).")
+@click.option("--helm-lint", is_flag=True, help="Also run Helm's own lint (warnings only: the installer renders, it does not lint).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Lint this many charts at once.")
+@click.option("--explain", "explain", metavar="RULE", help="Print what RULE checks, its source and its releases, and exit.")
 def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tuple[str, ...],
-             olares_version: str | None, kube_version: str, engine_build: str | None) -> int:
+             olares_version: str | None, kube_version: str, engine_build: str | None, helm_lint: bool, jobs: int,
+             explain: str | None) -> int:
     """Lint chart folders, .tgz charts, app manifests (rendered for each target) or folders of them."""
-    from .lint import LintOptions, lint_sources
-    from .lint.output import PRINTERS
+    from .lint import LintOptions, lint_charts
+    from .lint.output import PRINTERS, print_rule
+
+    if explain:
+        return print_rule(explain)
+    if not paths:
+        raise InputError("lint needs a chart, an app or a folder (or --explain RULE)")
     from .lint.source import resolve
 
     if olares_version:
         targets.parse_os_version(olares_version)
     sources = resolve(list(paths), list(target_names) or None)
-    options = LintOptions(kube_version=kube_version, olares_version=olares_version, engine_build=engine_build, strict=strict)
-    findings = lint_sources(sources, options)
-    PRINTERS[fmt](findings, [s.label for s in sources])
+    options = LintOptions(kube_version=kube_version, olares_version=olares_version, engine_build=engine_build,
+                          strict=strict, helm_lint=helm_lint)
+    results = lint_charts(sources, options, jobs)
+    PRINTERS[fmt](results)
     failing = {"error", "warning"} if strict else {"error"}
-    return EXIT_FINDINGS if any(f.severity in failing for f in findings) else EXIT_OK
+    return EXIT_FINDINGS if any(f.severity in failing for r in results for f in r.findings) else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -105,3 +105,11 @@ def write_binary_files(files: dict[str, bytes], dest: Path) -> None:
         p = Path(dest) / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data)
+
+
+def scratch_dir() -> str | None:
+    """Where throw-away chart folders go: /dev/shm (memory) where there is one, else the system's
+    temporary folder. Helm loads charts from folders; writing one to memory is about 9 times
+    faster than to the disk's overlay (bench/lint_bench.py)."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None

@@ -19,7 +19,8 @@ from importlib.resources.abc import Traversable
 # 1: the first charts (0.1.0). 2: the download step reads percent-encoded URL paths, passes the
 #    token outside argv, calls curl with -g and stays inside the app's folder of the store.
 # 3: each target's chart is a version of its own (1.0.9 and 1.0.9-legacy, targets.chart_version).
-GENERATION = 3
+# 4: the app's pod carries the label app: <name>, the pattern of charts that route on devices.
+GENERATION = 4
 
 
 def templates_root() -> Traversable:

@@ -6,6 +6,7 @@ import copy
 import io
 import re
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,17 +108,25 @@ def render(chart: helm_python.Chart, values: dict[str, Any], *, namespace: str) 
 _SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
 
 
-def objects(rendered: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
-    """(template path, object) for every non-empty YAML document of a render, in path order."""
+def objects(rendered: dict[str, str], cache: dict[str, Any] | None = None,
+            key: Callable[[str], str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """(template path, object) for every non-empty YAML document of a render, in path order.
+    `cache` (document key -> object) lets several renders of one chart share the documents they
+    render alike (the key: the text, or `key(text)`); the objects are then shared too, so callers
+    must not change them."""
     out = []
     for path in sorted(rendered):
         if not path.endswith((".yaml", ".yml", ".json")):
             continue
         # Helm trims the whole template output before splitting, so an indented first '---' is a separator.
-        for part in _SEPARATOR.split(rendered[path].strip()):
+        text = rendered[path].strip()
+        for part in _SEPARATOR.split(text) if "---" in text else (text,):
             if not part.strip():
                 continue
-            doc = safe_load(part)
+            if cache is None:
+                doc = safe_load(part)
+            elif (doc := cache.get(k := key(part) if key else part)) is None:
+                doc = cache[k] = safe_load(part)
             if doc:
                 out.append((path, doc))
     return out

@@ -2,7 +2,9 @@
 
 The schemas are kubernetes-validate's; its `validate()` re-reads the multi-megabyte definitions
 file on every call, so the compiled validator of each kind is cached here (same files, same
-resolution rules), which makes linting hundreds of charts about 20 times faster.
+resolution rules). The verdict comes from jsonschema-rs (about 4 us an object against 540 us for
+the Python validator, issue #14's lint speed); only an object it refuses goes through the Python
+validator, whose messages the findings quote.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 import jsonschema
+import jsonschema_rs
 import kubernetes_validate
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
@@ -52,6 +55,18 @@ def _validator(schema_dir: str, kind: str, api_version: str) -> jsonschema.proto
     return jsonschema.validators.Draft202012Validator(schema, registry=registry)
 
 
+@lru_cache(maxsize=None)
+def _fast_validator(schema_dir: str, kind: str, api_version: str) -> Any:
+    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    try:
+        schema = _load(f"{schema_dir}/{kind.lower()}-{group}.json")
+    except FileNotFoundError:
+        return None
+    definitions = _load(f"{schema_dir}/_definitions.json")
+    # every $ref of a kind's schema points into the one definitions file
+    return jsonschema_rs.validator_for(schema, retriever=lambda uri: definitions)
+
+
 def _first_error(obj: dict[str, Any], kube_version: str, strict: bool) -> str | None | bool:
     """The first schema error, None when valid, False when the kind has no schema."""
     validator = _validator(_schema_dir(kube_version, strict), str(obj.get("kind", "")), str(obj.get("apiVersion", "")))
@@ -72,15 +87,20 @@ def check(obj: dict[str, Any], kube_version: str = DEFAULT_KUBE_VERSION) -> tupl
     """
     if not obj.get("kind") or not obj.get("apiVersion"):
         return "error", "an object without kind or apiVersion"
+    # The strict schemas only add "no unknown fields": an object they accept is valid, and the
+    # loose pass (the API server's verdict) is needed only for the objects they refuse.
+    fast = _fast_validator(_schema_dir(kube_version, True), str(obj.get("kind", "")), str(obj.get("apiVersion", "")))
+    if fast is not None and fast.is_valid(obj):
+        return None
+    strict = _first_error(obj, kube_version, strict=True)
+    if strict is None:
+        return None
     loose = _first_error(obj, kube_version, strict=False)
     if loose is False:
         return "info", f"no schema for {obj.get('apiVersion')}/{obj.get('kind')} in Kubernetes {kube_version} (a custom resource?)"
     if loose is not None:
         return "error", str(loose)
-    strict = _first_error(obj, kube_version, strict=True)
-    if strict:
-        return "warning", f"{strict} (the API server drops unknown fields)"
-    return None
+    return "warning", f"{strict} (the API server drops unknown fields)"
 
 
 def schema_errors(obj: dict[str, Any], kube_version: str = DEFAULT_KUBE_VERSION) -> list[str]:

@@ -120,8 +120,9 @@ def immutable_error(repo: Repo, rec: Record, edits: list[str]) -> ImmutableVersi
     shown = "; ".join(edits[:5]) + (f"; and {len(edits) - 5} more" if len(edits) > 5 else "")
     return ImmutableVersionError(
         f"{rec.name} {rec.version} is published ({repo.rel(records.path_of(repo, rec.name, rec.version))}); "
-        f"app.yaml differs from it at {shown}. A published version never changes: release a new version "
-        f"(olares-pack release {rec.name} --bump patch).")
+        f"app.yaml differs from it at {shown}. A published version never changes, and devices would never see "
+        f"the edit: their catalogue hash changes only when a version is added, removed or renamed. Release a new "
+        f"version (olares-pack release {rec.name} --bump patch).")
 
 
 # ---------------------------------------------------------------- release

@@ -10,6 +10,11 @@ import semver
 
 from .errors import InputError
 
+# Olares releases whose installer rules olares-pack knows, oldest first: the two targets' windows
+# (olares-format.md "Two targets") and 1.12.7 (market-source-api.md). lint --olares picks a rule
+# set among them; the newest is the default when a chart names no window.
+KNOWN_RELEASES = ("1.12.3", "1.12.4", "1.12.5", "1.12.6", "1.12.7")
+
 # Olares installs k3s v1.32 (installer DefaultK3sVersion v1.32.2-k3s): its schemas validate objects.
 DEFAULT_KUBE_VERSION = "1.32.0"
 

@@ -118,8 +118,8 @@ def device_lifecycle(base: str) -> Device:
     assert dev.sync()  # the hash differs per OS window
     assert dev.requests[-2:] == ["info", "details"]  # the llama.cpp app's version string changed; vLLM is new
     assert dev.install(NAME) == "1.0.10"  # an upgrade from 1.0.10-legacy, fetched under a new file name
-    assert dev.install(VLLM) == "2.5.7"
-    assert set(dev.charts) == {f"{NAME}-1.0.10-legacy.tgz", f"{NAME}-1.0.10.tgz", f"{VLLM}-2.5.7.tgz"}
+    assert dev.install(VLLM) == "2.5.8"
+    assert set(dev.charts) == {f"{NAME}-1.0.10-legacy.tgz", f"{NAME}-1.0.10.tgz", f"{VLLM}-2.5.8.tgz"}
     # the chart route answers by file name alone, whatever `version` says
     for file_name, data in dev.charts.items():
         name = file_name.rsplit("-", 2)[0] if "legacy" in file_name else file_name.rsplit("-", 1)[0]

@@ -21,7 +21,10 @@ NAME = "llamacppqwen36mtpone"
 
 
 def base_files(target: str = "current") -> dict[str, str]:
-    text = (APPS / NAME / "app.yaml").read_text().replace("    digest: null", f"    digest: {DIGEST}")
+    # The app's device-proven 30000m is above its declared GPU memory (a gpu.hami-limit warning):
+    # the clean base of these tests bounds the container at exactly what it declares.
+    text = (APPS / NAME / "app.yaml").read_text().replace("    digest: null", f"    digest: {DIGEST}") \
+        .replace("CUDA_DEVICE_MEMORY_LIMIT_0: 30000m", "CUDA_DEVICE_MEMORY_LIMIT_0: 23552m")
     return render.render(parse_app(text), targets.get(target))
 
 
@@ -78,6 +81,12 @@ CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str
     "engine.defaults": ("current", lambda f: edit(f, D, '            - "--host"\n            - "0.0.0.0"\n', ""), {}),
     "engine.port": ("current", lambda f: edit(f, D, '            - "--port"\n            - "8000"\n', '            - "--port"\n            - "8001"\n'), {}),
     "image.unpinned": ("current", lambda f: {k: v.replace(f"@{DIGEST}", "") for k, v in f.items()}, {}),
+    "gpu.hami-limit": ("current", lambda f: edit(f, D, '            - name: CUDA_DEVICE_MEMORY_LIMIT_0\n              value: "23552m"\n', ""), {}),
+    "template.raw-yaml": ("current", lambda f: edit(f, D, "imagePullPolicy: IfNotPresent\n", "imagePullPolicy: IfNotPresent\n          imagePullPolicy: IfNotPresent\n"), {}),
+    "template.image-ref": ("current", lambda f: edit(f, D, f'image: "docker.io/aamsellem/llama-cpp-mtp:master-ad27757@{DIGEST}"',
+                                                       'image: "{{ .Values.repo | default \"docker.io/aamsellem/llama-cpp-mtp\" }}:master-ad27757@'
+                                                       f'{DIGEST}"', 2), {}),
+    "template.routing": ("current", lambda f: edit(f, D, "        app: llamacppqwen36mtpone\n", ""), {}),
     "secret.plaintext": ("current", lambda f: edit(f, D, "          env:\n            - name: CUDA", "          env:\n            - name: HF_TOKEN\n              value: hf_Abcdefghijklmnop1234567890\n            - name: CUDA"), {}),
 }
 

@@ -1,15 +1,22 @@
 """Engine flag registries: which flags a pinned engine build accepts, their aliases, env vars,
 defaults and allowed values, plus the history that explains renames, removals and default
-changes. The registry of a llama.cpp build is parsed from that build's own `llama-server --help`
-(engines/data/llama-server-help-<build>.txt); the history overlay is engines/data/llamacpp-history.yaml.
+changes.
+
+Two sources, both from llama.cpp itself: engines/data/llamacpp-flags.json, generated from
+common/arg.cpp of many builds (engines/argcpp.py; per flag definition the builds that have it),
+and, for builds whose `llama-server --help` is bundled (engines/data/llama-server-help-<build>.txt),
+that help with its defaults and descriptions. The history overlay (renames, removals, default
+changes with their dates) is engines/data/llamacpp-history.yaml.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from typing import Any, cast
 
 from ..errors import InputError
 from ..yamlsrc import safe_load
@@ -156,14 +163,12 @@ class HistoryEvent:
 
 @lru_cache(maxsize=None)
 def history(engine: str = "llamacpp") -> tuple[HistoryEvent, ...]:
-    data = safe_load(resources.files("olares_pack.engines").joinpath(f"data/{engine}-history.yaml").read_text())
-    return tuple(HistoryEvent(**e) for e in data["events"])
+    return tuple(HistoryEvent(**e) for e in _history_doc(engine)["events"])
 
 
 @lru_cache(maxsize=None)
 def builds(engine: str = "llamacpp") -> dict[str, dict[str, str]]:
-    data = safe_load(resources.files("olares_pack.engines").joinpath(f"data/{engine}-history.yaml").read_text())
-    return {str(k): {kk: str(vv) for kk, vv in v.items()} for k, v in (data.get("builds") or {}).items()}
+    return {str(k): {kk: str(vv) for kk, vv in v.items()} for k, v in (_history_doc(engine).get("builds") or {}).items()}
 
 
 @lru_cache(maxsize=None)
@@ -182,6 +187,100 @@ def load(engine: str = "llamacpp", build: str | None = None) -> Registry:
     # the build's date (values renamed after it are the old spelling, flags removed after it exist).
     base = load(engine, None)
     return _rollback(base, build, info["date"])
+
+
+@dataclass(frozen=True)
+class Fork:
+    name: str
+    images: tuple[str, ...]
+    values: dict[str, tuple[str, ...]]
+    flags: tuple[str, ...]
+    source: str
+
+
+@lru_cache(maxsize=None)
+def _history_doc(engine: str) -> dict[str, Any]:
+    return cast(dict[str, Any], safe_load(resources.files("olares_pack.engines").joinpath(f"data/{engine}-history.yaml").read_text()))
+
+
+def forks(engine: str = "llamacpp") -> dict[str, Fork]:
+    return {name: Fork(name, tuple(f.get("images") or ()), {k: tuple(v) for k, v in (f.get("values") or {}).items()},
+                       tuple(f.get("flags") or ()), str(f.get("source", "")))
+            for name, f in (_history_doc(engine).get("forks") or {}).items()}
+
+
+def upstream_images(engine: str = "llamacpp") -> tuple[str, ...]:
+    return tuple(_history_doc(engine).get("upstream_images") or ())
+
+
+@lru_cache(maxsize=None)
+def flag_table(engine: str = "llamacpp") -> dict[str, Any]:
+    return cast(dict[str, Any], json.loads(resources.files("olares_pack.engines").joinpath(f"data/{engine}-flags.json").read_text()))
+
+
+def table_builds(engine: str = "llamacpp") -> list[str]:
+    """Builds of the generated table, oldest first."""
+    return sorted(flag_table(engine)["builds"], key=build_number)
+
+
+def build_number(build: str) -> int:
+    return int(build[1:]) if re.fullmatch(r"b[0-9]+", build) else -1
+
+
+@lru_cache(maxsize=None)
+def from_table(engine: str, build: str) -> Registry:
+    """The registry of a build of the generated table (flags as arg.cpp declares them)."""
+    flags = []
+    for f in flag_table(engine)["flags"]:
+        if build not in f["builds"]:
+            continue
+        names = list(f["names"])
+        value = f.get("value")
+        spec = FlagSpec(canonical=next((n for n in names if n.startswith("--")), names[0]), names=names,
+                        negations=list(f.get("negations", [])), value=value, env=f.get("env"),
+                        choices=list(f["choices"]) if f.get("choices") else None, removed=bool(f.get("removed")),
+                        replacement=f.get("replacement"))
+        spec.optional_value = bool(value and value.startswith("[") and spec.choices)
+        flags.append(spec)
+    return Registry(engine, build, flags)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The registry a chart's build is checked against, and how sure that is."""
+
+    registry: Registry
+    exact: bool  # the build itself is in the table
+    note: str  # how the build was told, for an engine.build finding
+    neighbours: tuple[Registry, ...] = ()  # for an inexact build: the table builds around it
+
+
+def resolve(engine: str, build: str | None, how: str) -> Resolved:
+    """The registry for `build` ('b9101', a named build of the history file, or None): the build
+    itself when the table has it, else the nearest table build (by number, or by date for named
+    builds), with the table builds on either side so that a difference between them is a doubt,
+    not an error."""
+    known = table_builds(engine)
+    if build in known:
+        return Resolved(from_table(engine, build), True, f"llama.cpp {build} ({how})")
+    dates = {b: flag_table(engine)["builds"][b]["date"] for b in known}
+    if build is not None and build_number(build) >= 0:
+        key = build_number(build)
+        lower = [b for b in known if build_number(b) < key]
+        upper = [b for b in known if build_number(b) > key]
+    elif build is not None and build in builds(engine):
+        date = builds(engine)[build]["date"]
+        lower = [b for b in known if dates[b] <= date]
+        upper = [b for b in known if dates[b] > date]
+    else:
+        newest = known[-1]
+        return Resolved(from_table(engine, newest), False, f"build unknown ({how}): checked against llama.cpp {newest}, "
+                        "the newest known")
+    around = tuple(from_table(engine, b) for b in (lower[-1:] + upper[:1]))
+    nearest = around[0] if lower else around[-1]
+    return Resolved(nearest, False, f"llama.cpp {build} ({how}) is not in the registry: checked against {nearest.build}, the "
+                    f"nearest known ({' and '.join(r.build for r in around)} around it); flags that differ between them are warnings",
+                    around)
 
 
 def _rollback(base: Registry, build: str, date: str) -> Registry:

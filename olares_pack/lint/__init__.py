@@ -2,6 +2,6 @@
 
 from .context import LintOptions
 from .findings import RULES, Finding
-from .runner import lint_source, lint_sources
+from .runner import ChartResult, lint_chart, lint_charts, lint_source, lint_sources
 
-__all__ = ["RULES", "Finding", "LintOptions", "lint_source", "lint_sources"]
+__all__ = ["RULES", "ChartResult", "Finding", "LintOptions", "lint_chart", "lint_charts", "lint_source", "lint_sources"]

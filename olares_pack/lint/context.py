@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -13,7 +14,7 @@ import helm_python
 import semver
 import yaml
 
-from .. import fsio, helm, package
+from .. import fsio, helm, package, targets
 from ..errors import InputError
 from ..yamlsrc import SourceDoc, parse_yaml, safe_load
 from .findings import Finding, Severity, make
@@ -21,6 +22,7 @@ from .source import ChartSource
 
 MANIFEST = "OlaresManifest.yaml"
 OWNERS = (("alice", "alice"), ("bob", "alice"))  # owner == admin, owner != admin
+LEGACY_WINDOW = ">=1.12.3-0,<1.12.6"  # where the installer pins v1/v2 manifests
 
 
 @dataclass
@@ -29,6 +31,7 @@ class LintOptions:
     olares_version: str | None = None  # the OS version the chart must install on
     engine_build: str | None = None  # force a flag registry for hand-written charts
     strict: bool = False
+    helm_lint: bool = False  # Helm's own lint: warnings only, and a fifth of lint's time (issue #14)
 
 
 @dataclass
@@ -54,6 +57,10 @@ class ChartContext:
     renders: list[Render] = field(default_factory=list)
     zero_replicas: list[dict[str, Any]] | None = None  # a render with every replicaCount at 0
     declared_modern: bool = False  # olaresManifest.version >= 0.12.0, read from the text
+    olares: str = targets.KNOWN_RELEASES[-1]  # the Olares release whose rule set applies
+    olares_how: str = "the newest release olares-pack knows"
+    olares_explicit: bool = False  # given (--olares, or the olares-pack target), not inferred
+    memo: dict[str, Any] = field(default_factory=dict)  # what several rules need, computed once
 
     # ---- helpers for rules
 
@@ -62,8 +69,7 @@ class ChartContext:
         return self.source.label
 
     def add(self, rule: str, message: str, *, file: str = "", path: str = "", hint: str = "",
-            severity: Severity | None = None, loc: tuple[Any, ...] | None = None) -> None:
-        line = None
+            severity: Severity | None = None, loc: tuple[Any, ...] | None = None, line: int | None = None) -> None:
         if loc is not None and self.manifest_doc is not None and file == MANIFEST:
             line = self.manifest_doc.line_of(loc)
         self.findings.append(make(rule, self.label, message, file=file, path=path, hint=hint, line=line, severity=severity))
@@ -92,6 +98,14 @@ class ChartContext:
     @property
     def api_version(self) -> str:
         return str(self.manifest.get("apiVersion") or "v1").strip().lower()
+
+    @property
+    def olares_dependency(self) -> dict[str, Any] | None:
+        opts = self.manifest.get("options") if isinstance(self.manifest.get("options"), dict) else {}
+        for d in opts.get("dependencies") or []:
+            if isinstance(d, dict) and d.get("name") == "olares" and d.get("type", "system") == "system":
+                return d
+        return None
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -202,7 +216,31 @@ def build_context(source: ChartSource, options: LintOptions) -> ChartContext:
     ctx.manifest = data if isinstance(data, dict) else {}
     if not ctx.manifest:
         ctx.add("manifest.parse", "OlaresManifest.yaml is not a mapping", file=MANIFEST)
+    _select_release(ctx)
     return ctx
+
+
+def _select_release(ctx: ChartContext) -> None:
+    """The Olares release whose rules apply: --olares, else the target olares-pack rendered for,
+    else the newest known release the chart's own olares dependency admits."""
+    if ctx.options.olares_version:
+        ctx.olares, ctx.olares_how, ctx.olares_explicit = ctx.options.olares_version, "--olares", True
+        return
+    dep = ctx.olares_dependency
+    constraint = str(dep.get("version") or "") if dep else ""
+    if not constraint and not ctx.declared_modern and ctx.manifest:
+        # v1/v2 manifests install only inside the legacy window, whatever they declare
+        # (olares-format.md "Two targets": the installer pins them to it).
+        constraint = LEGACY_WINDOW
+    if not constraint:
+        return
+    try:
+        admitted = [v for v in targets.KNOWN_RELEASES if targets.admits(constraint, v)]
+    except InputError:
+        return
+    if admitted:
+        ctx.olares, ctx.olares_how = admitted[-1], f"the newest known release its olares dependency {constraint!r} admits"
+        ctx.olares_explicit = ctx.source.target is not None
 
 
 def _is_modern(text: str) -> bool:
@@ -216,16 +254,18 @@ def run_helm(ctx: ChartContext) -> None:
     """Helm lint and the installer's renders (each owner/admin pairing, each mode)."""
     if not ctx.manifest or "Chart.yaml" not in ctx.source.files:
         return
-    with tempfile.TemporaryDirectory(prefix="olares-pack-lint-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="olares-pack-lint-", dir=fsio.scratch_dir()) as tmp:
         chart_dir = Path(tmp) / ctx.source.folder
         fsio.write_tree(ctx.source.files, chart_dir)
         fsio.write_binary_files(ctx.source.binary, chart_dir)
         name = ctx.name or ctx.source.folder
-        values = ctx.values(*OWNERS[0], ctx.modes[0])
-        try:
-            messages = helm.lint(chart_dir, values, namespace=f"{name}-alice", kube_version=ctx.options.kube_version)
-        except helm_python.HelmError as exc:
-            messages = [helm.HelmMessage("error", "", str(exc))]
+        messages: list[helm.HelmMessage] = []
+        if ctx.options.helm_lint:
+            try:
+                values = ctx.values(*OWNERS[0], ctx.modes[0])
+                messages = helm.lint(chart_dir, values, namespace=f"{name}-alice", kube_version=ctx.options.kube_version)
+            except helm_python.HelmError as exc:
+                messages = [helm.HelmMessage("error", "", str(exc))]
         for msg in messages:
             if msg.severity in ("error", "warning"):
                 # The installer renders rather than lints: Helm's lint errors are warnings here,
@@ -236,12 +276,13 @@ def run_helm(ctx: ChartContext) -> None:
         except InputError as exc:
             ctx.add("helm.render", str(exc))
             return
+        docs: dict[str, Any] = {}  # rendered document text -> object, shared by the renders
         with chart:
             for owner, admin in OWNERS:
                 for mode in ctx.modes:
                     try:
                         out = chart.render(values=ctx.values(owner, admin, mode), name=name, namespace=f"{name}-{owner}")
-                        pairs = [(p, o) for p, o in helm.objects(out) if isinstance(o, dict)]
+                        pairs = [(p, o) for p, o in helm.objects(out, docs, _as_owner(owner, OWNERS[0][0])) if isinstance(o, dict)]
                     except (helm_python.HelmError, yaml.YAMLError) as exc:
                         who = "owner == admin" if owner == admin else "owner != admin"
                         ctx.add("helm.render", f"render fails ({who}, GPU.Type={mode}): {_short(str(exc))}")
@@ -249,10 +290,20 @@ def run_helm(ctx: ChartContext) -> None:
                     # Helm names templates '<chart>/templates/x.yaml'; findings use the chart-relative path.
                     files = {id(o): p.split("/", 1)[1] if "/" in p else p for p, o in pairs}
                     ctx.renders.append(Render(owner, admin, mode, [o for _, o in pairs], files))
-            ctx.zero_replicas = _render_zero(ctx, chart, name)
+            ctx.zero_replicas = _render_zero(ctx, chart, name, docs) if ctx.modern else None
 
 
-def _render_zero(ctx: ChartContext, chart: helm_python.Chart, name: str) -> list[dict[str, Any]] | None:
+def _as_owner(owner: str, first: str) -> Callable[[str], str] | None:
+    """How a document of another owner's render is matched with the first render's: the same text
+    once the owner's name is swapped back. Such a document differs only in names (namespace, user
+    paths), which change no rule's verdict, so the first render's object stands for it."""
+    if owner == first:
+        return None
+    other = re.compile(rf"\b{re.escape(owner)}\b")
+    return lambda text: other.sub(first, text)
+
+
+def _render_zero(ctx: ChartContext, chart: helm_python.Chart, name: str, docs: dict[str, Any]) -> list[dict[str, Any]] | None:
     """A render with every workloads.<name>.replicaCount set to 0, the way stop works."""
     keys = set(ctx.workload_replicas)
     if ctx.renders:
@@ -260,13 +311,34 @@ def _render_zero(ctx: ChartContext, chart: helm_python.Chart, name: str) -> list
     keys.discard(None)
     if not keys:
         return None
+    if _wired_in_text(ctx, keys):
+        return []  # each replicas: line is the value itself: the zero render can only say 0
     values = ctx.values(*OWNERS[0], ctx.modes[0])
     values["workloads"] = {k: {"replicaCount": 0} for k in sorted(keys)}
     try:
         out = chart.render(values=values, name=name, namespace=f"{name}-alice")
-        return [o for _, o in helm.objects(out) if isinstance(o, dict)]
+        return [o for _, o in helm.objects(out, docs) if isinstance(o, dict)]
     except (helm_python.HelmError, yaml.YAMLError):
         return None
+
+
+_WORKLOAD_KIND = re.compile(r"^kind:\s*[\"']?(Deployment|StatefulSet)[\"']?\s*$", re.M)
+_REPLICAS = re.compile(r"^\s*replicas:.*$", re.M)
+_WIRED = re.compile(r"^\s*replicas:\s*\{\{-?\s*\.Values\.workloads\.([A-Za-z0-9_]+)\.replicaCount\s*-?\}\}\s*$")
+
+
+def _wired_in_text(ctx: ChartContext, keys: set[str]) -> bool:
+    """Whether every Deployment/StatefulSet template sets `replicas: {{ .Values.workloads.<name>.replicaCount }}`
+    and nothing else as its replicas, one line per workload (then stop's render needs no Helm)."""
+    for text in ctx.templates_text().values():
+        kinds = len(_WORKLOAD_KIND.findall(text))
+        if not kinds:
+            continue
+        lines = _REPLICAS.findall(text)
+        wired = [m.group(1) for line in lines if (m := _WIRED.match(line))]
+        if len(lines) != kinds or len(wired) != kinds or not set(wired) <= keys:
+            return False
+    return True
 
 
 def _short(text: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..engines import registry
@@ -29,17 +30,59 @@ def _looks_secret(name: str, value: object) -> bool:
             and any(c.isdigit() for c in text) and any(c.isalpha() for c in text))
 
 
-def _build_for(ctx: ChartContext, inv: Invocation) -> tuple[str | None, str]:
-    """(build key, how it was chosen) for a llama.cpp invocation."""
+ANNOTATION_FORK = "olares-pack/engine-fork"
+_TAG_BUILD = re.compile(r"(?:^|[-_.])(b[0-9]{3,6})(?:$|[-_.])")
+_TAG_SHA = re.compile(r"(?:^|[-_.])([0-9a-f]{7,40})$")
+
+
+@dataclass(frozen=True)
+class EngineBuild:
+    """What a llama.cpp container runs, as far as the chart tells."""
+
+    resolved: registry.Resolved
+    fork: registry.Fork | None
+    strict: bool  # an unknown flag is an error: upstream image or a declared build, and no unknown fork
+    origin: str  # for messages when not strict
+
+
+def _image_parts(image: str) -> tuple[str, str]:
+    ref = image.split("@")[0]
+    repo, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
+    return repo.removeprefix("docker.io/"), tag
+
+
+def _engine_build(ctx: ChartContext, inv: Invocation, annotations: dict[str, Any]) -> EngineBuild:
+    import fnmatch
+
+    repo, tag = _image_parts(inv.image)
+    known = registry.builds("llamacpp")
+    forks = registry.forks("llamacpp")
+    fork_name = annotations.get(ANNOTATION_FORK)
+    fork = forks.get(str(fork_name)) if fork_name else next(
+        (f for f in forks.values() if any(fnmatch.fnmatch(inv.image.split("@")[0], pat) or fnmatch.fnmatch(f"docker.io/{repo}:{tag}", pat)
+                                          for pat in f.images)), None)
+    build, how = None, "no build number in the image tag, none declared"
     if ctx.options.engine_build:
-        return ctx.options.engine_build, "--engine-build"
-    if inv.build:
-        return inv.build, f"annotation {inv.workload}"
-    tag = inv.image.split("@")[0].rsplit(":", 1)[-1] if ":" in inv.image.split("@")[0].rsplit("/", 1)[-1] else ""
-    for key in registry.builds("llamacpp"):
-        if key and (tag == key or re.search(rf"(^|[-_.]){re.escape(key)}($|[-_.])", tag)):
-            return key, f"image tag {tag}"
-    return None, "unknown"
+        build, how = ctx.options.engine_build, "--engine-build"
+    elif inv.build:
+        build, how = inv.build, f"annotation of {inv.workload}"
+    elif m := _TAG_BUILD.search(tag):
+        build, how = m.group(1), f"image tag {tag}"
+    elif (m := _TAG_SHA.search(tag)) and any(k.startswith(m.group(1)[:7]) for k in known):
+        build, how = next(k for k in known if k.startswith(m.group(1)[:7])), f"image tag {tag}"
+    elif fork is not None and fork.name in known:
+        build, how = fork.name, f"fork {fork.name}"
+    resolved = registry.resolve("llamacpp", build, how)
+    declared = how in ("--engine-build",) or how.startswith("annotation")
+    upstream = any(repo == u.removeprefix("docker.io/") for u in registry.upstream_images("llamacpp"))
+    strict = (upstream or declared) and (fork_name is None or fork is not None)
+    if fork_name and fork is None:
+        origin = f"fork {fork_name!r} (not declared in engines/data/llamacpp-history.yaml)"
+    elif fork is not None:
+        origin = f"fork {fork.name}"
+    else:
+        origin = f"image {repo} (not an upstream llama.cpp image, no build declared)"
+    return EngineBuild(resolved, fork, strict, origin)
 
 
 def _file_of_workload(ctx: ChartContext, objects: list[dict[str, Any]], workload: str) -> str:
@@ -63,6 +106,25 @@ def _hint_for_flag(name: str, reg: registry.Registry) -> str:
     return f"did you mean {close[0]}?" if close else ""
 
 
+def _doubt(eb: EngineBuild, known: Callable[[registry.Registry], bool]) -> str | None:
+    """Why a finding is only a warning: the build is not exactly known and a neighbouring build of
+    the table accepts it, or the image is a fork or of unknown origin. None: a sure error."""
+    if not eb.resolved.exact and any(known(r) for r in eb.resolved.neighbours):
+        accepted = [r.build for r in eb.resolved.neighbours if known(r)]
+        return f"accepted by llama.cpp {', '.join(accepted)}, a neighbour of this unknown build"
+    if eb.fork is not None or not eb.strict:
+        return f"the image is a {eb.origin}: it may accept what upstream does not"
+    return None
+
+
+def _accepts_flag(name: str) -> Callable[[registry.Registry], bool]:
+    return lambda r: (spec := r.lookup(name)) is not None and not spec.removed
+
+
+def _accepts_value(flag: str, value: str) -> Callable[[registry.Registry], bool]:
+    return lambda r: (spec := r.lookup(flag)) is not None and (not spec.choices or value in spec.choices)
+
+
 def llama_flags(ctx: ChartContext) -> None:
     r = ctx.primary_render()
     if r is None:
@@ -71,34 +133,45 @@ def llama_flags(ctx: ChartContext) -> None:
         if inv.kind != "llamacpp":
             continue
         where = f"{inv.workload}: containers[{inv.container}]"
-        file = _file_of_workload(ctx, r.objects, inv.workload)
-        key, how = _build_for(ctx, inv)
-        try:
-            reg = registry.load("llamacpp", key)
-        except InputError as exc:
-            ctx.add("engine.build", str(exc), path=where, file=file, severity="warning")
-            reg = registry.load("llamacpp")
-        if key is None:
-            ctx.add("engine.build", f"engine build unknown: checked against llama.cpp {reg.build}, the newest known",
-                    path=where, file=file, hint="olares-pack apps: set engine.build; hand-written charts: --engine-build")
+        workload = next((o for o in r.objects if obj_name(o) == inv.workload), {})
+        file = ctx.file_of(workload)
+        eb = _engine_build(ctx, inv, ((workload.get("metadata") or {}).get("annotations")) or {})
+        reg = eb.resolved.registry
+        if eb.resolved.exact and reg.build in registry.builds("llamacpp") and "help" in registry.builds("llamacpp")[reg.build]:
+            reg = registry.load("llamacpp", reg.build)  # the build's own --help: defaults and descriptions too
+        declared_build = eb.resolved.note.split(" (", 1)[0].removeprefix("llama.cpp ")
+        sure = eb.resolved.exact or declared_build in registry.builds("llamacpp")
+        ctx.add("engine.build", eb.resolved.note + (f"; {eb.origin}" if not eb.strict else ""), path=where, file=file,
+                severity="info" if sure else "warning",
+                hint="" if sure else "olares-pack apps: set engine.build; hand-written charts: --engine-build or an image tag bNNNN")
+        extra_values = eb.fork.values if eb.fork else {}
+        extra_flags = set(eb.fork.flags) if eb.fork else set()
         args = normalize_llama(inv.argv, reg, inv.env)
         for name in args.unknown:
-            ctx.add("engine.flag", f"llama.cpp {reg.build} does not accept {name}: llama-server exits at start",
-                    path=where, file=file, hint=_hint_for_flag(name, reg))
+            if name in extra_flags:
+                continue
+            doubt = _doubt(eb, _accepts_flag(name))
+            ctx.add("engine.flag", f"llama.cpp {reg.build} does not accept {name}" + (f" ({doubt})" if doubt else ": llama-server exits at start"),
+                    path=where, file=file, hint=_hint_for_flag(name, reg), severity="warning" if doubt else None)
         for arg in args.args.values():
             spec = reg.lookup(arg.flag) or reg.lookup(arg.spelled.split()[0].split("=")[0])
             if spec is None:
                 continue
+            spelled = arg.spelled.split()[0].split("=")[0]
             if spec.removed:
-                ctx.add("engine.flag", f"{arg.spelled.split()[0]} was removed before llama.cpp {reg.build}: llama-server exits at start",
-                        path=where, file=file, hint=f"use {spec.replacement}" if spec.replacement else _hint_for_flag(arg.spelled.split()[0], reg))
+                doubt = _doubt(eb, _accepts_flag(spelled))
+                ctx.add("engine.flag", f"{spelled} was removed before llama.cpp {reg.build}" + (f" ({doubt})" if doubt else ": llama-server exits at start"),
+                        path=where, file=file, severity="warning" if doubt else None,
+                        hint=f"use {spec.replacement}" if spec.replacement else _hint_for_flag(spelled, reg))
                 continue
             if spec.choices and spec.takes_value and not spec.optional_value:
                 parts = arg.value.split(",") if arg.flag == "--spec-type" else [arg.value]
                 for part in parts:
-                    if part not in spec.choices:
-                        ctx.add("engine.value", f"{arg.flag} {part}: llama.cpp {reg.build} accepts {', '.join(spec.choices)}",
-                                path=where, file=file, hint=_hint_for_value(arg.flag, part, reg))
+                    if part in spec.choices or part in extra_values.get(spec.canonical, ()):
+                        continue
+                    doubt = _doubt(eb, _accepts_value(spec.canonical, part))
+                    ctx.add("engine.value", f"{arg.flag} {part}: llama.cpp {reg.build} accepts {', '.join(spec.choices)}" + (f" ({doubt})" if doubt else ""),
+                            path=where, file=file, hint=_hint_for_value(arg.flag, part, reg), severity="warning" if doubt else None)
         for flag, label in (("--host", "--host (default 127.0.0.1: unreachable from the Service)"),
                             ("--port", "--port (the default moved between builds)"),
                             ("--parallel", "-np/--parallel (default auto = 4 slots, each with its own state)")):
@@ -201,21 +274,35 @@ def plaintext_secrets(ctx: ChartContext) -> None:
                     ctx.add("secret.plaintext", "a key or token is written into a shell command", path=where, file=ctx.file_of(o))
 
 
+def _estimate(ctx: ChartContext) -> Any:
+    """The GPU memory estimate of an olares-pack app (None for hand-written charts, or when the
+    model's numbers are missing: then a warning says nothing checks the fit). Computed once."""
+    if "estimate" in ctx.memo:
+        return ctx.memo["estimate"]
+    app, app_dir = ctx.source.app, ctx.source.app_dir
+    est = None
+    if app is not None and app_dir is not None and "nvidia" in app.modes:
+        from .. import budget, vram
+
+        try:
+            est = budget.app_estimate(app, app_dir, vram.device())
+        except InputError as exc:
+            # loudly: without the model's numbers nothing checks that the chart fits the GPU
+            ctx.add("vram.budget", f"no GPU memory check: {exc}", severity="warning")
+    ctx.memo["estimate"] = est
+    return est
+
+
 def gpu_budget(ctx: ChartContext) -> None:
     """For charts rendered from an app manifest: the estimate at full context, against the device
     and against the GPU memory the chart declares (the HAMi grant)."""
-    app, app_dir = ctx.source.app, ctx.source.app_dir
-    if app is None or app_dir is None or "nvidia" not in app.modes:
+    app = ctx.source.app
+    est = _estimate(ctx)
+    if app is None or est is None:
         return
-    from .. import budget, vram
+    from .. import vram
     from ..manifest import LlamaCppApp
 
-    try:
-        est = budget.app_estimate(app, app_dir, vram.device())
-    except InputError as exc:
-        # loudly: without the model's numbers nothing checks that the chart fits the GPU
-        ctx.add("vram.budget", f"no GPU memory check: {exc}", severity="warning")
-        return
     declared = app.resources.gpu_memory_mib
     figures = f"{est.total_mib:,.0f} MiB at full context ({est.boot_mib:,.0f} at boot), {est.headroom_mib:,.0f} MiB headroom on {est.device.name}"
     if est.verdict == "does not fit":
@@ -228,4 +315,68 @@ def gpu_budget(ctx: ChartContext) -> None:
                 file="OlaresManifest.yaml", hint=f"gpu_memory_mib: {vram.gpu_request_mib(est)} (or auto)")
 
 
-RULES: list[Rule] = [llama_flags, vllm_flags, images, plaintext_secrets, gpu_budget]
+HAMI_ENV = "CUDA_DEVICE_MEMORY_LIMIT_0"
+_HAMI_UNITS = {"": 1 / 2**20, "k": 1 / 1024, "m": 1, "g": 1024}  # suffix -> MiB per unit (case-insensitive)
+
+
+def hami_mib(value: str) -> float | None:
+    """MiB of a HAMi-core memory limit ('30000m', '24g', bytes without a suffix); None if unreadable.
+    Suffixes as the HAMi-core README's usage shows them (k, m, g); an assumption beyond that."""
+    m = re.fullmatch(r"\s*([0-9]+)\s*([kKmMgG]?)\s*", value)
+    return int(m.group(1)) * _HAMI_UNITS[m.group(2).lower()] if m else None
+
+
+def _gpu_containers(o: dict[str, Any]) -> list[dict[str, Any]]:
+    """The containers HAMi manages: those that request GPU memory or a GPU, or that the gpu-inject
+    annotation names ("true": every container)."""
+    inject = str(((o.get("metadata") or {}).get("annotations") or {}).get("applications.app.bytetrade.io/gpu-inject", ""))
+    out = []
+    for _, c in containers(o, init=False):
+        res = c.get("resources") or {}
+        keys = set(res.get("limits") or {}) | set(res.get("requests") or {})
+        if keys & {"nvidia.com/gpumem", "nvidia.com/gpu"} or inject == "true" or inject == c.get("name"):
+            out.append(c)
+    return out
+
+
+def hami_limit(ctx: ChartContext) -> None:
+    """Under Olares' HAMi the GPU memory a container may allocate is bounded by
+    CUDA_DEVICE_MEMORY_LIMIT_0, not by nvidia.com/gpumem (olares-format.md, device notes)."""
+    from ..engines.detect import resolve_env
+
+    r = next((x for x in ctx.renders if x.mode in ("nvidia", None) and x.owner == x.admin), None)
+    if r is None:
+        return
+    configmaps = {(o.get("metadata") or {}).get("name", ""): {str(k): str(v) for k, v in (o.get("data") or {}).items()}
+                  for o in r.objects if o.get("kind") == "ConfigMap"}
+    est = _estimate(ctx)
+    for o in r.objects:
+        if o.get("kind") not in ("Deployment", "StatefulSet"):
+            continue
+        for c in _gpu_containers(o):
+            where = f"{obj_name(o)}: containers[{c.get('name')}]"
+            env = resolve_env(c, configmaps)
+            value = env.get(HAMI_ENV)
+            if value is None:
+                ctx.add("gpu.hami-limit", f"no {HAMI_ENV} on a GPU container: HAMi does not bound GPU memory by nvidia.com/gpumem, "
+                        "and allocations fail without it", path=where, file=ctx.file_of(o),
+                        hint=f"env: {HAMI_ENV}=<MiB>m (olares-pack apps: env: {{{HAMI_ENV}: ...}} in app.yaml)")
+                continue
+            mib = hami_mib(value)
+            if mib is None:
+                ctx.add("gpu.hami-limit", f"{HAMI_ENV}={value!r} is not a number with an optional k/m/g suffix", path=where,
+                        file=ctx.file_of(o), severity="warning")
+                continue
+            res = c.get("resources") or {}
+            declared = (res.get("limits") or {}).get("nvidia.com/gpumem") or (res.get("requests") or {}).get("nvidia.com/gpumem")
+            if declared is not None and str(declared).isdigit() and mib > int(declared):
+                ctx.add("gpu.hami-limit", f"{HAMI_ENV}={value} ({mib:,.0f} MiB) is above the declared nvidia.com/gpumem {declared} MiB: "
+                        "the container may take GPU memory the scheduler gave to no one", path=where, file=ctx.file_of(o),
+                        severity="warning", hint=f"{HAMI_ENV}: {declared}m, or declare more GPU memory")
+            if est is not None and mib < est.total_mib:
+                ctx.add("gpu.hami-limit", f"{HAMI_ENV}={value} ({mib:,.0f} MiB) is below the estimate at full context "
+                        f"({est.total_mib:,.0f} MiB): allocations fail once the context fills", path=where, file=ctx.file_of(o),
+                        severity="warning", hint="olares-pack vram shows every term")
+
+
+RULES: list[Rule] = [llama_flags, vllm_flags, images, plaintext_secrets, gpu_budget, hami_limit]

@@ -11,9 +11,9 @@ import semver
 from .. import quantity
 from ..errors import InputError
 from ..naming import NAME_RE, RESERVED_NAMES, URL_RE
-from ..targets import admits, parse_os_version
+from ..targets import KNOWN_RELEASES, admits, parse_os_version
 from ..yamlsrc import safe_load
-from .context import MANIFEST, ChartContext
+from .context import LEGACY_WINDOW, MANIFEST, ChartContext
 from .findings import make
 
 Rule = Callable[[ChartContext], None]
@@ -48,22 +48,22 @@ def chart_version(ctx: ChartContext) -> None:
     chart_v = str(ctx.chart.get("version", ""))
     md = ctx.manifest.get("metadata") if isinstance(ctx.manifest.get("metadata"), dict) else {}
     meta_v = str(md.get("version", ""))
-    for label, v in (("Chart.yaml version", chart_v), ("metadata.version", meta_v)):
+    for label, v, file, path, loc in (("Chart.yaml version", chart_v, "Chart.yaml", "version", None),
+                                      ("metadata.version", meta_v, MANIFEST, "metadata.version", ("metadata", "version"))):
         try:
             semver.Version.parse(v)
         except ValueError:
             try:
                 parse_os_version(v)
             except InputError:
-                ctx.add("chart.version", f"{label} {v!r} is not a semantic version", file=MANIFEST, path="metadata.version",
-                        loc=("metadata", "version"))
+                ctx.add("chart.version", f"{label} {v!r} is not a semantic version", file=file, path=path, loc=loc)
                 return
             # Helm and the installer read versions loosely (Masterminds NewVersion): leading zeros
             # install; only the strict semver of `olares-cli market upgrade` refuses them
             # (olares-format.md, "What devices do that no linter says").
             ctx.add("chart.version", f"{label} {v!r} installs (read loosely) but is not strict semver: "
-                    "`olares-cli market upgrade` refuses it", file=MANIFEST, path="metadata.version",
-                    loc=("metadata", "version"), severity="warning", hint="drop the leading zeros in the next version")
+                    "`olares-cli market upgrade` refuses it", file=file, path=path, loc=loc, severity="warning",
+                    hint="drop the leading zeros in the next version")
     if chart_v != meta_v:
         ctx.add("chart.version", f"metadata.version {meta_v} differs from Chart.yaml version {chart_v}", file=MANIFEST,
                 path="metadata.version", loc=("metadata", "version"), hint="copy one version into both, or render with olares-pack")
@@ -294,14 +294,6 @@ def workload_replicas(ctx: ChartContext) -> None:
                 file=MANIFEST, path="workloadReplicas", hint="add workloadReplicas: {<deployment>: 1} and wire replicas to .Values.workloads.<deployment>.replicaCount")
 
 
-def _olares_dep(ctx: ChartContext) -> dict[str, Any] | None:
-    opts = ctx.manifest.get("options") if isinstance(ctx.manifest.get("options"), dict) else {}
-    for d in opts.get("dependencies") or []:
-        if isinstance(d, dict) and d.get("name") == "olares" and d.get("type", "system") == "system":
-            return d
-    return None
-
-
 # Versions just outside each window, as the installer samples them.
 WINDOW_PROBES = {
     "v3": ({"1.12.6", "1.12.7", "1.13.0"}, {"1.12.5", "1.12.5-20260501", "1.12.3", "1.11.0"}),
@@ -310,13 +302,12 @@ WINDOW_PROBES = {
 
 
 def olares_dependency(ctx: ChartContext) -> None:
-    dep = _olares_dep(ctx)
-    if dep is None:
-        if ctx.modern:
-            ctx.add("manifest.olares-dependency", "options.dependencies needs {name: olares, type: system, version: ...}",
-                    file=MANIFEST, path="options.dependencies", hint="'>=1.12.6-0' for apiVersion v3")
+    dep = ctx.olares_dependency
+    if dep is None and ctx.modern:
+        ctx.add("manifest.olares-dependency", "options.dependencies needs {name: olares, type: system, version: ...}",
+                file=MANIFEST, path="options.dependencies", hint="'>=1.12.6-0' for apiVersion v3")
         return
-    constraint = str(dep.get("version") or "")
+    constraint = str(dep.get("version") or "") if dep else LEGACY_WINDOW
     window = "v3" if ctx.api_version == "v3" else "pre-v3"
     expected = ">=1.12.6-0" if window == "v3" else ">=1.12.3-0,<1.12.6"
     try:
@@ -330,18 +321,22 @@ def olares_dependency(ctx: ChartContext) -> None:
         detail = f"admits {', '.join(wrong)}" if wrong else f"excludes {', '.join(missing)}"
         ctx.add("manifest.olares-dependency", f"olares dependency {constraint!r} {detail}; apiVersion {ctx.api_version} "
                 f"requires {expected!r}", file=MANIFEST, path="options.dependencies", hint=f"version: '{expected}'")
-    target = ctx.options.olares_version
-    if target:
-        try:
-            ok = admits(constraint, target)
-        except InputError:
-            return
-        if not ok:
-            gen = f"{ctx.manifest.get('olaresManifest.version')}/{ctx.api_version}"
-            hint = ("v1/v2 manifests are pinned to >=1.12.3-0,<1.12.6: render the current target (0.12.0/v3)"
-                    if ctx.api_version in ("v1", "v2") else "")
-            ctx.add("manifest.os-window", f"Olares {target} is outside this chart's olares dependency {constraint!r} "
-                    f"(manifest {gen}): the device refuses to install it", file=MANIFEST, path="options.dependencies", hint=hint)
+    try:
+        ok = admits(constraint, ctx.olares)
+    except InputError:
+        return
+    if ok:
+        return
+    gen = f"{ctx.manifest.get('olaresManifest.version')}/{ctx.api_version}"
+    if ctx.olares_explicit:
+        hint = ("v1/v2 manifests are pinned to >=1.12.3-0,<1.12.6: render the current target (0.12.0/v3)"
+                if ctx.api_version in ("v1", "v2") else "")
+        ctx.add("manifest.os-window", f"Olares {ctx.olares} is outside this chart's olares dependency {constraint!r} "
+                f"(manifest {gen}): the device refuses to install it", file=MANIFEST, path="options.dependencies", hint=hint)
+    else:
+        ctx.add("manifest.os-window", f"the olares dependency {constraint!r} admits no Olares release olares-pack knows "
+                f"({', '.join(KNOWN_RELEASES)}): checked with the rules of {ctx.olares}", file=MANIFEST,
+                path="options.dependencies", severity="warning", hint="--olares VERSION picks the rule set")
 
 
 def provider(ctx: ChartContext) -> None:

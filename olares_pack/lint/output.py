@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from itertools import groupby
 
 from rich.markup import escape
 from rich.table import Table
 
 from .. import console
-from .findings import Finding
+from ..errors import InputError
+from .findings import ALL_RELEASES, RULES, Finding
+from .runner import ChartResult
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -20,16 +21,16 @@ def summary(findings: list[Finding], charts: int) -> dict[str, int]:
     return {"charts": charts, "errors": counts["error"], "warnings": counts["warning"], "info": counts["info"]}
 
 
-def print_text(findings: list[Finding], labels: list[str]) -> None:
-    by_chart = {k: list(g) for k, g in groupby(findings, key=lambda f: f.chart)}
-    for label in labels:
-        items = by_chart.get(label, [])
+def print_text(results: list[ChartResult]) -> None:
+    for r in results:
+        items = r.findings
         # Everything but our own styling is escaped: chart paths and messages quote user text,
         # which may hold [brackets] that rich would read as markup.
+        rules = f"[dim](rules of Olares {escape(r.olares)})[/dim]" if r.olares else ""
         if not items:
-            console.out.print(f"[green]✓[/green] {escape(label)}: no findings", markup=True)
+            console.out.print(f"[green]✓[/green] {escape(r.label)}: no findings {rules}", markup=True)
             continue
-        table = Table(title=escape(label), title_justify="left", show_lines=False, expand=False)
+        table = Table(title=f"{escape(r.label)} {rules}", title_justify="left", show_lines=False, expand=False)
         for col in ("severity", "rule", "where", "message"):
             table.add_column(col, overflow="fold")
         for f in items:
@@ -39,12 +40,20 @@ def print_text(findings: list[Finding], labels: list[str]) -> None:
             msg = escape(f.message) + (f"\n[dim]hint: {escape(f.hint)}[/dim]" if f.hint else "")
             table.add_row(f"[{STYLE[f.severity]}]{f.severity}[/{STYLE[f.severity]}]", escape(f.rule), escape(where), msg)
         console.out.print(table)
-    s = summary(findings, len(labels))
+    s = summary([f for r in results for f in r.findings], len(results))
     console.err.print(f"{s['charts']} chart(s): {s['errors']} error(s), {s['warnings']} warning(s), {s['info']} info", markup=False)
 
 
-def print_json(findings: list[Finding], labels: list[str]) -> None:
-    doc = {"summary": summary(findings, len(labels)), "findings": [f.to_dict() for f in findings]}
+def print_findings(findings: list[Finding], labels: list[str]) -> None:
+    """print_text for findings gathered elsewhere (release, export), one table per label."""
+    print_text([ChartResult(label, "", "", [f for f in findings if f.chart == label]) for label in labels])
+
+
+def print_json(results: list[ChartResult]) -> None:
+    findings = [f for r in results for f in r.findings]
+    doc = {"summary": summary(findings, len(results)),
+           "charts": [{"chart": r.label, "olares": r.olares, "olares_from": r.olares_how} for r in results],
+           "findings": [f.to_dict() for f in findings]}
     console.out.print_json(json.dumps(doc, ensure_ascii=False))
 
 
@@ -56,9 +65,9 @@ def _escape_property(text: str) -> str:
     return _escape(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def print_github(findings: list[Finding], labels: list[str]) -> None:
+def print_github(results: list[ChartResult]) -> None:
     level = {"error": "error", "warning": "warning", "info": "notice"}
-    for f in findings:
+    for f in (f for r in results for f in r.findings):
         props = [f"title={_escape_property(f.rule)}"]
         if f.file:
             chart_dir = f.chart.split("@")[0]
@@ -71,3 +80,15 @@ def print_github(findings: list[Finding], labels: list[str]) -> None:
 
 
 PRINTERS = {"text": print_text, "json": print_json, "github": print_github}
+
+
+def print_rule(rule: str) -> int:
+    """`lint --explain RULE`: what it checks, its severity, its releases and its source."""
+    info = RULES.get(rule)
+    if info is None:
+        raise InputError(f"no rule {rule!r} (rules: {', '.join(sorted(RULES))})")
+    releases = "every release olares-pack knows" if info.olares == ALL_RELEASES else f"Olares {info.olares}"
+    for label, value in (("rule", rule), ("severity", info.severity), ("checks", info.summary),
+                         ("applies to", releases), ("source", info.source)):
+        console.out.print(f"{label + ':':<12}{value}", markup=False, highlight=False, soft_wrap=True)
+    return 0

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-from . import engine_rules, manifest_rules, template_rules
+from . import engine_rules, manifest_rules, raw_rules, template_rules
 from .context import ChartContext, LintOptions, build_context, run_helm
-from .findings import Finding
+from .findings import Finding, applies
 from .source import ChartSource
+
+
+@dataclass(frozen=True)
+class ChartResult:
+    label: str
+    olares: str  # the Olares release whose rule set was applied
+    olares_how: str  # why that release
+    findings: list[Finding]
 
 
 def _apply(ctx: ChartContext, rules: Iterable[manifest_rules.Rule]) -> None:
@@ -18,18 +27,33 @@ def _apply(ctx: ChartContext, rules: Iterable[manifest_rules.Rule]) -> None:
             ctx.add("lint.internal", f"{rule.__name__}: {type(exc).__name__}: {exc}")
 
 
-def lint_source(source: ChartSource, options: LintOptions | None = None) -> list[Finding]:
+def lint_chart(source: ChartSource, options: LintOptions | None = None) -> ChartResult:
     ctx = build_context(source, options or LintOptions())
     _apply(ctx, [manifest_rules.static_manifest])  # on the text: it may not parse as YAML
+    _apply(ctx, raw_rules.RAW_RULES)  # on the template text, as the app service reads it
     if ctx.manifest:
         _apply(ctx, manifest_rules.RULES)
         run_helm(ctx)
         _apply(ctx, [*template_rules.RULES, *engine_rules.RULES, *manifest_rules.POST_RENDER])
-    return sorted(set(ctx.findings), key=Finding.sort_key)
+    kept = {f for f in ctx.findings if applies(f.rule, ctx.olares)}
+    return ChartResult(source.label, ctx.olares, ctx.olares_how, sorted(kept, key=Finding.sort_key))
 
 
-def lint_sources(sources: list[ChartSource], options: LintOptions | None = None) -> list[Finding]:
-    out: list[Finding] = []
-    for source in sources:
-        out.extend(lint_source(source, options))
-    return out
+def lint_source(source: ChartSource, options: LintOptions | None = None) -> list[Finding]:
+    return lint_chart(source, options).findings
+
+
+def lint_charts(sources: list[ChartSource], options: LintOptions | None = None, jobs: int = 1) -> list[ChartResult]:
+    """Each chart on its own; with jobs > 1 in that many worker processes (spawned, not forked:
+    the Helm engine is a Go runtime in this process), results in the order of `sources`."""
+    if jobs <= 1 or len(sources) <= 1:
+        return [lint_chart(s, options) for s in sources]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=min(jobs, len(sources)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(lint_chart, sources, [options] * len(sources), chunksize=max(1, len(sources) // (4 * jobs))))
+
+
+def lint_sources(sources: list[ChartSource], options: LintOptions | None = None, jobs: int = 1) -> list[Finding]:
+    return [f for r in lint_charts(sources, options, jobs) for f in r.findings]

@@ -49,13 +49,24 @@ def _describe(r: Render) -> str:
 
 
 def schemas(ctx: ChartContext) -> None:
-    seen: set[str] = set()
+    """Each distinct object once: the renders of one chart mostly repeat the same objects (another
+    owner's namespace changes no schema verdict, so it is left out of the comparison)."""
+    import orjson
+
+    seen: set[bytes] = set()
+    reported: set[str] = set()
     for r in ctx.renders:
         for o in r.objects:
-            found = kube.check(o, ctx.options.kube_version)
-            if found is None or f"{obj_name(o)}: {found[1]}" in seen:
+            meta = o.get("metadata")
+            key = orjson.dumps({**o, "metadata": {k: v for k, v in meta.items() if k != "namespace"}} if isinstance(meta, dict) else o,
+                               option=orjson.OPT_SORT_KEYS, default=str)
+            if key in seen:
                 continue
-            seen.add(f"{obj_name(o)}: {found[1]}")
+            seen.add(key)
+            found = kube.check(o, ctx.options.kube_version)
+            if found is None or f"{obj_name(o)}: {found[1]}" in reported:
+                continue
+            reported.add(f"{obj_name(o)}: {found[1]}")
             ctx.add("kube.schema", found[1], path=obj_name(o), file=ctx.file_of(o), severity=found[0],  # type: ignore[arg-type]
                     hint=f"Kubernetes {ctx.options.kube_version} schema")
 
@@ -246,5 +257,24 @@ def runtime_class(ctx: ChartContext) -> None:
                     file=ctx.file_of(o))
 
 
+def routing(ctx: ChartContext) -> None:
+    """The pattern of every chart known to route correctly on a device: an entrance whose name and
+    host are the app name, and the app's pod labelled app: <name> (olares-format.md, device notes)."""
+    r = ctx.primary_render()
+    name = ctx.name
+    if r is None or not name or ctx.manifest_type != "app":
+        return
+    ents = [e for e in ctx.manifest.get("entrances") or [] if isinstance(e, dict)]
+    if ents and not any(e.get("name") == name and e.get("host") == name for e in ents):
+        ctx.add("template.routing", f"no entrance has name and host {name!r} (the app name)", file="OlaresManifest.yaml",
+                path="entrances", hint=f"the main entrance: name: {name}, host: {name} (a Service named {name})")
+    for o in r.objects:
+        if o.get("kind") in ("Deployment", "StatefulSet") and (o.get("metadata") or {}).get("name") == name:
+            labels = ((((o.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")) or {}
+            if labels.get("app") != name:
+                ctx.add("template.routing", f"the pod template has no label app: {name}", path=obj_name(o), file=ctx.file_of(o),
+                        hint=f"spec.template.metadata.labels: {{app: {name}}}")
+
+
 RULES: list[Rule] = [schemas, namespace, app_workload, hostpath_recreate, container_resources, envelope,
-                     userspace_permission, workload_replicas, replicas_wiring, gpu_memory, runtime_class]
+                     userspace_permission, workload_replicas, replicas_wiring, gpu_memory, runtime_class, routing]

@@ -1,0 +1,164 @@
+"""Rules on the template files as text, the way the device's app service reads them: as raw YAML,
+before Helm renders anything (olares-format.md, "What devices do that no linter says").
+
+A raw YAML reader sees template actions as text. Three things then go wrong although Helm renders
+the chart fine: a value that starts with `{{` and goes on after its closing `}}` is not YAML at
+all (`{{ a }}:{{ b }}` is a flow mapping followed by text); a key written twice in one mapping;
+and a line of template actions that sits left of a block scalar's content, which ends the scalar
+for the raw reader. `image:` values are read by the image pre-pull the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .context import ChartContext
+
+Rule = Callable[[ChartContext], None]
+
+_ACTION_ONLY = re.compile(r"^\s*(\{\{.*?\}\}\s*)+$")
+_ACTION = re.compile(r"\{\{-?\s*(\w+)?")
+_KEY = re.compile(r"""^(?P<key>"[^"]*"|'[^']*'|[^\s:#'"{}\[\],&*!|>%@`-][^:#]*?|-[^\s:#][^:#]*?)\s*:(?:\s|$)""")
+_BLOCK_START = re.compile(r"(:\s*|^)[|>][-+0-9]*\s*(#.*)?$")
+_OPENERS = {"if", "with", "range", "define", "block"}
+
+
+def _is_yaml_template(path: str) -> bool:
+    return path.startswith("templates/") and path.endswith((".yaml", ".yml")) and not path.rsplit("/", 1)[-1].startswith("_")
+
+
+def _starts_unclosed(value: str) -> bool:
+    """True for a plain value that opens with '{{' and has text after the action that opened it."""
+    if not value.startswith("{{"):
+        return False
+    depth, i = 0, 0
+    while i < len(value):
+        if value.startswith("{{", i):
+            depth += 1
+            i += 2
+        elif value.startswith("}}", i):
+            depth -= 1
+            i += 2
+            if depth == 0:
+                rest = value[i:].strip()
+                return bool(rest) and not rest.startswith("#")
+        else:
+            i += 1
+    return False
+
+
+@dataclass
+class _Mapping:
+    indent: int
+    keys: dict[str, tuple[int, tuple[tuple[int, int], ...]]] = field(default_factory=dict)  # key -> (line, branch path)
+
+
+def _diverge(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> bool:
+    """Whether two branch paths part in one if/else (then at most one of them renders)."""
+    return any(x[0] == y[0] and x[1] != y[1] for x, y in zip(a, b, strict=False))
+
+
+def _scan(ctx: ChartContext, path: str, text: str) -> None:
+    mappings: list[_Mapping] = []
+    branches: list[tuple[int, int]] = []  # open if/with/range: (id, branch index)
+    next_id = 0
+    block_indent: int | None = None  # the indent of the key or item that opened a block scalar
+    content_indent: int | None = None
+    for n, raw in enumerate(text.split("\n"), 1):
+        line = raw.rstrip("\r")
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip(" "))
+        action_only = "{{" in line and bool(_ACTION_ONLY.match(line))
+        if action_only:
+            for m in _ACTION.finditer(line):
+                word = m.group(1)
+                if word in _OPENERS:
+                    branches.append((next_id, 0))
+                    next_id += 1
+                elif word == "else" and branches:
+                    bid, idx = branches[-1]
+                    branches[-1] = (bid, idx + 1)
+                elif word == "end" and branches:
+                    branches.pop()
+        if block_indent is not None:
+            if not stripped:
+                continue
+            if content_indent is None:
+                if indent > block_indent and not action_only:
+                    content_indent = indent
+                    continue
+            elif indent >= content_indent:
+                continue
+            if action_only and indent > block_indent:
+                continue
+            if action_only:
+                ctx.add("template.raw-yaml", f"a template action left of the block scalar's text (indent {indent}, the text "
+                        f"is at {content_indent}): a raw YAML reader ends the scalar here", file=path, line=n,
+                        severity="warning", hint="indent the action like the text, e.g. '{{- if ... }}' at the text's column")
+                continue
+            block_indent = content_indent = None
+        if not stripped or stripped.startswith("#") or action_only:
+            continue
+        if stripped == "---" or stripped.startswith("--- "):
+            mappings.clear()
+            continue
+        body, at = stripped, indent
+        while body.startswith("- ") or body == "-":  # a sequence item opens a new mapping
+            body = body[2:].lstrip() if body != "-" else ""
+            at = len(line) - len(line.lstrip(" -")) if body else at + 2
+            mappings = [m for m in mappings if m.indent < at]
+            mappings.append(_Mapping(at))
+        if not body:
+            continue
+        m = _KEY.match(body)
+        value = body[m.end():].strip() if m else body
+        if m is not None:
+            mappings = [x for x in mappings if x.indent <= at]
+            if not mappings or mappings[-1].indent != at:
+                mappings.append(_Mapping(at))
+            key = m.group("key").strip().strip("'\"")
+            here = tuple(branches)
+            seen = mappings[-1].keys.get(key)
+            if seen is not None and "{{" not in key:
+                first, there = seen
+                if _diverge(here, there):
+                    ctx.add("template.raw-yaml", f"key {key!r} again (first on line {first}, in another if/else branch): "
+                            "Helm renders one of them, a raw YAML reader sees both", file=path, line=n,
+                            severity="warning", hint="move the condition into the value, or keep one key")
+                else:
+                    ctx.add("template.raw-yaml", f"duplicate key {key!r} (first on line {first})", file=path,
+                            line=n, hint="a mapping holds each key once")
+            mappings[-1].keys.setdefault(key, (n, here))
+        if value.startswith("{{") and _starts_unclosed(value):
+            ctx.add("template.raw-yaml", f"the value {value[:60]!r} starts with an unquoted '{{{{ }}}}' and goes on "
+                    "after it: not YAML until rendered", file=path, line=n, hint="quote the whole value")
+        if body[-1] in "|>-+0123456789#" and _BLOCK_START.search(body):
+            block_indent, content_indent = (at if m is not None else indent), None
+        if m is not None and m.group("key").strip().strip("'\"") == "image":
+            _image_ref(ctx, path, n, value)
+
+
+def _image_ref(ctx: ChartContext, path: str, n: int, value: str) -> None:
+    value = value.split(" #", 1)[0].strip()
+    if "{{" not in value:
+        return
+    quoted = value[:1] in "\"'" and value[-1:] == value[:1]
+    inner = value[1:-1].strip() if quoted else value
+    whole_action = re.fullmatch(r"\{\{[^{}]*\}\}", inner) is not None
+    if not quoted:
+        ctx.add("template.image-ref", f"image {value[:60]!r} is not a quoted string: the image pre-pull reads raw YAML",
+                file=path, line=n, hint='image: "{{ .Values.image }}" (one quoted string)')
+    elif not whole_action:
+        ctx.add("template.image-ref", f"image {value[:60]!r} is assembled from template pieces and text: the image "
+                "pre-pull did not fetch such images", file=path, line=n, hint="one value holding repository:tag@digest")
+
+
+def raw_yaml(ctx: ChartContext) -> None:
+    for path, text in sorted(ctx.source.files.items()):
+        if _is_yaml_template(path):
+            _scan(ctx, path, text)
+
+
+RAW_RULES: list[Rule] = [raw_yaml]
