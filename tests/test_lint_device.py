@@ -369,3 +369,49 @@ def test_the_readme_lists_every_rule_with_its_severity_and_releases() -> None:
     for rule, info in RULES.items():
         releases = "all" if info.olares == ALL_RELEASES else info.olares
         assert f"| `{rule}` | {info.severity} | {releases} |" in readme, rule
+
+
+# ---------------------------------------------------------------- vLLM by release
+
+VLLM = "vllmqwen36turbo27bone"
+VLLM_IMAGE = "docker.io/aamsellem/vllm-qwen36-blackwell:0.20.0-genesis-v3"
+
+
+def vllm_chart(tmp_path: Path, image: str, extra: str = "") -> list:
+    from olares_pack import render, targets
+    from olares_pack.manifest import parse_app
+
+    files = render.render(parse_app((APPS / VLLM / "app.yaml").read_text()), targets.get("current"))
+    files = {k: v.replace(VLLM_IMAGE, image) for k, v in files.items()}
+    if extra:
+        files = edit(files, D, '            - "--enable-prefix-caching"\n', f'            - "--enable-prefix-caching"\n{extra}')
+    return lint_chart(from_folder(build_file_tree(tmp_path / VLLM, files))).findings
+
+
+def test_vllm_flags_are_checked_against_the_release_of_the_image(tmp_path: Path) -> None:
+    # --language-model-only arrived after 0.11: an upstream 0.11.0 image refuses it
+    old = vllm_chart(tmp_path / "a", "vllm/vllm-openai:v0.11.0")
+    assert [(f.severity, f.message) for f in old if f.rule == "engine.flag"] == \
+        [("error", "vLLM 0.11.0 does not accept --language-model-only: vllm serve exits at start")]
+    assert errors(vllm_chart(tmp_path / "b", "vllm/vllm-openai:v0.20.0", '            - "--no-enable-log-requests"\n')) == set()
+
+
+def test_vllm_patched_images_and_unknown_releases_get_warnings(tmp_path: Path) -> None:
+    patched = vllm_chart(tmp_path / "a", VLLM_IMAGE, '            - "--turboquant-groups"\n            - "8"\n')
+    assert [f.severity for f in patched if f.rule == "engine.flag"] == ["warning"]
+    between = vllm_chart(tmp_path / "b", "vllm/vllm-openai:v0.12.0")  # the registry holds 0.11.0 and 0.14.0
+    build = [f for f in between if f.rule == "engine.build"]
+    assert [f.severity for f in build] == ["warning"] and "0.11.0" in build[0].message
+
+
+def test_the_vllm_generator_reads_add_argument_and_frontend_dataclasses() -> None:
+    from olares_pack.engines import vllmargs
+
+    sources = {
+        "vllm/engine/arg_utils.py": 'def add_cli_args(p):\n    g = p.add_argument_group("m")\n'
+                                    '    g.add_argument("--max-model-len", type=int)\n    g.add_argument("-q", "--quantization")\n'
+                                    '    kwargs = {"flags": ["-O"]}\n    raise ValueError("--max-model-len must be positive")\n',
+        "vllm/entrypoints/openai/cli_args.py": "class BaseFrontendArgs:\n    chat_template: str | None = None\n"
+                                               "class FrontendArgs(BaseFrontendArgs):\n    host: str | None = None\n    _private: int = 0\n",
+    }
+    assert vllmargs.flags_of(sources) == {"--max-model-len", "-q", "--quantization", "-O", "--chat-template", "--host"}

@@ -304,3 +304,53 @@ def _rollback(base: Registry, build: str, date: str) -> Registry:
             flags.remove(spec)
             del by_canon[ev.flag]
     return Registry(base.engine, build, flags)
+
+
+# ---------------------------------------------------------------- vLLM
+
+VLLM_UPSTREAM = ("vllm/vllm-openai",)  # docker.io/vllm/vllm-openai: `vllm serve` of a PyPI release
+
+
+@lru_cache(maxsize=None)
+def vllm_table() -> dict[str, Any]:
+    return cast(dict[str, Any], json.loads(resources.files("olares_pack.engines").joinpath("data/vllm-flags.json").read_text()))
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"[0-9]+", v)[:3])
+
+
+@dataclass(frozen=True)
+class VllmFlags:
+    version: str  # the table version checked against
+    exact: bool
+    flags: frozenset[str]
+    neighbours: tuple[frozenset[str], ...]  # the table versions around an inexact one
+
+    def accepts(self, flag: str) -> bool:
+        return vllm_accepts(self.flags, flag)
+
+
+def vllm_accepts(flags: frozenset[str], flag: str) -> bool:
+    # every boolean takes --no-<flag> (argparse.BooleanOptionalAction)
+    return flag in flags or (flag.startswith("--no-") and f"--{flag[5:]}" in flags)
+
+
+def vllm_flags(version: str | None) -> VllmFlags:
+    """The flags of `vllm serve` in `version` ('0.11.0'), or of the nearest release of the table."""
+    table = vllm_table()
+    known = sorted(table["versions"], key=_version_tuple)
+
+    def of(v: str) -> frozenset[str]:
+        return frozenset(f for f, vs in table["flags"].items() if v in vs)
+
+    if version in known:
+        return VllmFlags(version, True, of(version), ())
+    if version is None:
+        return VllmFlags(known[-1], False, of(known[-1]), ())
+    key = _version_tuple(version)
+    lower = [v for v in known if _version_tuple(v) <= key]
+    upper = [v for v in known if _version_tuple(v) > key]
+    around = lower[-1:] + upper[:1]
+    nearest = around[0]
+    return VllmFlags(nearest, False, of(nearest), tuple(of(v) for v in around))

@@ -181,7 +181,12 @@ def llama_flags(ctx: ChartContext) -> None:
         _ports_agree(ctx, inv, int(port.value) if port and port.value.isdigit() else None, r.objects)
 
 
+_VLLM_TAG = re.compile(r"^v?([0-9]+\.[0-9]+\.[0-9]+)")
+
+
 def vllm_flags(ctx: ChartContext) -> None:
+    """vLLM exits at start on an unknown flag too: flags against the release the image tag names
+    (engines/data/vllm-flags.json, from vLLM's own sources)."""
     r = ctx.primary_render()
     if r is None:
         return
@@ -190,10 +195,32 @@ def vllm_flags(ctx: ChartContext) -> None:
             continue
         args = normalize_generic(inv.argv)
         where = f"{inv.workload}: containers[{inv.container}]"
+        file = _file_of_workload(ctx, r.objects, inv.workload)
+        repo, tag = _image_parts(inv.image)
+        m = _VLLM_TAG.match(tag)
+        known = registry.vllm_flags(m.group(1) if m else None)
+        upstream = repo in registry.VLLM_UPSTREAM
+        told = f"vLLM {m.group(1)} (image tag {tag})" if m else "vLLM release unknown (no version in the image tag)"
+        if not known.exact:
+            told += f": checked against {known.version}, the nearest release of the registry"
+        if not upstream:
+            told += f"; image {repo} is not vllm/vllm-openai: unknown flags are warnings"
+        ctx.add("engine.build", told, path=where, file=file, severity="info" if known.exact or not upstream else "warning")
+        for flag in sorted(a.flag for a in args.args.values() if a.flag.startswith("--")):
+            if known.accepts(flag):
+                continue
+            if known.neighbours and any(registry.vllm_accepts(n, flag) for n in known.neighbours):
+                doubt = "a neighbouring release accepts it"
+            elif not upstream:
+                doubt = f"the image {repo} may carry patches that add it"
+            else:
+                doubt = ""
+            ctx.add("engine.flag", f"vLLM {known.version} does not accept {flag}" + (f" ({doubt})" if doubt else ": vllm serve exits at start"),
+                    path=where, file=file, severity="warning" if doubt else None,
+                    hint=next((f"did you mean {c}?" for c in difflib.get_close_matches(flag, sorted(known.flags), n=1, cutoff=0.8)), ""))
         for flag in ("--host", "--port"):
             if flag not in args.args:
-                ctx.add("engine.defaults", f"{flag} is left to its default", path=where, file=_file_of_workload(ctx, r.objects, inv.workload),
-                        hint=f"set {flag} explicitly")
+                ctx.add("engine.defaults", f"{flag} is left to its default", path=where, file=file, hint=f"set {flag} explicitly")
         port = args.args.get("--port")
         _ports_agree(ctx, inv, int(port.value) if port and port.value.isdigit() else 8000, r.objects)
 
