@@ -588,6 +588,60 @@ def _edit_entry(name: str, version: str, date: dt.date, summary: str, changes: l
     return entry
 
 
+@cli.command("import")
+@click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
+@apps_dir_option
+@click.option("--date", "date", type=click.DateTime(["%Y-%m-%d"]), metavar="YYYY-MM-DD",
+              help="Publication date of versions whose source names none (default: today).")
+@click.option("--os-version", "os_versions", multiple=True, metavar="VERSION",
+              help="OS versions to read a live source's catalogue for (default: 1.12.5 and 1.12.7).")
+@click.option("--strict", is_flag=True, help="Fail (exit 1) when anything could not be imported or kept.")
+@click.option("--upgrade", is_flag=True, help="Convert legacy charts (manifest 0.10.0) to 0.12.0/v3 for Olares 1.12.6+, "
+              "as the next version to release; the report says what that took.")
+@click.option("--dry-run", is_flag=True, help="Show what would be imported; write nothing.")
+@lock_timeout_option
+def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | None, os_versions: tuple[str, ...],
+               strict: bool, upgrade: bool, dry_run: bool, lock_timeout: float) -> int:
+    """Import hand-written charts: chart folders, .tgz packages, folders of them, or the base URL
+    of a live market source. Each app becomes apps/<name>/app.yaml (the chart as written) and one
+    release record per version whose package is the source's own bytes."""
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from . import console, importer
+    from .journal import Transaction
+
+    repo = Repo.of_apps(apps_dir)
+    found = []
+    with Progress(console=console.err, transient=True) as progress:
+        for source in sources:
+            found += importer.find(source, os_versions=os_versions or ("1.12.5", "1.12.7"), progress=progress)
+    with repo.open(write=not dry_run, timeout=lock_timeout, purpose="import"):
+        plan = importer.plan(repo, found, (date or dt.datetime.now()).date(), upgrade=upgrade)
+        if not dry_run:
+            txn = Transaction(repo.root)
+            for path, data in sorted(plan.writes.items()):
+                txn.write(path, data)
+            txn.commit()
+    table = Table(title="import", title_justify="left")
+    for col in ("app", "version", "from", "status", "notes"):
+        table.add_column(col, overflow="fold")
+    for r in sorted(plan.results, key=lambda r: (r.name, r.found.label)):
+        status = "refused" if r.app is None else ("skipped" if r.name in plan.skipped else
+                                                  "to release" if not r.publishable else "with notes" if r.notes else "imported")
+        detail = r.problem or plan.skipped.get(r.name, "") or "\n".join(r.notes)
+        table.add_row(r.name, r.app.version if r.app else "", r.found.label, status, detail)
+    console.out.print(table)
+    ok = sum(1 for r in plan.results if r.app is not None and r.name not in plan.skipped)
+    noted = sum(1 for r in plan.results if r.notes)
+    refused = sum(1 for r in plan.results if r.app is None or r.name in plan.skipped)
+    console.info(f"{len(plan.results)} chart(s): {ok} imported ({noted} with notes), {refused} not imported; "
+                 f"{len(plan.apps)} app(s) {'would be ' if dry_run else ''}written under {repo.rel(repo.apps_dir)}")
+    if refused or (strict and noted):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
 @cli.command("lint")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,

@@ -56,8 +56,19 @@ def describe(ch: str) -> str:
             "\n": "a newline", "\t": "a tab"}.get(ch, f"the control character U+{ord(ch):04X}")
 
 
+# An imported chart's own files and manifest (ChartApp.chart): Helm templates and YAML as written,
+# multi-line, with template delimiters; only their size and control characters are checked.
+RAW = (("chart",),)
+MAX_FILE = 1 << 20
+
+
 def string_problem(text: str, loc: tuple[Any, ...]) -> str | None:
     """What is wrong with one string at `loc`, or None."""
+    if _matches(loc, RAW, prefix=True):
+        if len(text) > MAX_FILE:
+            return f"is {len(text):,} characters long; at most {MAX_FILE:,}"
+        m = _CONTROL.search(text.replace("\r\n", "\n"))
+        return f"holds {describe(m.group())}: plain text only" if m else None
     if len(text) > MAX_TEXT:
         return f"is {len(text):,} characters long; at most {MAX_TEXT:,}"
     if m := _CONTROL.search(text):

@@ -29,20 +29,24 @@ def app_id(name: str) -> str:
 
 def version_entry(rec: Record) -> dict[str, Any]:
     m = rec.manifest
-    img = m["engine"]["image"]
-    out = {
+    out: dict[str, Any] = {
         "version": rec.version,
-        "versionName": m.get("version_name") or img["tag"],
         "published": rec.published.isoformat(),
         "generation": rec.generation,
         "tool": rec.tool,
         "charts": {t: c.model_dump(exclude_none=True) for t, c in sorted(rec.charts.items())},
-        "image": {k: img.get(k) for k in ("repository", "tag", "digest")},
-        "model": {k: m["model"].get(k) for k in ("repo", "revision", "files")},
-        "engine": rec.engine.model_dump(),
-        "resources": m["resources"],
-        "changelog": rec.entry.model_dump(mode="json"),
     }
+    if "chart" in m:  # an imported chart: its images and envelope, as the chart states them
+        spec = (m["chart"].get("manifest") or {}).get("spec") or {}
+        out.update({"versionName": m.get("version_name") or rec.version, "images": rec.engine.flags.get("image", ""),
+                    "resources": {k: v for k, v in spec.items() if k.startswith(("required", "limited")) or k == "accelerator"}})
+    else:
+        img = m["engine"]["image"]
+        out.update({"versionName": m.get("version_name") or img["tag"],
+                    "image": {k: img.get(k) for k in ("repository", "tag", "digest")},
+                    "model": {k: m["model"].get(k) for k in ("repo", "revision", "files")},
+                    "resources": m["resources"]})
+    out.update({"engine": rec.engine.model_dump(), "changelog": rec.entry.model_dump(mode="json")})
     listed = [e.model_dump(mode="json") for e in rec.unshipped if e.in_history]
     if listed:
         out["unshipped"] = listed

@@ -381,7 +381,9 @@ def _check_semver(v: Any) -> str:
 # ---------------------------------------------------------------- the app
 
 
-class AppManifestBase(Model_):
+class AppTexts(Model_):
+    """What every app has, whatever runs it: its name, version, texts, targets and changelog."""
+
     name: str
     version: str
     version_name: str | None = Field(default=None, description="upstream/display version; default: image tag")
@@ -399,12 +401,6 @@ class AppManifestBase(Model_):
     owners: list[str] = Field(default_factory=list)
     locales: dict[str, LocaleTexts] = Field(default_factory=dict)
     targets: list[Target] = Field(default_factory=lambda: ["current"], min_length=1)
-    modes: list[Mode] = Field(default_factory=lambda: ["nvidia"], min_length=1)
-    model: HFModel
-    resources: Resources
-    entrance: Entrance
-    env: dict[str, str] = Field(default_factory=dict)
-    probes: Probes = Field(default_factory=Probes)
     changelog: list[ChangelogEntry] = Field(default_factory=list)
 
     @field_validator("name")
@@ -428,37 +424,12 @@ class AppManifestBase(Model_):
                 raise ValueError("en-US texts are the top-level title/description/full_description")
         return dict(sorted(v.items()))
 
-    @field_validator("env")
+    @field_validator("targets")
     @classmethod
-    def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        for key in v:
-            if not ENV_NAME_RE.match(key):
-                raise ValueError(f"{key!r} is not an environment variable name")
-            if key.startswith("OLARES_"):
-                raise ValueError(f"{key!r}: OLARES_* names are the system's; choose another name")
-        return v
-
-    @field_validator("targets", "modes")
-    @classmethod
-    def _unique(cls, v: list[str]) -> list[str]:
+    def _unique_targets(cls, v: list[str]) -> list[str]:
         if len(set(v)) != len(v):
             raise ValueError("entries must be unique")
         return v
-
-    @model_validator(mode="after")
-    def _cross(self) -> AppManifestBase:
-        if "nvidia" in self.modes and self.resources.gpu_memory_mib is None:
-            raise ValueError("resources.gpu_memory_mib is required when modes include nvidia")
-        versions = [e.version for e in self.changelog]
-        if len(set(versions)) != len(versions):
-            raise ValueError("changelog has a version twice")
-        return self
-
-    # ---- derived values every renderer needs
-
-    @property
-    def display_version(self) -> str:
-        return self.version_name or self.engine.image.tag  # type: ignore[attr-defined]
 
     @property
     def all_locales(self) -> list[str]:
@@ -469,6 +440,55 @@ class AppManifestBase(Model_):
         return self.owners or [self.developer]
 
     @property
+    def changelog_entry(self) -> ChangelogEntry | None:
+        return next((e for e in self.changelog if e.version == self.version), None)
+
+    @model_validator(mode="after")
+    def _changelog_once(self) -> AppTexts:
+        versions = [e.version for e in self.changelog]
+        if len(set(versions)) != len(versions):
+            raise ValueError("changelog has a version twice")
+        return self
+
+
+class AppManifestBase(AppTexts):
+    modes: list[Mode] = Field(default_factory=lambda: ["nvidia"], min_length=1)
+    model: HFModel
+    resources: Resources
+    entrance: Entrance
+    env: dict[str, str] = Field(default_factory=dict)
+    probes: Probes = Field(default_factory=Probes)
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if not ENV_NAME_RE.match(key):
+                raise ValueError(f"{key!r} is not an environment variable name")
+            if key.startswith("OLARES_"):
+                raise ValueError(f"{key!r}: OLARES_* names are the system's; choose another name")
+        return v
+
+    @field_validator("modes")
+    @classmethod
+    def _unique_modes(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("entries must be unique")
+        return v
+
+    @model_validator(mode="after")
+    def _cross(self) -> AppManifestBase:
+        if "nvidia" in self.modes and self.resources.gpu_memory_mib is None:
+            raise ValueError("resources.gpu_memory_mib is required when modes include nvidia")
+        return self
+
+    # ---- derived values every renderer needs
+
+    @property
+    def display_version(self) -> str:
+        return self.version_name or self.engine.image.tag  # type: ignore[attr-defined]
+
+    @property
     def entrance_name(self) -> str:
         return self.entrance.name or self.name
 
@@ -476,10 +496,6 @@ class AppManifestBase(Model_):
     def service_name(self) -> str:
         # Entrance hosts must start with a letter; app names may start with a digit.
         return self.name if self.name[0].isalpha() else f"app{self.name}"
-
-    @property
-    def changelog_entry(self) -> ChangelogEntry | None:
-        return next((e for e in self.changelog if e.version == self.version), None)
 
     def warnings(self) -> list[str]:
         """Things that are allowed but that a maintainer must see."""
@@ -519,23 +535,83 @@ class VllmApp(AppManifestBase):
         return self
 
 
+class ChartFiles(Model_):
+    """A chart olares-pack does not model (imported from a hand-written catalogue): its files
+    kept as they were, and its OlaresManifest.yaml less what the app's own fields say (metadata
+    texts, version, spec texts, which render() writes back)."""
+
+    manifest_version: str  # olaresManifest.version the chart was written for: its target
+    manifest: dict[str, Any] = Field(default_factory=dict)
+    # A 0.10.0 manifest with Helm template syntax is not YAML until rendered: kept as its text
+    # (then the app's texts are read from it, and editing them means editing this text).
+    manifest_text: str | None = None
+    chart_yaml: dict[str, Any] = Field(default_factory=dict)  # Chart.yaml fields other than name/version/appVersion/description/icon
+    files: dict[str, str] = Field(min_length=1)  # templates/..., values.yaml, .helmignore, ...
+
+    @field_validator("files")
+    @classmethod
+    def _files(cls, v: dict[str, str]) -> dict[str, str]:
+        for path in v:
+            parts = path.split("/")
+            if path.startswith("/") or ".." in parts or "" in parts or path in ("Chart.yaml", "OlaresManifest.yaml") \
+                    or path.startswith("i18n/"):
+                raise ValueError(f"{path!r}: chart files are relative paths other than Chart.yaml, OlaresManifest.yaml and i18n/")
+        if not any(p.startswith("templates/") for p in v):
+            raise ValueError("a chart needs templates/")
+        return dict(sorted(v.items()))
+
+
+class ChartApp(AppTexts):
+    """An app whose chart is kept as written (olares-pack import): any engine, any containers."""
+
+    chart: ChartFiles
+
+    @model_validator(mode="after")
+    def _own_target(self) -> ChartApp:
+        from .chartrender import own_target
+
+        own = own_target(self.chart.manifest_version)
+        if self.targets != [own]:
+            raise ValueError(f"a chart written for manifest {self.chart.manifest_version} renders for targets: [{own}] "
+                             "(olares-pack import --upgrade converts a legacy chart to the current target)")
+        return self
+
+    @property
+    def display_version(self) -> str:
+        return self.version_name or self.version
+
+    def images(self) -> list[str]:
+        """Image references written literally in the chart's templates and values."""
+        found = set()
+        for text in self.chart.files.values():
+            found |= set(re.findall(r"""(?m)^\s*-?\s*image:\s*["']?([^"'\s{}]+)["']?\s*$""", text))
+        return sorted(found)
+
+    def warnings(self) -> list[str]:
+        return [f"{self.name}: image {ref} is not pinned by digest" for ref in self.images() if "@sha256:" not in ref]
+
+
 def _engine_kind(data: Any) -> str | None:
     if isinstance(data, dict):
+        if "chart" in data and "engine" not in data:
+            return "chart"
         engine = data.get("engine")
         return engine.get("kind") if isinstance(engine, dict) else None
+    if isinstance(data, ChartApp):
+        return "chart"
     engine = getattr(data, "engine", None)
     return getattr(engine, "kind", None)
 
 
 AppManifest = Annotated[
-    Union[Annotated[LlamaCppApp, Tag("llamacpp")], Annotated[VllmApp, Tag("vllm")]],
+    Union[Annotated[LlamaCppApp, Tag("llamacpp")], Annotated[VllmApp, Tag("vllm")], Annotated[ChartApp, Tag("chart")]],
     Discriminator(
         _engine_kind,
         custom_error_type="engine_kind",
-        custom_error_message="engine.kind must be one of 'llamacpp', 'vllm'",
+        custom_error_message="engine.kind must be one of 'llamacpp', 'vllm' (or the app holds an imported chart:)",
     ),
 ]
-App = LlamaCppApp | VllmApp
+App = LlamaCppApp | VllmApp | ChartApp
 _ADAPTER: TypeAdapter[App] = TypeAdapter(AppManifest)
 
 
@@ -544,7 +620,7 @@ def _problems(doc: SourceDoc, exc: ValidationError) -> list[Problem]:
     problems = []
     for err in exc.errors(include_url=False):
         loc = tuple(err["loc"])
-        if loc and loc[0] in ("llamacpp", "vllm"):
+        if loc and loc[0] in ("llamacpp", "vllm", "chart"):
             loc = loc[1:]  # the union tag is ours, not a field the user wrote
         if err["type"] == "engine_kind":
             loc = ("engine", "kind")
@@ -589,7 +665,7 @@ def load_app(path: Path, *, derive: bool = True) -> App:
     app = validate_doc(doc)
     if file.name == MANIFEST_FILE and file.parent.name != app.name:
         raise InputError("", [doc.problem(("name",), f"{app.name!r} differs from its folder {file.parent.name!r}")])
-    if derive and app.resources.gpu_memory_mib == "auto":
+    if derive and not isinstance(app, ChartApp) and app.resources.gpu_memory_mib == "auto":
         _derive_gpu_memory(app, doc)
     return app
 
@@ -614,7 +690,7 @@ def _derive_gpu_memory(app: App, doc: SourceDoc) -> None:
 def parse_app(text: str, path: Path = Path("<string>"), *, derive: bool = True) -> App:
     doc = parse_yaml(text, path)
     app = validate_doc(doc)
-    if derive and app.resources.gpu_memory_mib == "auto":
+    if derive and not isinstance(app, ChartApp) and app.resources.gpu_memory_mib == "auto":
         _derive_gpu_memory(app, doc)
     return app
 

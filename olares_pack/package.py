@@ -28,12 +28,13 @@ def build_archive(name: str, files: dict[str, str]) -> bytes:
     return compress(build_tar(name, files))
 
 
-def build_tar(name: str, files: dict[str, str]) -> bytes:
+def build_tar(name: str, files: dict[str, str] | dict[str, bytes]) -> bytes:
     """The uncompressed tar of a chart: what the content digest covers."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
         for rel in sorted(files):
-            data = files[rel].encode("utf-8")
+            value = files[rel]
+            data = value if isinstance(value, bytes) else value.encode("utf-8")
             info = tarfile.TarInfo(f"{name}/{rel}")
             info.size = len(data)
             info.mtime = MTIME

@@ -61,7 +61,9 @@ class Record(_Model):
     version: str
     published: dt.date
     tool: str  # "olares-pack X.Y.Z" that published it
-    generation: int = Field(ge=1)  # the template generation its packages were rendered with
+    # The template generation its packages were rendered with; 0: imported (olares-pack import),
+    # the packages are the source's own bytes and were never rendered here.
+    generation: int = Field(ge=0)
     charts: dict[str, ChartRecord] = Field(min_length=1)
     engine: EngineRecord
     changelog: list[ChangelogEntry] = Field(min_length=1)  # what this version adds; its own entry last
@@ -145,7 +147,8 @@ def resolved_manifest(app: App) -> dict[str, Any]:
     model shorthand is folded into `files`, so the data validates back into the same app."""
     data = app.model_dump(mode="json", exclude={"changelog"})
     for key in ("file", "size", "sha256"):
-        data["model"].pop(key, None)
+        if "model" in data:
+            data["model"].pop(key, None)
     return data
 
 

@@ -15,7 +15,14 @@ import semver
 from . import __version__, engines, generation, index, package, records, render, targets
 from .errors import InputError
 from .journal import Transaction
-from .manifest import MANIFEST_FILE, App, ChangelogEntry, parse_app, validate_doc
+from .manifest import (
+    MANIFEST_FILE,
+    App,
+    ChangelogEntry,
+    ChartApp,
+    parse_app,
+    validate_doc,
+)
 from .records import ChartRecord, EngineRecord, Record
 from .repo import Repo
 from .yamlsrc import load_yaml, roundtrip_yaml
@@ -71,6 +78,9 @@ def lint_app(app: App, app_dir: Path, built: list[BuiltPackage]) -> list[Finding
 
 
 def engine_record(app: App) -> EngineRecord:
+    if isinstance(app, ChartApp):
+        # An imported chart runs what its templates say: the record keeps its images, not an argv.
+        return EngineRecord(kind="chart", build=None, argv=[], flags={"image": ", ".join(app.images())} if app.images() else {}, env={})
     return EngineRecord(kind=app.engine.kind, build=app.engine.build, argv=engines.build_argv(app),
                         flags=engines.normalized_flags(app), env=dict(sorted(app.env.items())))
 

@@ -13,7 +13,7 @@ import jinja2
 
 from . import engines, generation, quantity, targets
 from .changelog import upgrade_description
-from .manifest import App, LlamaCppApp
+from .manifest import App, ChartApp, LlamaCppApp
 from .targets import TargetProfile
 from .yamlsrc import safe_load
 
@@ -193,6 +193,10 @@ CHART_FILES = {
 
 def render(app: App, target: TargetProfile) -> dict[str, str]:
     """The chart's files, keyed by path relative to the chart folder, in sorted order."""
+    if isinstance(app, ChartApp):
+        from . import chartrender
+
+        return chartrender.render(app, target)
     env = _environment()
     ctx = context(app, target)
     files = {path: env.get_template(tpl).render(ctx) for path, tpl in CHART_FILES.items()}

@@ -351,7 +351,7 @@ def test_parallel_lint_gives_the_serial_results(tmp_path: Path) -> None:
     build_file_tree(tmp_path / "a" / NAME, {k: v.replace("@" + DIGEST, "") for k, v in base_files().items()})
     shutil.copytree(CHARTS, tmp_path / "b")
     sources = resolve([tmp_path])
-    assert len(sources) == 3
+    assert len(sources) == 1 + len(list(CHARTS.iterdir()))
     serial, parallel = lint_charts(sources, None, 1), lint_charts(sources, None, 2)
     assert [(r.label, r.olares, r.findings) for r in serial] == [(r.label, r.olares, r.findings) for r in parallel]
 
@@ -359,7 +359,9 @@ def test_parallel_lint_gives_the_serial_results(tmp_path: Path) -> None:
 def test_json_output_names_the_rule_set_of_each_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lint", str(CHARTS), "--format", "json", "-j", "2"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert {c["chart"].rsplit("/", 1)[-1]: c["olares"] for c in doc["charts"]} == {"llamaturbo": "1.12.5", "llamaupstream": "1.12.7"}
+    got = {c["chart"].rsplit("/", 1)[-1]: c["olares"] for c in doc["charts"]}
+    assert got["llamaturbo"] == "1.12.5" and got["llamaupstream"] == "1.12.7"
+    assert doc["summary"]["errors"] == 0 and len(got) == len(list(CHARTS.iterdir()))
 
 
 def test_the_readme_lists_every_rule_with_its_severity_and_releases() -> None:

@@ -308,7 +308,7 @@ def _estimate(ctx: ChartContext) -> Any:
         return ctx.memo["estimate"]
     app, app_dir = ctx.source.app, ctx.source.app_dir
     est = None
-    if app is not None and app_dir is not None and "nvidia" in app.modes:
+    if app is not None and app_dir is not None and "nvidia" in getattr(app, "modes", ()):
         from .. import budget, vram
 
         try:

@@ -1,0 +1,88 @@
+"""Read a live market source the way a device does (market-source-api.md): the catalogue for each
+OS version asked, every app's details (at most 10 ids a request), and the chart of every version
+the details list, by file name. What a source does not let a device download is not imported
+(the import report says which versions)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import tarfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from . import package
+from .errors import InputError
+
+TIMEOUT = 30  # seconds, as a device waits for details
+
+
+def _get(url: str, data: bytes | None = None) -> bytes:
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:  # noqa: S310 - an http(s) URL the user gave
+            return bytes(resp.read())
+    except urllib.error.HTTPError as exc:
+        raise InputError(f"{url}: HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise InputError(f"{url}: {getattr(exc, 'reason', exc)}") from None
+
+
+def _json(url: str, body: dict[str, Any] | None = None) -> Any:
+    raw = _get(url, json.dumps(body).encode() if body is not None else None)
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise InputError(f"{url}: not JSON") from None
+
+
+def _text(value: Any) -> str:
+    """A market text: a plain string or a locale map (the en-US text)."""
+    if isinstance(value, dict):
+        return str(value.get("en-US") or next(iter(value.values()), ""))
+    return "" if value is None else str(value)
+
+
+def _date(value: Any) -> dt.date | None:
+    try:
+        return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")).date()
+    except ValueError:
+        return None
+
+
+def fetch(base: str, os_versions: tuple[str, ...], progress: Any = None) -> list[Any]:
+    from .importer import Found
+
+    base = base.rstrip("/")
+    entries: dict[str, dict[str, Any]] = {}  # chart file name -> (app name, version, date, upgrade)
+    for os_version in os_versions:
+        q = urllib.parse.urlencode({"version": os_version})
+        info = _json(f"{base}/api/v1/appstore/info?{q}")
+        ids = sorted(((info.get("data") or {}).get("apps") or {}))
+        for i in range(0, len(ids), 10):
+            details = _json(f"{base}/api/v1/applications/info", {"app_ids": ids[i:i + 10], "version": os_version})
+            for entry in (details.get("apps") or {}).values():
+                name = str(entry.get("name", ""))
+                history = entry.get("versionHistory") or []
+                known = {str(h.get("version")): h for h in history if isinstance(h, dict)}
+                known.setdefault(str(entry.get("version")), {"upgradeDescription": entry.get("upgradeDescription")})
+                for version, h in known.items():
+                    entries.setdefault(f"{name}-{version}.tgz", {"name": name, "version": version, "date": _date(h.get("mergedAt")),
+                                                                 "upgrade": _text(h.get("upgradeDescription")) or None})
+    found = []
+    task = progress.add_task("charts", total=len(entries)) if progress else None
+    for file_name, e in sorted(entries.items()):
+        q = urllib.parse.urlencode({"fileName": file_name, "version": e["version"]})
+        url = f"{base}/api/v1/applications/{urllib.parse.quote(e['name'])}/chart?{q}"
+        try:
+            data = _get(url)
+            folder, files, binary = package.read_archive_split(data)
+        except (InputError, ValueError, OSError, EOFError, tarfile.TarError):
+            continue  # a version the source does not serve: the report lists what was imported
+        finally:
+            if progress:
+                progress.advance(task)
+        found.append(Found(url, folder, files, binary, data, e["date"], e["upgrade"]))
+    return found
