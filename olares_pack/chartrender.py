@@ -80,7 +80,9 @@ def _templated_manifest(app: ChartApp) -> str:
 
 
 def dump(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=4096, default_flow_style=False)
+    # Keys sorted: an app travels through release records (canonical JSON, keys sorted), and a
+    # render must give the same bytes from app.yaml and from its record.
+    return yaml.safe_dump(data, sort_keys=True, allow_unicode=True, width=4096, default_flow_style=False)
 
 
 def render(app: ChartApp, target: TargetProfile) -> dict[str, str]:

@@ -598,10 +598,12 @@ def _edit_entry(name: str, version: str, date: dt.date, summary: str, changes: l
 @click.option("--strict", is_flag=True, help="Fail (exit 1) when anything could not be imported or kept.")
 @click.option("--upgrade", is_flag=True, help="Convert legacy charts (manifest 0.10.0) to 0.12.0/v3 for Olares 1.12.6+, "
               "as the next version to release; the report says what that took.")
+@click.option("--rename", is_flag=True, help="Give charts whose name Olares refuses the proposed valid name (a new "
+              "app, to be released: its published packages name the old one).")
 @click.option("--dry-run", is_flag=True, help="Show what would be imported; write nothing.")
 @lock_timeout_option
 def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | None, os_versions: tuple[str, ...],
-               strict: bool, upgrade: bool, dry_run: bool, lock_timeout: float) -> int:
+               strict: bool, upgrade: bool, rename: bool, dry_run: bool, lock_timeout: float) -> int:
     """Import hand-written charts: chart folders, .tgz packages, folders of them, or the base URL
     of a live market source. Each app becomes apps/<name>/app.yaml (the chart as written) and one
     release record per version whose package is the source's own bytes."""
@@ -617,20 +619,20 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
         for source in sources:
             found += importer.find(source, os_versions=os_versions or ("1.12.5", "1.12.7"), progress=progress)
     with repo.open(write=not dry_run, timeout=lock_timeout, purpose="import"):
-        plan = importer.plan(repo, found, (date or dt.datetime.now()).date(), upgrade=upgrade)
+        plan = importer.plan(repo, found, (date or dt.datetime.now()).date(), upgrade=upgrade, rename=rename)
         if not dry_run:
             txn = Transaction(repo.root)
             for path, data in sorted(plan.writes.items()):
                 txn.write(path, data)
             txn.commit()
     table = Table(title="import", title_justify="left")
-    for col in ("app", "version", "from", "status", "notes"):
+    for col in ("app", "version", "from", "engine", "status", "notes"):
         table.add_column(col, overflow="fold")
     for r in sorted(plan.results, key=lambda r: (r.name, r.found.label)):
         status = "refused" if r.app is None else ("skipped" if r.name in plan.skipped else
                                                   "to release" if not r.publishable else "with notes" if r.notes else "imported")
         detail = r.problem or plan.skipped.get(r.name, "") or "\n".join(r.notes)
-        table.add_row(r.name, r.app.version if r.app else "", r.found.label, status, detail)
+        table.add_row(r.name, r.app.version if r.app else "", r.found.label, r.engine_text if r.app else "", status, detail)
     console.out.print(table)
     ok = sum(1 for r in plan.results if r.app is not None and r.name not in plan.skipped)
     noted = sum(1 for r in plan.results if r.notes)

@@ -22,7 +22,7 @@ from . import __version__, catalogue, chartrender, package, records, targets
 from .errors import InputError
 from .manifest import ChangelogEntry, ChartApp, validate_data
 from .naming import NAME_RE, RESERVED_NAMES
-from .records import ChartRecord, Record
+from .records import ChartRecord, EngineRecord, Record
 from .repo import MANIFEST_FILE, Repo
 from .yamlsrc import safe_load
 
@@ -55,6 +55,15 @@ class Imported:
     notes: list[str] = field(default_factory=list)  # changed or not representable, by path
     problem: str = ""  # why it was not imported
     publishable: bool = True  # False: imported as a version still to be released (not recorded)
+    engine: EngineRecord | None = None  # the engine its render runs, flags parsed back
+
+    @property
+    def engine_text(self) -> str:
+        e = self.engine
+        if e is None or e.kind == "chart":
+            return "chart" + (f" ({e.flags.get('image')})" if e and e.flags.get("image") else "")
+        build = f" {e.build}" if e.build else ""
+        return f"{e.kind}{build}: {e.flags.get('image', '')}, {len(e.flags) - 1} flags"
 
     @property
     def name(self) -> str:
@@ -151,8 +160,21 @@ def _manifest(found: Found, notes: list[str]) -> tuple[dict[str, Any], str | Non
     return data, None
 
 
-def to_app(found: Found, default_date: dt.date) -> Imported:
-    notes: list[str] = []
+def _renamed(found: Found, old: str, new: str, notes: list[str]) -> Found:
+    """The chart with its app name replaced wherever it stands as a name (not inside other words)."""
+    pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(old)}(?![A-Za-z0-9_])")
+    files = {}
+    for path, text in found.files.items():
+        files[path], n = pattern.subn(new, text)
+        if n:
+            notes.append(f"{path}: the name {old!r} → {new!r} ({n}x) (--rename)")
+    return Found(found.label, new, files, found.binary, package.compress(package.build_tar(new, {**files, **found.binary})),
+                 found.date, found.upgrade)
+
+
+def to_app(found: Found, default_date: dt.date, *, rename: bool = False, notes: list[str] | None = None,
+           publishable: bool = True) -> Imported:
+    notes = [] if notes is None else notes
     try:
         chart = safe_load(found.files.get("Chart.yaml", "")) or {}
         if not isinstance(chart, dict):
@@ -164,10 +186,14 @@ def to_app(found: Found, default_date: dt.date) -> Imported:
     spec = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
     name = str(md.get("name") or chart.get("name") or found.folder)
     if not NAME_RE.match(name) or name in RESERVED_NAMES:
-        return Imported(found, None, problem=f"app name {name!r} is not valid on Olares (^[a-z0-9]{{1,30}}$); "
-                        f"a valid one would be {proposed_name(name)!r}")
+        new = proposed_name(name)
+        if not rename:
+            return Imported(found, None, problem=f"app name {name!r} is not valid on Olares (^[a-z0-9]{{1,30}}$); "
+                            f"a valid one would be {new!r} (--rename applies it)")
+        # The chart's own bytes name the old app: a renamed app is a new app, to be released.
+        found = _renamed(found, name, new, notes)
+        return to_app(found, default_date, rename=False, notes=notes, publishable=False)
     version = str(md.get("version") or chart.get("version") or "")
-    publishable = True
     try:
         semver.Version.parse(version)
     except ValueError:
@@ -221,7 +247,9 @@ def to_app(found: Found, default_date: dt.date) -> Imported:
         return Imported(found, None, problem=f"not representable as an app manifest: {detail}")
     assert isinstance(app, ChartApp)
     notes += round_trip(found, app, line)
-    return Imported(found, app, line, notes, publishable=publishable)
+    from .releases import chart_engine
+
+    return Imported(found, app, line, notes, publishable=publishable, engine=chart_engine(app))
 
 
 def _locales(found: Found, notes: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -314,12 +342,12 @@ def _dependency(found: Found, line: str) -> str:
     return targets.get(line).dependency
 
 
-def plan(repo: Repo, founds: list[Found], date: dt.date, *, upgrade: bool = False) -> Plan:
+def plan(repo: Repo, founds: list[Found], date: dt.date, *, upgrade: bool = False, rename: bool = False) -> Plan:
     out = Plan()
     by_file: dict[tuple[str, str], Found] = {}
     for f in founds:
         by_file.setdefault((f.folder, package.sha256(f.package)), f)  # a chart seen twice (two OS views)
-    imported = [to_app(f, date) for f in by_file.values()]
+    imported = [to_app(f, date, rename=rename) for f in by_file.values()]
     out.results = imported
     groups: dict[str, list[Imported]] = defaultdict(list)
     for imp in imported:
@@ -359,10 +387,8 @@ def plan(repo: Repo, founds: list[Found], date: dt.date, *, upgrade: bool = Fals
                 charts[line] = ChartRecord(file=repo.rel(path), sha256=package.sha256(imp.found.package),
                                            size=len(imp.found.package), content_sha256=package.content_digest(imp.found.package),
                                            olares=_dependency(imp.found, line), version=version)
-            from .releases import engine_record
-
             rec = Record(name=name, version=base, published=entry.date, tool=TOOL, generation=0, charts=charts,
-                         engine=engine_record(app), changelog=[entry], manifest=records.resolved_manifest(app))
+                         engine=lead.engine, changelog=[entry], manifest=records.resolved_manifest(app))
             recs.append(rec)
             out.writes[records.path_of(repo, name, base)] = records.dumps(rec)
         newest_pending = max(pending, key=lambda i: semver.Version.parse(i.app.version), default=None)  # type: ignore[union-attr]

@@ -61,7 +61,8 @@ def build_packages(app: App, repo: Repo) -> list[BuiltPackage]:
         target = targets.get(name)
         files = render.render(app, target)
         tar = package.build_tar(app.name, files)
-        version = targets.chart_version(app.version, target)
+        # a chart app has one line: its chart carries the release version (chartrender.render)
+        version = app.version if isinstance(app, ChartApp) else targets.chart_version(app.version, target)
         out.append(BuiltPackage(name, version, repo.package_path(name, app.name, version), files, tar, package.compress(tar)))
     return out
 
@@ -79,10 +80,41 @@ def lint_app(app: App, app_dir: Path, built: list[BuiltPackage]) -> list[Finding
 
 def engine_record(app: App) -> EngineRecord:
     if isinstance(app, ChartApp):
-        # An imported chart runs what its templates say: the record keeps its images, not an argv.
-        return EngineRecord(kind="chart", build=None, argv=[], flags={"image": ", ".join(app.images())} if app.images() else {}, env={})
+        return chart_engine(app)
     return EngineRecord(kind=app.engine.kind, build=app.engine.build, argv=engines.build_argv(app),
                         flags=engines.normalized_flags(app), env=dict(sorted(app.env.items())))
+
+
+def chart_engine(app: ChartApp) -> EngineRecord:
+    """What an imported chart runs, read from its render the way lint reads hand-written charts
+    (sh -c wrappers, ${VAR:-default}, LLAMA_ARG_* and ConfigMap env): the engine's argv and its
+    flags by canonical name, or kind "chart" (with the images) when no engine is recognised."""
+    from . import chartrender, helm
+    from .engines import registry
+    from .engines.detect import find_engines
+    from .engines.normalize import normalize_generic, normalize_llama
+    from .lint.engine_rules import _TAG_BUILD, _image_parts
+
+    images = {"image": ", ".join(app.images())} if app.images() else {}
+    target = targets.get(app.targets[0])
+    try:
+        with helm.load_bytes(package.build_archive(app.name, chartrender.render(app, target))) as chart:
+            out = chart.render(values=helm.installer_values(app.name, [app.name], owner="alice", admin="alice", gpu_type="nvidia"),
+                               name=app.name, namespace=f"{app.name}-alice")
+        invs = find_engines([o for _, o in helm.objects(out) if isinstance(o, dict)])
+    except Exception:  # noqa: BLE001 - a chart that does not render still imports; lint says why
+        invs = []
+    if not invs:
+        return EngineRecord(kind="chart", build=None, argv=[], flags=images, env={})
+    inv = invs[0]
+    if inv.kind == "llamacpp":
+        m = _TAG_BUILD.search(_image_parts(inv.image)[1])
+        reg = registry.resolve("llamacpp", m.group(1) if m else None, "image tag").registry
+        flags = normalize_llama(inv.argv, reg, inv.env).values()
+        build = reg.build if m else None
+    else:
+        flags, build = normalize_generic(inv.argv[1:] if inv.argv[:1] == ["serve"] else inv.argv).values(), None
+    return EngineRecord(kind=inv.kind, build=build, argv=inv.argv, flags={**flags, "image": inv.image}, env=dict(sorted(inv.env.items())))
 
 
 def make_record(app: App, built: list[BuiltPackage], repo: Repo, adds: list[ChangelogEntry],
@@ -100,6 +132,8 @@ def make_record(app: App, built: list[BuiltPackage], repo: Repo, adds: list[Chan
 def derived_fields(raw: App) -> dict[str, str]:
     """Fields app.yaml leaves to olares-pack (`auto`), by path, so a later estimate that differs
     is not mistaken for an edit."""
+    if isinstance(raw, ChartApp):
+        return {}
     return {"resources.gpu_memory_mib": "auto"} if raw.resources.gpu_memory_mib == "auto" else {}
 
 

@@ -70,6 +70,24 @@ def test_each_kind_of_chart_imports_and_renders_back_to_the_same_chart(tmp_path:
             assert yaml.safe_load(rendered[path]) == yaml.safe_load(original.files[path])
     findings = lint_chart(ChartSource(chart, chart, rendered), LintOptions()).findings
     assert [f for f in findings if f.severity == "error"] == []
+    if chart != "llamaupstream":
+        assert main(["diff", str(CHARTS / chart), str(root / "apps" / chart / "app.yaml"), "--rendered",
+                     "--target", line]) == 0  # the flag-aware diff sees nothing
+
+
+def test_engines_are_recognised_and_their_arguments_parsed_back() -> None:
+    date = dt.date(2026, 12, 3)
+    upstream = importer.to_app(importer.find(str(CHARTS / "llamaupstream"))[0], date).engine
+    # sh -c wrapper, ${CTX:-32768} with CTX=65536 in env, LLAMA_ARG_N_GPU_LAYERS, short spellings
+    assert (upstream.kind, upstream.build) == ("llamacpp", "b9101")
+    assert {k: upstream.flags[k] for k in ("--ctx-size", "--gpu-layers", "--mlock", "--cache-type-k", "--model")} == \
+        {"--ctx-size": "65536", "--gpu-layers": "99", "--mlock": "true", "--cache-type-k": "q8_0", "--model": "/models/qwen3-8b-q4_k_m.gguf"}
+    turbo = importer.to_app(importer.find(str(CHARTS / "llamaturbo"))[0], date).engine
+    assert turbo.flags["--cache-type-k"] == "turbo3" and turbo.flags["--ctx-size"] == "131072"  # from LLAMA_ARG_* env
+    vllm = importer.to_app(importer.find(str(CHARTS / "vllmserve"))[0], date).engine
+    assert vllm.kind == "vllm" and vllm.flags["--max-model-len"] == "32768" and vllm.argv[:2] == ["serve", "Qwen/Qwen3-8B-AWQ"]
+    speech = importer.to_app(importer.find(str(CHARTS / "speechapp"))[0], date).engine
+    assert speech.kind == "chart"  # an engine olares-pack does not model: the generic kind, nothing refused
 
 
 def test_texts_locales_and_entrances_are_fields_of_the_app(tmp_path: Path) -> None:
@@ -165,6 +183,20 @@ def test_what_cannot_be_imported_is_refused_by_name_with_a_proposal(tmp_path: Pa
     assert not (root / "apps" / "llama-cpp").exists() and not (root / "market-index.json").exists()
 
 
+def test_rename_gives_a_refused_name_the_proposed_one_as_a_new_app(tmp_path: Path) -> None:
+    bad = tmp_path / "src" / "notes-ui"
+    shutil.copytree(CHARTS / "notesui", bad)
+    for p in [bad / "Chart.yaml", bad / "OlaresManifest.yaml", bad / "values.yaml", *(bad / "templates").iterdir()]:
+        p.write_text(p.read_text().replace("notesui", "notes-ui"))
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(bad), extra=("--rename",)) == 0
+    app = load_app(root / "apps" / "notesui")
+    assert app.name == "notesui" and records.versions(Repo.of_apps(root / "apps"), "notesui") == []  # to be released
+    files = render.render(app, targets.CURRENT)
+    findings = lint_chart(ChartSource("notesui", "notesui", files), LintOptions(olares_version="1.12.6")).findings
+    assert [f.message for f in findings if f.severity == "error"] == []
+
+
 def test_strict_fails_on_notes_and_dry_run_writes_nothing(tmp_path: Path) -> None:
     root = empty_repo(tmp_path)
     before = tree_digest(root)
@@ -211,3 +243,7 @@ def test_upgrade_turns_a_legacy_chart_into_one_the_1_12_6_installer_accepts(tmp_
     repo = Repo.of_apps(root / "apps")
     assert records.versions(repo, "llamaturbo") == ["1.3.0"]
     assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0
+    assert main(["release", "llamaturbo", "--apps-dir", str(root / "apps"), "--version", "1.3.1", "--date", DATE]) == 0
+    assert records.versions(repo, "llamaturbo") == ["1.3.0", "1.3.1"]
+    assert records.read(repo, "llamaturbo", "1.3.1").charts["current"].file == "packages/current/llamaturbo-1.3.1.tgz"
+    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0  # the release renders back to its package
