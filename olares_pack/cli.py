@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -302,7 +303,6 @@ def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, ta
     if fmt == "markdown":
         console.out.print(diff.to_markdown(result, show_all=show_all), markup=False, highlight=False)
     elif fmt == "json":
-        import json
 
         console.out.print_json(json.dumps(diff.to_json(result, show_all=show_all), ensure_ascii=False, default=str))
     else:
@@ -418,7 +418,6 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
                     rows.append({"file": m.file, "size": m.file_size, "total_mib": round(e.total_mib), "verdict": e.verdict})
             extra["quants"] = rows
     if fmt == "json":
-        import json
 
         doc = {"app": app.name, "version": app.version, "estimates": [e.to_dict() for e in estimates], **extra}
         console.out.print_json(json.dumps(doc))
@@ -598,12 +597,17 @@ def _edit_entry(name: str, version: str, date: dt.date, summary: str, changes: l
 @click.option("--strict", is_flag=True, help="Fail (exit 1) when anything could not be imported or kept.")
 @click.option("--upgrade", is_flag=True, help="Convert legacy charts (manifest 0.10.0) to 0.12.0/v3 for Olares 1.12.6+, "
               "as the next version to release; the report says what that took.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: a summary table; json: the same for scripts.")
+@click.option("--structured", is_flag=True, help="Give charts whose engine olares-pack models (llama.cpp, vLLM) "
+              "its typed app manifest, as the next version to release; the report lists what renders differently.")
 @click.option("--rename", is_flag=True, help="Give charts whose name Olares refuses the proposed valid name (a new "
               "app, to be released: its published packages name the old one).")
 @click.option("--dry-run", is_flag=True, help="Show what would be imported; write nothing.")
 @lock_timeout_option
 def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | None, os_versions: tuple[str, ...],
-               strict: bool, upgrade: bool, rename: bool, dry_run: bool, lock_timeout: float) -> int:
+               strict: bool, upgrade: bool, fmt: str, structured: bool, rename: bool, dry_run: bool,
+               lock_timeout: float) -> int:
     """Import hand-written charts: chart folders, .tgz packages, folders of them, or the base URL
     of a live market source. Each app becomes apps/<name>/app.yaml (the chart as written) and one
     release record per version whose package is the source's own bytes."""
@@ -619,21 +623,29 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
         for source in sources:
             found += importer.find(source, os_versions=os_versions or ("1.12.5", "1.12.7"), progress=progress)
     with repo.open(write=not dry_run, timeout=lock_timeout, purpose="import"):
-        plan = importer.plan(repo, found, (date or dt.datetime.now()).date(), upgrade=upgrade, rename=rename)
+        plan = importer.plan(repo, found, (date or dt.datetime.now()).date(), upgrade=upgrade, rename=rename,
+                             structured=structured)
         if not dry_run:
             txn = Transaction(repo.root)
             for path, data in sorted(plan.writes.items()):
                 txn.write(path, data)
             txn.commit()
-    table = Table(title="import", title_justify="left")
-    for col in ("app", "version", "from", "engine", "status", "notes"):
-        table.add_column(col, overflow="fold")
+    rows = []
     for r in sorted(plan.results, key=lambda r: (r.name, r.found.label)):
         status = "refused" if r.app is None else ("skipped" if r.name in plan.skipped else
                                                   "to release" if not r.publishable else "with notes" if r.notes else "imported")
-        detail = r.problem or plan.skipped.get(r.name, "") or "\n".join(r.notes)
-        table.add_row(r.name, r.app.version if r.app else "", r.found.label, r.engine_text if r.app else "", status, detail)
-    console.out.print(table)
+        rows.append({"app": r.name, "version": r.app.version if r.app else "", "from": r.found.label,
+                     "engine": r.engine_text if r.app else "", "status": status,
+                     "notes": [r.problem] if r.problem else [plan.skipped[r.name]] if r.name in plan.skipped else r.notes})
+    if fmt == "json":
+        console.out.print_json(json.dumps({"charts": rows, "apps": plan.apps}, ensure_ascii=False))
+    else:
+        table = Table(title="import", title_justify="left")
+        for col in ("app", "version", "from", "engine", "status", "notes"):
+            table.add_column(col, overflow="fold")
+        for row in rows:
+            table.add_row(*(str(row[k]) for k in ("app", "version", "from", "engine", "status")), "\n".join(row["notes"]))
+        console.out.print(table)
     ok = sum(1 for r in plan.results if r.app is not None and r.name not in plan.skipped)
     noted = sum(1 for r in plan.results if r.notes)
     refused = sum(1 for r in plan.results if r.app is None or r.name in plan.skipped)

@@ -342,7 +342,8 @@ def _dependency(found: Found, line: str) -> str:
     return targets.get(line).dependency
 
 
-def plan(repo: Repo, founds: list[Found], date: dt.date, *, upgrade: bool = False, rename: bool = False) -> Plan:
+def plan(repo: Repo, founds: list[Found], date: dt.date, *, upgrade: bool = False, rename: bool = False,
+         structured: bool = False) -> Plan:
     out = Plan()
     by_file: dict[tuple[str, str], Found] = {}
     for f in founds:
@@ -402,8 +403,11 @@ def plan(repo: Repo, founds: list[Found], date: dt.date, *, upgrade: bool = Fals
             out.skipped[name] = "no version to import"
             continue
         app_data["changelog"] = [e.model_dump(mode="json", exclude_defaults=True) for e in entries]
+        newest_imp = max(imps or pending, key=lambda i: semver.Version.parse(i.app.version))  # type: ignore[union-attr]
         if upgrade and app_data["targets"] == [targets.LEGACY.name]:
-            app_data = _upgraded(app_data, date, max(imps or pending, key=lambda i: semver.Version.parse(i.app.version)))  # type: ignore[union-attr]
+            app_data = _upgraded(app_data, date, newest_imp)
+        if structured:
+            app_data = _typed(app_data, date, newest_imp, published=[r.version for r in recs])
         out.writes[repo.apps_dir / name / MANIFEST_FILE] = dump_app(app_data)
         out.apps[name] = [r.version for r in recs]
         if recs:
@@ -432,6 +436,43 @@ def _upgraded(app_data: dict[str, Any], date: dt.date, newest: Imported) -> dict
     return data
 
 
+def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published: list[str]) -> dict[str, Any]:
+    """The app in olares-pack's typed form when its engine fits it (else unchanged, with a note);
+    the report names what olares-pack's render does differently (the flag-aware diff)."""
+    from . import diff, structure
+    from .lint.source import ChartSource
+
+    app = validate_data(app_data, newest.found.label)
+    assert isinstance(app, ChartApp)
+    try:
+        typed, notes = structure.structured(app)
+    except (InputError, ValueError) as exc:
+        newest.notes.append(f"--structured: kept as written: {str(exc).splitlines()[0]}")
+        return app_data
+    data = records.resolved_manifest(typed)
+    entries = list(typed.changelog)
+    if typed.version in published:  # a published version keeps its record: the typed form is the next version
+        version = str(semver.Version.parse(max([typed.version, *published], key=semver.Version.parse)).bump_patch())
+        data["version"] = version
+        entries.append(ChangelogEntry(version=version, date=date, summary="olares-pack's typed app manifest "
+                                      "(olares-pack import --structured)"))
+    data["changelog"] = [e.model_dump(mode="json", exclude_defaults=True) for e in entries]
+    line = app.targets[0]
+    files = render_app(data, line)
+    res = diff.compare(diff.facts(ChartSource(newest.found.label, app.name, newest.found.files)),
+                       diff.facts(ChartSource(f"{app.name} (typed)", app.name, files)))
+    newest.notes += [f"--structured: {n}" for n in notes]
+    newest.notes += [f"--structured renders differently: {line}" for line in diff.to_markdown(res).splitlines()
+                     if line.startswith("- ")]
+    return data
+
+
+def render_app(data: dict[str, Any], line: str) -> dict[str, str]:
+    from . import render
+
+    return render.render(validate_data(data, data.get("name", "app")), targets.get(line))
+
+
 class _Dumper(yaml.SafeDumper):
     pass
 
@@ -447,7 +488,9 @@ _Dumper.add_representer(str, _str)
 def dump_app(data: dict[str, Any]) -> str:
     """app.yaml of an imported chart: plain YAML, multi-line texts and files as literal blocks."""
     head = ("# Imported by olares-pack from a hand-written chart: `chart.files` are its files as they were, and\n"
-            "# `chart.manifest` its OlaresManifest.yaml less what the fields above say. Edit, then release.\n")
+            "# `chart.manifest` its OlaresManifest.yaml less what the fields above say. Edit, then release.\n"
+            if "chart" in data else
+            "# Imported by olares-pack (--structured): the chart's engine, model and resources as typed settings.\n")
     body = yaml.dump({k: v for k, v in data.items() if v not in (None, [], {})}, Dumper=_Dumper, sort_keys=False,
                      allow_unicode=True, width=4096, default_flow_style=False)
     return head + body

@@ -369,6 +369,12 @@ class ChangelogEntry(Model_):
         return self
 
 
+def _unique(v: list[str]) -> list[str]:
+    if len(set(v)) != len(v):
+        raise ValueError("entries must be unique")
+    return v
+
+
 def _check_semver(v: Any) -> str:
     v = str(v)
     try:
@@ -424,12 +430,7 @@ class AppTexts(Model_):
                 raise ValueError("en-US texts are the top-level title/description/full_description")
         return dict(sorted(v.items()))
 
-    @field_validator("targets")
-    @classmethod
-    def _unique_targets(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError("entries must be unique")
-        return v
+    _targets = field_validator("targets")(classmethod(lambda cls, v: _unique(v)))
 
     @property
     def all_locales(self) -> list[str]:
@@ -469,12 +470,7 @@ class AppManifestBase(AppTexts):
                 raise ValueError(f"{key!r}: OLARES_* names are the system's; choose another name")
         return v
 
-    @field_validator("modes")
-    @classmethod
-    def _unique_modes(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError("entries must be unique")
-        return v
+    _modes = field_validator("modes")(classmethod(lambda cls, v: _unique(v)))
 
     @model_validator(mode="after")
     def _cross(self) -> AppManifestBase:

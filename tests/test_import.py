@@ -177,9 +177,9 @@ def test_what_cannot_be_imported_is_refused_by_name_with_a_proposal(tmp_path: Pa
         p = bad / rel
         p.write_text(p.read_text().replace("name: notesui", "name: llama-cpp"))
     root = empty_repo(tmp_path)
-    assert run_import(root, str(bad)) == 1
-    out = capsys.readouterr().out
-    assert "refused" in out and "'llamacpp'" in out
+    assert run_import(root, str(bad), extra=("--format", "json")) == 1
+    row = json.loads(capsys.readouterr().out)["charts"][0]
+    assert row["status"] == "refused" and "'llamacpp' (--rename applies it)" in row["notes"][0]
     assert not (root / "apps" / "llama-cpp").exists() and not (root / "market-index.json").exists()
 
 
@@ -229,9 +229,9 @@ def test_upgrade_turns_a_legacy_chart_into_one_the_1_12_6_installer_accepts(tmp_
     m = src / "OlaresManifest.yaml"
     m.write_text(m.read_text().replace("limitedMemory: 32Gi", "limitedMemory: 16Gi"))  # below the container's 32Gi
     root = empty_repo(tmp_path)
-    assert run_import(root, str(src), extra=("--upgrade",)) == 0
-    out = capsys.readouterr().out
-    assert "limitedMemory" in out and "the containers' sum" in out
+    assert run_import(root, str(src), extra=("--upgrade", "--format", "json")) == 0
+    notes = json.loads(capsys.readouterr().out)["charts"][0]["notes"]
+    assert any("limitedMemory: 16Gi" in n and "the containers' sum" in n for n in notes)
     app = load_app(root / "apps" / "llamaturbo")
     assert (app.version, app.targets, app.chart.manifest_version) == ("1.3.1", ["current"], "0.12.0")
     files = render.render(app, targets.CURRENT)
@@ -247,3 +247,33 @@ def test_upgrade_turns_a_legacy_chart_into_one_the_1_12_6_installer_accepts(tmp_
     assert records.versions(repo, "llamaturbo") == ["1.3.0", "1.3.1"]
     assert records.read(repo, "llamaturbo", "1.3.1").charts["current"].file == "packages/current/llamaturbo-1.3.1.tgz"
     assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0  # the release renders back to its package
+
+
+def test_structured_gives_a_recognised_engine_its_typed_form(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(CHARTS / "vllmserve"), str(CHARTS / "speechapp"), extra=("--structured", "--format", "json")) == 0
+    notes = {c["app"]: c["notes"] for c in json.loads(capsys.readouterr().out)["charts"]}
+    assert any(n.startswith("--structured renders differently: - arguments: `--download-dir`") for n in notes["vllmserve"])
+    assert any("kept as written: no llama.cpp or vLLM" in n for n in notes["speechapp"])  # the speech app stays a chart
+    typed = load_app(root / "apps" / "vllmserve")
+    assert type(typed).__name__ == "VllmApp" and typed.version == "2.0.4"  # 2.0.3 is published as it was
+    assert (typed.model.repo, typed.server.max_model_len, typed.server.gpu_memory_utilization) == ("Qwen/Qwen3-8B-AWQ", 32768, 0.9)
+    assert typed.resources.gpu_memory_mib == 16384 and typed.env == {"CUDA_DEVICE_MEMORY_LIMIT_0": "16384m"}
+    assert isinstance(load_app(root / "apps" / "speechapp"), ChartApp)
+    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0
+    assert main(["release", "vllmserve", "--apps-dir", str(root / "apps"), "--version", "2.0.4", "--date", DATE]) == 0
+
+
+def test_structured_recovers_olares_packs_own_apps_from_their_served_charts(tmp_path: Path) -> None:
+    """The bundled catalogue read from its URL: the typed settings olares-pack rendered come back."""
+    root = empty_repo(tmp_path)
+    with serving(Source(ROOT, ROOT / "market-index.json")) as url:
+        assert run_import(root, url, extra=("--structured",)) == 0
+    for name in ("llamacppqwen36mtpone", "vllmqwen36turbo27bone"):
+        got, want = load_app(root / "apps" / name), load_app(ROOT / "apps" / name)
+        assert got.server == want.server, name
+        assert (got.model.repo, got.model.revision, [f.name for f in got.model.files]) == \
+            (want.model.repo, want.model.revision, [f.name for f in want.model.files])
+        assert (got.engine.image.repository, got.engine.image.tag, got.engine.build) == \
+            (want.engine.image.repository, want.engine.image.tag, want.engine.build)
+        assert got.resources == want.resources and got.env == want.env

@@ -228,14 +228,9 @@ def dumps(table: dict[str, object]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
-    dirs = [Path(a) for a in argv if not a.startswith("--") and (out is None or Path(a) != out)]
-    text = dumps(build_table(dirs))
-    if out:
-        out.write_text(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    from .gentable import run
+
+    return run(argv, build_table, dumps)
 
 
 if __name__ == "__main__":
