@@ -93,7 +93,6 @@ def chart_engine(app: ChartApp) -> EngineRecord:
     from .engines import registry
     from .engines.detect import find_engines
     from .engines.normalize import normalize_generic, normalize_llama
-    from .lint.engine_rules import _TAG_BUILD, _image_parts
 
     images = {"image": ", ".join(app.images())} if app.images() else {}
     target = targets.get(app.targets[0])
@@ -108,10 +107,10 @@ def chart_engine(app: ChartApp) -> EngineRecord:
         return EngineRecord(kind="chart", build=None, argv=[], flags=images, env={})
     inv = invs[0]
     if inv.kind == "llamacpp":
-        m = _TAG_BUILD.search(_image_parts(inv.image)[1])
-        reg = registry.resolve("llamacpp", m.group(1) if m else None, "image tag").registry
+        tagged = inv.build or registry.tag_build(registry.image_parts(inv.image)[1])
+        reg = registry.resolve("llamacpp", tagged, "image tag").registry
         flags = normalize_llama(inv.argv, reg, inv.env).values()
-        build = reg.build if m else None
+        build = tagged
     else:
         flags, build = normalize_generic(inv.argv[1:] if inv.argv[:1] == ["serve"] else inv.argv).values(), None
     return EngineRecord(kind=inv.kind, build=build, argv=inv.argv, flags={**flags, "image": inv.image}, env=dict(sorted(inv.env.items())))

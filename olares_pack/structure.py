@@ -141,14 +141,12 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
         raise InputError(f"{len(invs)} engine containers (the typed form has one)")
     inv = invs[0]
     container = _container(objects, inv)
-    image = inv.image.split("@")[0]
-    repo, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "latest")
-    engine: dict[str, Any] = {"kind": inv.kind, "image": {"repository": repo.lower(), "tag": tag,
+    repo, tag = registry.image_parts(inv.image, as_written=True)
+    engine: dict[str, Any] = {"kind": inv.kind, "image": {"repository": repo.lower(), "tag": tag or "latest",
                                                           "digest": inv.image.split("@", 1)[1] if "@" in inv.image else None}}
     notes: list[str] = []
     if inv.kind == "llamacpp":
-        m = re.search(r"(?:^|[-_.])(b[0-9]{3,6})(?:$|[-_.])", tag)
-        engine["build"] = inv.build or (m.group(1) if m else None)
+        engine["build"] = inv.build or registry.tag_build(tag)
         reg = registry.resolve("llamacpp", engine["build"], "image tag").registry
         args = normalize_llama(inv.argv, reg, inv.env)
         flags = args.values()

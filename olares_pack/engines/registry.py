@@ -189,6 +189,23 @@ def load(engine: str = "llamacpp", build: str | None = None) -> Registry:
     return _rollback(base, build, info["date"])
 
 
+_TAG_BUILD = re.compile(r"(?:^|[-_.])(b[0-9]{3,6})(?:$|[-_.])")
+
+
+def image_parts(image: str, *, as_written: bool = False) -> tuple[str, str]:
+    """(repository, tag) of an image reference ('' when it has no tag); the repository without
+    docker.io/ unless as_written."""
+    ref = image.split("@")[0]
+    repo, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
+    return (repo if as_written else repo.removeprefix("docker.io/")), tag
+
+
+def tag_build(tag: str) -> str | None:
+    """The llama.cpp build a tag names: server-cuda-b9101, server-cuda13-b11434, b9101."""
+    m = _TAG_BUILD.search(tag)
+    return m.group(1) if m else None
+
+
 @dataclass(frozen=True)
 class Fork:
     name: str

@@ -31,7 +31,6 @@ def _looks_secret(name: str, value: object) -> bool:
 
 
 ANNOTATION_FORK = "olares-pack/engine-fork"
-_TAG_BUILD = re.compile(r"(?:^|[-_.])(b[0-9]{3,6})(?:$|[-_.])")
 _TAG_SHA = re.compile(r"(?:^|[-_.])([0-9a-f]{7,40})$")
 
 
@@ -45,16 +44,10 @@ class EngineBuild:
     origin: str  # for messages when not strict
 
 
-def _image_parts(image: str) -> tuple[str, str]:
-    ref = image.split("@")[0]
-    repo, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
-    return repo.removeprefix("docker.io/"), tag
-
-
 def _engine_build(ctx: ChartContext, inv: Invocation, annotations: dict[str, Any]) -> EngineBuild:
     import fnmatch
 
-    repo, tag = _image_parts(inv.image)
+    repo, tag = registry.image_parts(inv.image)
     known = registry.builds("llamacpp")
     forks = registry.forks("llamacpp")
     fork_name = annotations.get(ANNOTATION_FORK)
@@ -66,8 +59,8 @@ def _engine_build(ctx: ChartContext, inv: Invocation, annotations: dict[str, Any
         build, how = ctx.options.engine_build, "--engine-build"
     elif inv.build:
         build, how = inv.build, f"annotation of {inv.workload}"
-    elif m := _TAG_BUILD.search(tag):
-        build, how = m.group(1), f"image tag {tag}"
+    elif tag_build := registry.tag_build(tag):
+        build, how = tag_build, f"image tag {tag}"
     elif (m := _TAG_SHA.search(tag)) and any(k.startswith(m.group(1)[:7]) for k in known):
         build, how = next(k for k in known if k.startswith(m.group(1)[:7])), f"image tag {tag}"
     elif fork is not None and fork.name in known:
@@ -196,7 +189,7 @@ def vllm_flags(ctx: ChartContext) -> None:
         args = normalize_generic(inv.argv)
         where = f"{inv.workload}: containers[{inv.container}]"
         file = _file_of_workload(ctx, r.objects, inv.workload)
-        repo, tag = _image_parts(inv.image)
+        repo, tag = registry.image_parts(inv.image)
         m = _VLLM_TAG.match(tag)
         known = registry.vllm_flags(m.group(1) if m else None)
         upstream = repo in registry.VLLM_UPSTREAM
