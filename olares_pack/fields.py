@@ -59,7 +59,7 @@ def describe(ch: str) -> str:
 # An imported chart's own files and manifest (ChartApp.chart): Helm templates and YAML as written,
 # multi-line, with template delimiters; only their size and control characters are checked.
 RAW = (("chart",),)
-MAX_FILE = 1 << 20
+MAX_FILE = 1 << 20  # characters in one chart file: an assumption (hand-written templates are KBs), not a device limit
 
 
 def string_problem(text: str, loc: tuple[Any, ...]) -> str | None:
