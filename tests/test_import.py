@@ -48,7 +48,7 @@ def manifest_of(files: dict[str, str]) -> dict:
     return yaml.safe_load(files["OlaresManifest.yaml"])
 
 
-@pytest.mark.parametrize("chart", ["llamaupstream", "llamaturbo", "speechapp", "notesui", "vllmserve"])
+@pytest.mark.parametrize("chart", ["llamaupstream", "llamaturbo", "speechapp", "notesui", "vllmserve", "ragstack"])
 def test_each_kind_of_chart_imports_and_renders_back_to_the_same_chart(tmp_path: Path, chart: str) -> None:
     root = empty_repo(tmp_path)
     assert run_import(root, str(CHARTS / chart)) == 0
@@ -63,6 +63,9 @@ def test_each_kind_of_chart_imports_and_renders_back_to_the_same_chart(tmp_path:
     else:
         assert records.versions(Repo.of_apps(root / "apps"), chart) == [app.version]
     assert objects(rendered, chart) == objects(original.files, chart)  # same objects, argv, resources
+    for path, text in original.files.items():  # templates, values and sub-charts (apiVersion v2) as written
+        if path not in ("Chart.yaml", "OlaresManifest.yaml") and not path.startswith("i18n/"):
+            assert rendered[path] == text, path
     if app.chart.manifest_text is None:
         assert manifest_of(rendered) == manifest_of(original.files)  # same texts, entrances, envelopes
     for path in original.files:

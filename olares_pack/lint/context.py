@@ -136,7 +136,10 @@ class ChartContext:
         return [str(e.get("name")) for e in ents if isinstance(e, dict) and e.get("name")] if isinstance(ents, list) else []
 
     def templates_text(self) -> dict[str, str]:
-        return {k: v for k, v in self.source.files.items() if k.startswith("templates/")}
+        """Template files, those of apiVersion v2's sub-charts (<sub>/templates/) included."""
+        subs = tuple(f"{c.get('name')}/templates/" for c in self.spec.get("subCharts") or []
+                     if isinstance(c, dict) and c.get("name")) if self.api_version == "v2" else ()
+        return {k: v for k, v in self.source.files.items() if k.startswith(("templates/", *subs))}
 
     @cached_property
     def workload_replicas(self) -> dict[str, Any]:
@@ -271,26 +274,43 @@ def run_helm(ctx: ChartContext) -> None:
                 # The installer renders rather than lints: Helm's lint errors are warnings here,
                 # and a render that fails is reported as helm.render (an error).
                 ctx.add("helm.lint", msg.message, file=msg.path, severity="warning" if msg.severity == "error" else "info")
+        # apiVersion v2 installs each spec.subCharts entry as a chart of its own, from the folder of
+        # that name (framework/oac chart.go renderAllSubCharts); other apps are one chart.
+        parts = [(name, chart_dir, "")]
+        if ctx.api_version == "v2":
+            subs = [str(c.get("name")) for c in ctx.spec.get("subCharts") or [] if isinstance(c, dict) and c.get("name")]
+            parts = [(sub, chart_dir / sub, f"{sub}/") for sub in subs if (chart_dir / sub / "Chart.yaml").is_file()] or parts
+        loaded = []
         try:
-            chart = helm.load(chart_dir)
+            for release, folder, prefix in parts:
+                loaded.append((release, helm.load(folder), prefix))
         except InputError as exc:
             ctx.add("helm.render", str(exc))
+            for _, c, _ in loaded:
+                c.close()
             return
         docs: dict[str, Any] = {}  # rendered document text -> object, shared by the renders
-        with chart:
+        try:
             for owner, admin in OWNERS:
                 for mode in ctx.modes:
+                    objects: list[dict[str, Any]] = []
+                    files: dict[int, str] = {}
                     try:
-                        out = chart.render(values=ctx.values(owner, admin, mode), name=name, namespace=f"{name}-{owner}")
-                        pairs = [(p, o) for p, o in helm.objects(out, docs, _as_owner(owner, OWNERS[0][0])) if isinstance(o, dict)]
+                        for release, chart, prefix in loaded:
+                            out = chart.render(values=ctx.values(owner, admin, mode), name=release, namespace=f"{name}-{owner}")
+                            pairs = [(p, o) for p, o in helm.objects(out, docs, _as_owner(owner, OWNERS[0][0])) if isinstance(o, dict)]
+                            # Helm names templates '<chart>/templates/x.yaml'; findings use the path in the folder linted.
+                            files.update({id(o): prefix + (p.split("/", 1)[1] if "/" in p else p) for p, o in pairs})
+                            objects += [o for _, o in pairs]
                     except (helm_python.HelmError, yaml.YAMLError) as exc:
                         who = "owner == admin" if owner == admin else "owner != admin"
                         ctx.add("helm.render", f"render fails ({who}, GPU.Type={mode}): {_short(str(exc))}")
                         continue
-                    # Helm names templates '<chart>/templates/x.yaml'; findings use the chart-relative path.
-                    files = {id(o): p.split("/", 1)[1] if "/" in p else p for p, o in pairs}
-                    ctx.renders.append(Render(owner, admin, mode, [o for _, o in pairs], files))
-            ctx.zero_replicas = _render_zero(ctx, chart, name, docs) if ctx.modern else None
+                    ctx.renders.append(Render(owner, admin, mode, objects, files))
+            ctx.zero_replicas = _render_zero(ctx, loaded[0][1], name, docs) if ctx.modern and len(loaded) == 1 else None
+        finally:
+            for _, c, _ in loaded:
+                c.close()
 
 
 def _as_owner(owner: str, first: str) -> Callable[[str], str] | None:

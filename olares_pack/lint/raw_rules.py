@@ -26,7 +26,9 @@ _OPENERS = {"if", "with", "range", "define", "block"}
 
 
 def _is_yaml_template(path: str) -> bool:
-    return path.startswith("templates/") and path.endswith((".yaml", ".yml")) and not path.rsplit("/", 1)[-1].startswith("_")
+    """A template of the chart, or of an apiVersion v2 sub-chart (<sub>/templates/...)."""
+    return bool(re.match(r"^(?:[^/]+/)?templates/", path)) and path.endswith((".yaml", ".yml")) \
+        and not path.rsplit("/", 1)[-1].startswith("_")
 
 
 def _starts_unclosed(value: str) -> bool:
