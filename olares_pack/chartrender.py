@@ -103,3 +103,23 @@ def render(app: ChartApp, target: TargetProfile) -> dict[str, str]:
             i18n["spec"] = spec
         files[f"i18n/{locale}/OlaresManifest.yaml"] = dump(i18n)
     return dict(sorted(files.items()))
+
+
+def objects(app: ChartApp, mode: str = "nvidia") -> list[dict[str, Any]]:
+    """The Kubernetes objects the installer renders from the app's chart (owner == admin,
+    GPU.Type = mode); an apiVersion v2 chart sub-chart by sub-chart, as lint renders it."""
+    from . import helm, package, targets
+
+    files = render(app, targets.get(app.targets[0]))
+    m = app.chart.manifest
+    subs = [str(c["name"]) for c in (m.get("spec") or {}).get("subCharts") or [] if isinstance(c, dict) and c.get("name")] \
+        if str(m.get("apiVersion", "")).lower() == "v2" else []
+    parts = [(sub, {k[len(sub) + 1:]: v for k, v in files.items() if k.startswith(f"{sub}/")}) for sub in subs] or [(app.name, files)]
+    entrances = [str(e.get("name")) for e in m.get("entrances") or [] if isinstance(e, dict)]
+    values = helm.installer_values(app.name, entrances, owner="alice", admin="alice", gpu_type=mode)
+    out: list[dict[str, Any]] = []
+    for release, part in parts:
+        with helm.load_bytes(package.build_archive(release, part)) as chart:
+            rendered = chart.render(values=values, name=release, namespace=f"{app.name}-alice")
+        out += [o for _, o in helm.objects(rendered) if isinstance(o, dict)]
+    return out

@@ -2,9 +2,10 @@
 
 The schemas are kubernetes-validate's; its `validate()` re-reads the multi-megabyte definitions
 file on every call, so the compiled validator of each kind is cached here (same files, same
-resolution rules). The verdict comes from jsonschema-rs (about 4 us an object against 540 us for
-the Python validator, issue #14's lint speed); only an object it refuses goes through the Python
-validator, whose messages the findings quote.
+resolution rules). The verdict comes from jsonschema-rs: 4 us an object against 540 us for the
+Python validator, on the 48 objects of six example charts (a one-off measurement of issue #14,
+not a committed bench; bench/lint_bench.py shows the effect on lint). Only an object it refuses
+goes through the Python validator, whose messages the findings quote.
 """
 
 from __future__ import annotations
@@ -39,17 +40,30 @@ def _load(path: str) -> Any:
 
 
 @lru_cache(maxsize=None)
+def _definitions(schema_dir: str) -> Any:
+    return _load(f"{schema_dir}/_definitions.json")  # 1.3 MB for v1.32: read once, not once per kind
+
+
+@lru_cache(maxsize=None)
 def _registry(schema_dir: str) -> Registry:
-    return Resource.from_contents(_load(f"{schema_dir}/_definitions.json")) @ Registry()
+    return Resource.from_contents(_definitions(schema_dir)) @ Registry()
+
+
+@lru_cache(maxsize=None)
+def _schema(schema_dir: str, kind: str, api_version: str) -> Any:
+    """A kind's schema, None when kubernetes-validate has none (a custom resource)."""
+    # rbac.authorization.k8s.io/v1 -> rbac-v1, as kubernetes-validate names its files
+    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    try:
+        return _load(f"{schema_dir}/{kind.lower()}-{group}.json")
+    except FileNotFoundError:
+        return None
 
 
 @lru_cache(maxsize=None)
 def _validator(schema_dir: str, kind: str, api_version: str) -> jsonschema.protocols.Validator | None:
-    # rbac.authorization.k8s.io/v1 -> rbac-v1, as kubernetes-validate names its files
-    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-    try:
-        schema = _load(f"{schema_dir}/{kind.lower()}-{group}.json")
-    except FileNotFoundError:
+    schema = _schema(schema_dir, kind, api_version)
+    if schema is None:
         return None
     registry = Resource.from_contents(schema) @ _registry(schema_dir)
     return jsonschema.validators.Draft202012Validator(schema, registry=registry)
@@ -57,12 +71,10 @@ def _validator(schema_dir: str, kind: str, api_version: str) -> jsonschema.proto
 
 @lru_cache(maxsize=None)
 def _fast_validator(schema_dir: str, kind: str, api_version: str) -> Any:
-    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-    try:
-        schema = _load(f"{schema_dir}/{kind.lower()}-{group}.json")
-    except FileNotFoundError:
+    schema = _schema(schema_dir, kind, api_version)
+    if schema is None:
         return None
-    definitions = _load(f"{schema_dir}/_definitions.json")
+    definitions = _definitions(schema_dir)
     # every $ref of a kind's schema points into the one definitions file
     return jsonschema_rs.validator_for(schema, retriever=lambda uri: definitions)
 

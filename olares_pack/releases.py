@@ -89,18 +89,14 @@ def chart_engine(app: ChartApp) -> EngineRecord:
     """What an imported chart runs, read from its render the way lint reads hand-written charts
     (sh -c wrappers, ${VAR:-default}, LLAMA_ARG_* and ConfigMap env): the engine's argv and its
     flags by canonical name, or kind "chart" (with the images) when no engine is recognised."""
-    from . import chartrender, helm
+    from . import chartrender
     from .engines import registry
     from .engines.detect import find_engines
     from .engines.normalize import normalize_generic, normalize_llama
 
     images = {"image": ", ".join(app.images())} if app.images() else {}
-    target = targets.get(app.targets[0])
     try:
-        with helm.load_bytes(package.build_archive(app.name, chartrender.render(app, target))) as chart:
-            out = chart.render(values=helm.installer_values(app.name, [app.name], owner="alice", admin="alice", gpu_type="nvidia"),
-                               name=app.name, namespace=f"{app.name}-alice")
-        invs = find_engines([o for _, o in helm.objects(out) if isinstance(o, dict)])
+        invs = find_engines(chartrender.objects(app))
     except Exception:  # noqa: BLE001 - a chart that does not render still imports; lint says why
         invs = []
     if not invs:

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from . import helm, package, quantity
+from . import quantity
 from .engines import registry
 from .engines.detect import Invocation, find_engines
 from .engines.normalize import normalize_generic, normalize_llama
@@ -46,16 +46,6 @@ def _number(v: str) -> Any:
 
 def _flag(v: str) -> bool:
     return v.strip().lower() in ("true", "1", "on", "yes", "enabled")
-
-
-def _render(app: ChartApp) -> list[dict[str, Any]]:
-    from . import chartrender, targets
-
-    files = chartrender.render(app, targets.get(app.targets[0]))
-    with helm.load_bytes(package.build_archive(app.name, files)) as chart:
-        out = chart.render(values=helm.installer_values(app.name, [app.name], owner="alice", admin="alice", gpu_type="nvidia"),
-                           name=app.name, namespace=f"{app.name}-alice")
-    return [o for _, o in helm.objects(out) if isinstance(o, dict)]
 
 
 def _container(objects: list[dict[str, Any]], inv: Invocation) -> dict[str, Any]:
@@ -133,7 +123,9 @@ def _probes(container: dict[str, Any]) -> dict[str, Any]:
 def structured(app: ChartApp) -> tuple[App, list[str]]:
     """The typed app of a chart whose engine olares-pack models, and the notes; InputError when the
     chart does not fit the typed form (the chart app is then kept)."""
-    objects = _render(app)
+    from . import chartrender
+
+    objects = chartrender.objects(app)
     invs = [i for i in find_engines(objects) if i.kind in ("llamacpp", "vllm")]
     if not invs:
         raise InputError("no llama.cpp or vLLM container: an engine olares-pack does not model")

@@ -15,7 +15,7 @@ from typing import Any
 import semver
 import yaml
 
-from . import helm, package, quantity
+from . import quantity
 from .manifest import ChangelogEntry, ChartApp
 from .yamlsrc import safe_load
 
@@ -32,14 +32,9 @@ def _q(v: Any) -> Decimal | None:
 
 def _workloads(app: ChartApp, mode: str) -> list[dict[str, Any]]:
     """The Deployments and StatefulSets the chart renders (owner == admin, GPU.Type = mode)."""
-    from . import chartrender, targets
+    from . import chartrender
 
-    files = chartrender.render(app, targets.LEGACY)
-    with helm.load_bytes(package.build_archive(app.name, files)) as chart:
-        entrances = [str(e.get("name")) for e in app.chart.manifest.get("entrances") or [] if isinstance(e, dict)]
-        out = chart.render(values=helm.installer_values(app.name, entrances, owner="alice", admin="alice", gpu_type=mode),
-                           name=app.name, namespace=f"{app.name}-alice")
-    return [o for _, o in helm.objects(out) if isinstance(o, dict) and o.get("kind") in ("Deployment", "StatefulSet")]
+    return [o for o in chartrender.objects(app, mode) if o.get("kind") in ("Deployment", "StatefulSet")]
 
 
 def _sums(workloads: list[dict[str, Any]]) -> dict[str, Decimal]:

@@ -26,7 +26,7 @@ class Invocation:
     build: str | None  # from the olares-pack annotation, when present
 
 
-def _configmaps(objects: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+def configmaps(objects: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
     return {(o.get("metadata") or {}).get("name", ""): {str(k): str(v) for k, v in (o.get("data") or {}).items()}
             for o in objects if o.get("kind") == "ConfigMap"}
 
@@ -86,7 +86,7 @@ def _engine_argv(command: list[str], args: list[str], env: dict[str, str], image
 
 
 def find_engines(objects: list[dict[str, Any]]) -> list[Invocation]:
-    configmaps = _configmaps(objects)
+    maps = configmaps(objects)
     found = []
     for o in objects:
         if o.get("kind") not in ("Deployment", "StatefulSet", "DaemonSet", "Pod"):
@@ -95,7 +95,7 @@ def find_engines(objects: list[dict[str, Any]]) -> list[Invocation]:
         spec = o.get("spec") or {}
         pod = spec if o.get("kind") == "Pod" else ((spec.get("template") or {}).get("spec") or {})
         for c in pod.get("containers") or []:
-            env = resolve_env(c, configmaps)
+            env = resolve_env(c, maps)
             image = str(c.get("image", ""))
             hit = _engine_argv([str(x) for x in c.get("command") or []], [str(x) for x in c.get("args") or []], env, image)
             if hit is None:

@@ -270,6 +270,12 @@ class Resolved:
     exact: bool  # the build itself is in the table
     note: str  # how the build was told, for an engine.build finding
     neighbours: tuple[Registry, ...] = ()  # for an inexact build: the table builds around it
+    named: bool = False  # not in the table, but a build the history file names (with its date)
+
+    @property
+    def sure(self) -> bool:
+        """The build is known: in the table, or named with a date by the history file."""
+        return self.exact or self.named
 
 
 def resolve(engine: str, build: str | None, how: str) -> Resolved:
@@ -297,7 +303,7 @@ def resolve(engine: str, build: str | None, how: str) -> Resolved:
     nearest = around[0] if lower else around[-1]
     return Resolved(nearest, False, f"llama.cpp {build} ({how}) is not in the registry: checked against {nearest.build}, the "
                     f"nearest known ({' and '.join(r.build for r in around)} around it); flags that differ between them are warnings",
-                    around)
+                    around, named=build in builds(engine))
 
 
 def _rollback(base: Registry, build: str, date: str) -> Registry:

@@ -66,7 +66,7 @@ def _engine_build(ctx: ChartContext, inv: Invocation, annotations: dict[str, Any
     elif fork is not None and fork.name in known:
         build, how = fork.name, f"fork {fork.name}"
     resolved = registry.resolve("llamacpp", build, how)
-    declared = how in ("--engine-build",) or how.startswith("annotation")
+    declared = bool(ctx.options.engine_build or inv.build)  # the maintainer said which build it is
     upstream = any(repo == u.removeprefix("docker.io/") for u in registry.upstream_images("llamacpp"))
     strict = (upstream or declared) and (fork_name is None or fork is not None)
     if fork_name and fork is None:
@@ -132,8 +132,7 @@ def llama_flags(ctx: ChartContext) -> None:
         reg = eb.resolved.registry
         if eb.resolved.exact and reg.build in registry.builds("llamacpp") and "help" in registry.builds("llamacpp")[reg.build]:
             reg = registry.load("llamacpp", reg.build)  # the build's own --help: defaults and descriptions too
-        declared_build = eb.resolved.note.split(" (", 1)[0].removeprefix("llama.cpp ")
-        sure = eb.resolved.exact or declared_build in registry.builds("llamacpp")
+        sure = eb.resolved.sure
         ctx.add("engine.build", eb.resolved.note + (f"; {eb.origin}" if not eb.strict else ""), path=where, file=file,
                 severity="info" if sure else "warning",
                 hint="" if sure else "olares-pack apps: set engine.build; hand-written charts: --engine-build or an image tag bNNNN")
@@ -362,20 +361,19 @@ def _gpu_containers(o: dict[str, Any]) -> list[dict[str, Any]]:
 def hami_limit(ctx: ChartContext) -> None:
     """Under Olares' HAMi the GPU memory a container may allocate is bounded by
     CUDA_DEVICE_MEMORY_LIMIT_0, not by nvidia.com/gpumem (olares-format.md, device notes)."""
-    from ..engines.detect import resolve_env
+    from ..engines.detect import configmaps, resolve_env
 
     r = next((x for x in ctx.renders if x.mode in ("nvidia", None) and x.owner == x.admin), None)
     if r is None:
         return
-    configmaps = {(o.get("metadata") or {}).get("name", ""): {str(k): str(v) for k, v in (o.get("data") or {}).items()}
-                  for o in r.objects if o.get("kind") == "ConfigMap"}
+    maps = configmaps(r.objects)
     est = _estimate(ctx)
     for o in r.objects:
         if o.get("kind") not in ("Deployment", "StatefulSet"):
             continue
         for c in _gpu_containers(o):
             where = f"{obj_name(o)}: containers[{c.get('name')}]"
-            env = resolve_env(c, configmaps)
+            env = resolve_env(c, maps)
             value = env.get(HAMI_ENV)
             if value is None:
                 ctx.add("gpu.hami-limit", f"no {HAMI_ENV} on a GPU container: HAMi does not bound GPU memory by nvidia.com/gpumem, "
