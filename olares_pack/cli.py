@@ -252,7 +252,9 @@ def package_cmd(app_ref: str, version: str | None, target_names: tuple[str, ...]
             if target_names and target not in target_names:
                 continue
             data, how = catalogue.published_bytes(repo, rec, target)
-            dest = out / target / f"{name}-{version}.tgz"
+            # The record's own file name: the legacy line's chart is `<name>-V-legacy.tgz` (what its
+            # Chart.yaml says and the source serves), older records keep the names they were served under.
+            dest = out / target / Path(rec.charts[target].file).name
             fsio.write_bytes_atomic(dest, data)
             console.out.print(f"{dest}  sha256:{package.sha256(data)}  ({how})", markup=False)
     return EXIT_OK
