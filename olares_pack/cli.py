@@ -693,7 +693,9 @@ def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tupl
     sources = resolve(list(paths), list(target_names) or None)
     options = LintOptions(kube_version=kube_version, olares_version=olares_version, engine_build=engine_build,
                           strict=strict, helm_lint=helm_lint)
-    results = lint_charts(sources, options, jobs)
+    from .lint.place import place_results
+
+    results = place_results(lint_charts(sources, options, jobs), sources)
     PRINTERS[fmt](results)
     failing = {"error", "warning"} if strict else {"error"}
     return EXIT_FINDINGS if any(f.severity in failing for r in results for f in r.findings) else EXIT_OK

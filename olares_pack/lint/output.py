@@ -71,7 +71,8 @@ def print_github(results: list[ChartResult]) -> None:
         props = [f"title={_escape_property(f.rule)}"]
         if f.file:
             chart_dir = f.chart.split("@")[0]
-            path = f.file if chart_dir.endswith((".tgz", ".yaml")) else f"{chart_dir.rstrip('/')}/{f.file}"
+            # App manifests and archives are placed on repository files already (lint/place.py).
+            path = f.file if chart_dir.endswith((".tgz", ".tar.gz", ".yaml", ".yml")) else f"{chart_dir.rstrip('/')}/{f.file}"
             props.insert(0, f"file={_escape_property(path)}")
         if f.line:
             props.insert(1, f"line={f.line}")

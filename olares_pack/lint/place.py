@@ -1,0 +1,208 @@
+"""Where a maintainer fixes a finding: the file and line in the repository, not in the render.
+
+Lint reads an app manifest (or a published `.tgz` of one) as the chart it renders to, so its
+findings name rendered files (`templates/deployment.yaml`, `OlaresManifest.yaml`) that exist in
+no repository: GitHub cannot place an annotation there. This moves each finding of an app
+manifest or an archive onto what is edited — `apps/<name>/app.yaml` at the field's line (an
+imported chart's template at its line inside `chart.files`), or olares-pack's own Jinja template
+under `templates/` for what no manifest field decides — and keeps the rendered place in the
+message. Chart folders are files of their own and keep their paths.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+from ..repo import MANIFEST_FILE
+from .findings import Finding
+from .runner import ChartResult
+from .source import ChartSource
+
+# Manifest keys the app's own fields hold (OlaresManifest.yaml key -> app.yaml field).
+_OWN_FIELDS = {"name": "name", "title": "title", "description": "description", "icon": "icon", "version": "version",
+               "categories": "categories", "versionName": "version_name", "fullDescription": "full_description",
+               "developer": "developer", "submitter": "submitter", "website": "website", "sourceCode": "source_code",
+               "doc": "doc", "license": "license", "entrances": "entrance", "upgradeDescription": "changelog"}
+
+# For apps olares-pack renders: the app.yaml fields that decide what a rule looks at, first present wins.
+_RULE_FIELDS: dict[str, tuple[tuple[Any, ...], ...]] = {
+    "image.unpinned": (("engine", "image"),),
+    "engine.build": (("engine", "build"), ("engine", "image", "tag")),
+    "engine.flag": (("server",),),
+    "engine.value": (("server",),),
+    "engine.defaults": (("server",),),
+    "engine.port": (("server", "port"),),
+    "gpu.hami-limit": (("env", "CUDA_DEVICE_MEMORY_LIMIT_0"), ("resources", "gpu_memory_mib")),
+    "vram.budget": (("resources", "gpu_memory_mib"),),
+    "template.gpu-memory": (("resources", "gpu_memory_mib"),),
+    "template.resources": (("resources",),),
+    "template.envelope": (("resources",),),
+    "manifest.resources": (("resources",),),
+    "manifest.entrances": (("entrance",),),
+    "manifest.mode-arch": (("modes",),),
+    "manifest.os-window": (("targets",),),
+    "manifest.olares-dependency": (("targets",),),
+    "manifest.i18n": (("locales",),),
+    "secret.plaintext": (("env",),),
+    "chart.name": (("name",),),
+    "chart.version": (("version",),),
+    "chart.app-version": (("version_name",), ("engine", "image", "tag")),
+}
+_CONTAINER = re.compile(r"(?:initContainers|containers)\[([^\]]+)\]")
+
+
+def place_results(results: list[ChartResult], sources: list[ChartSource], cwd: Path | None = None) -> list[ChartResult]:
+    """`results` (in the order of `sources`) with each finding of an app manifest or archive
+    placed on the file a maintainer edits."""
+    cwd = (cwd or Path.cwd()).resolve()
+    out = []
+    for result, source in zip(results, sources, strict=True):
+        placer = _placer(source, cwd)
+        out.append(result if placer is None else dataclasses.replace(result, findings=[placer.place(f) for f in result.findings]))
+    return out
+
+
+class _Placer:
+    def __init__(self, app_yaml: Path | None, archive: str | None, app: Any, cwd: Path) -> None:
+        self.app_yaml, self.archive, self.app, self.cwd = app_yaml, archive, app, cwd
+        self._doc: Any = None
+
+    @property
+    def doc(self) -> Any:
+        from ..yamlsrc import load_yaml
+
+        if self._doc is None:
+            self._doc = load_yaml(self.app_yaml)  # type: ignore[arg-type]
+        return self._doc
+
+    def _line(self, loc: tuple[Any, ...]) -> int | None:
+        return self.doc.line_of(loc)
+
+    def _has(self, loc: tuple[Any, ...]) -> bool:
+        node = self.doc.data
+        for key in loc:
+            if isinstance(node, dict) and key in node:
+                node = node[key]
+            elif isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
+                node = node[key]
+            else:
+                return False
+        return True
+
+    def place(self, f: Finding) -> Finding:
+        rendered = f.file + (f":{f.line}" if f.line and f.file else "")
+        if self.app_yaml is None:  # an archive of no app here: the archive itself, the member in the message
+            return self._moved(f, self.archive or f.chart, None, rendered)
+        file, line = self._where(f)
+        return self._moved(f, file, line, rendered)
+
+    def _moved(self, f: Finding, file: str, line: int | None, rendered: str) -> Finding:
+        message = f"{f.message} (rendered {rendered})" if rendered and rendered != file else f.message
+        return dataclasses.replace(f, file=file, line=line, message=message)
+
+    def _where(self, f: Finding) -> tuple[str, int | None]:
+        app_yaml = str(self.app_yaml)
+        chart = getattr(self.app, "chart", None)
+        if chart is not None and f.file in chart.files:  # an imported chart's file, kept in app.yaml as written
+            return app_yaml, self._chart_file_line(f, chart.files[f.file])
+        if f.file == "OlaresManifest.yaml" and f.path:
+            loc = _loc(f.path)
+            own = loc[1] if loc[:1] in (("metadata",), ("spec",)) and len(loc) > 1 else (loc[0] if loc else None)
+            for candidate in ((_OWN_FIELDS[own],) if own in _OWN_FIELDS else (), ("chart", "manifest", *loc) if loc else ()):
+                if candidate and self._has(candidate[:2 if candidate[0] == "chart" else 1]):
+                    return app_yaml, self._line(candidate)
+        if f.file.startswith("i18n/") and self._has(("locales",)):
+            return app_yaml, self._line(("locales", f.file.split("/")[1]))
+        if chart is None:
+            for loc in _RULE_FIELDS.get(f.rule, ()):
+                if self._has(loc):
+                    return app_yaml, self._line(self._item(f, loc))
+            template = self._template(f.file)
+            if template is not None:
+                return template, None
+        elif f.file == "Chart.yaml" and self._has(("chart", "chart_yaml")):
+            return app_yaml, self._line(("chart", "chart_yaml"))
+        return app_yaml, self._line(("name",)) if not f.file else None
+
+    def _item(self, f: Finding, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+        """An engine flag written in server.extra_args: that item."""
+        if loc == ("server",) and self._has(("server", "extra_args")):
+            for i, arg in enumerate(self.doc.data["server"]["extra_args"] or []):
+                flag = str(arg).split("=", 1)[0]
+                if flag.startswith("-") and re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", f.message):
+                    return ("server", "extra_args", i)
+        return loc
+
+    def _chart_file_line(self, f: Finding, text: str) -> int | None:
+        key = self._line(("chart", "files", f.file))
+        if key is None:
+            return None
+        line = f.line or _find(text, f)
+        raw = self.doc.text.splitlines()[key - 1] if self.doc.text else ""
+        # A block scalar (`path: |`) holds the file from the next line on; a quoted one-liner has no lines to point at.
+        return key + line if line and re.search(r":\s*[|>][-+0-9]*\s*(#.*)?$", raw) else key
+
+    def _template(self, rendered: str) -> str | None:
+        """olares-pack's own template of a rendered file, when this repository holds it."""
+        from ..render import CHART_FILES
+
+        name = CHART_FILES.get(rendered) or ("i18n.yaml.j2" if rendered.startswith("i18n/") else None)
+        if name is None:
+            return None
+        path = (Path(__file__).resolve().parent.parent.parent / "templates" / name)
+        try:
+            return path.relative_to(self.cwd).as_posix() if path.is_file() else None
+        except ValueError:  # an installed olares-pack: its templates are no file of this repository
+            return None
+
+
+def _find(text: str, f: Finding) -> int | None:
+    """The line of a template that holds the container a finding names (templates say their
+    container names literally; a finding about an object has no line of its own)."""
+    m = _CONTAINER.search(f.path)
+    if m is None:
+        return None
+    pattern = re.compile(rf"""^\s*-?\s*name:\s*["']?{re.escape(m.group(1))}["']?\s*$""")
+    for n, line in enumerate(text.splitlines(), 1):
+        if pattern.match(line):
+            return n
+    return None
+
+
+def _loc(path: str) -> tuple[Any, ...]:
+    """'spec.accelerator[0].mode' -> ('spec', 'accelerator', 0, 'mode'); a finding's path may end in words."""
+    out: list[Any] = []
+    for part in re.findall(r"[^.\[\]\s:]+|\[\d+\]", path.split(":")[0].split(" ")[0]):
+        out.append(int(part[1:-1]) if part.startswith("[") else part)
+    return tuple(out)
+
+
+def _placer(source: ChartSource, cwd: Path) -> _Placer | None:
+    label = source.label.split("@")[0]
+    if source.app is not None:
+        return _Placer(Path(label), None, source.app, cwd)
+    if not label.endswith((".tgz", ".tar.gz")):
+        return None  # a chart folder: its files are the repository's files
+    app_yaml = _app_of_archive(Path(label), source.folder)
+    app = None
+    if app_yaml is not None:
+        from ..errors import OlaresPackError
+        from ..manifest import load_app
+
+        try:
+            app = load_app(app_yaml)
+        except OlaresPackError:
+            app_yaml = None
+    return _Placer(app_yaml, label, app, cwd)
+
+
+def _app_of_archive(archive: Path, name: str) -> Path | None:
+    """apps/<name>/app.yaml of the repository the archive was published in (packages/<target>/…)."""
+    for parent in archive.parents:
+        candidate = parent / "apps" / name / MANIFEST_FILE
+        if candidate.is_file():
+            return candidate
+    return None
