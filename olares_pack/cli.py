@@ -288,18 +288,25 @@ def _package_unpublished(app_dir: Path, target_names: tuple[str, ...], out: Path
 @apps_dir_option
 def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, target_name: str,
              engine_build: str | None, apps_dir: Path) -> int:
-    """Compare two versions: `diff APP V1 V2` (published versions, or `current` for app.yaml) or
-    `diff A B` (chart folders, .tgz files, app manifests). Exit 0 equal, 1 different."""
+    """Compare two versions: `diff APP V1 V2` (published versions, or `current` for app.yaml),
+    `diff APP V` (V against `current`) or `diff A B` (chart folders, .tgz files, app manifests).
+    Exit 0 equal, 1 different."""
     from . import console, diff
     from .lint import LintOptions
 
+    if len(refs) == 2 and not Path(refs[0]).exists() and (apps_dir / refs[0] / MANIFEST_FILE).is_file() \
+            and not Path(refs[1]).exists():
+        # `diff APP V`: V against app.yaml, as `git diff REV` compares with the work tree: what the
+        # next release would change (release --changes-from-diff reads the same comparison).
+        console.info(f"comparing {refs[0]} {refs[1]} with current (app.yaml); `diff {refs[0]} V1 V2` compares two versions")
+        refs = (refs[0], refs[1], "current")
     if len(refs) == 3:
         a_src = _version_source(refs[0], refs[1], target_name, apps_dir)
         b_src = _version_source(refs[0], refs[2], target_name, apps_dir)
     elif len(refs) == 2:
         a_src, b_src = (_path_source(Path(r), target_name) for r in refs)
     else:
-        raise click.UsageError("give APP V1 V2, or two charts A B")
+        raise click.UsageError("give APP V1 V2, APP V (compared with current), or two charts A B")
     options = LintOptions(engine_build=engine_build)
     result = diff.compare(diff.facts(a_src, options), diff.facts(b_src, options), rendered=rendered)
     if fmt == "markdown":

@@ -16,7 +16,8 @@ from .errors import InputError
 from .lint.context import LintOptions, build_context, run_helm
 from .lint.source import ChartSource
 
-TEXT_FIELDS = (("metadata", "title"), ("metadata", "description"), ("spec", "fullDescription"))
+# The texts a store shows: upgradeDescription is the "what's new" of the version, a text like the others.
+TEXT_FIELDS = (("metadata", "title"), ("metadata", "description"), ("spec", "fullDescription"), ("spec", "upgradeDescription"))
 # Arguments that name the model: compared in the model section, not as flags.
 MODEL_FLAGS = {"--model", "--hf-repo", "--hf-file", "--served-model-name"}
 # Arguments whose values are secrets: a diff says whether they are set, never what they are.

@@ -43,7 +43,8 @@ def test_1_0_5_to_1_0_9(capsys: pytest.CaptureFixture[str]) -> None:
 def test_1_0_5_to_1_0_7_is_only_the_model_file(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = diff_json(capsys, NAME, "1.0.5", "1.0.7")
     ch = keyed(doc)
-    assert set(ch) == {("model", "files"), ("manifest", "version")}
+    assert set(ch) == {("model", "files"), ("manifest", "version"), ("manifest", "texts")}
+    assert ch[("manifest", "texts")]["new"] == "changed: spec.upgradeDescription"  # each version's "what's new"
     assert ch[("model", "files")]["new"] == "Qwen3.6-27B-MTP-UD-Q2_K_XL.gguf"
 
 
