@@ -418,7 +418,8 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
         s = budget.settings_for(app.server)
         if largest_ctx:
             extra["largest_ctx"] = {"fits": vram.largest_context(meta, s, dev, "fits"),
-                                    "tight": vram.largest_context(meta, s, dev, "tight")}
+                                    "tight": vram.largest_context(meta, s, dev, "tight"),
+                                    "trained": meta.context_length}
         if quants:
             rows = []
             for m in gguf_meta.load_lock(app_dir).models:
@@ -434,11 +435,26 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
         for e in estimates:
             _print_estimate(f"{app.name} {app.version}", e)
         if "largest_ctx" in extra:
-            lc = extra["largest_ctx"]
-            console.out.print(f"largest context that fits: {lc['fits']} (tight up to {lc['tight']})", markup=False)  # type: ignore[index]
+            for line in _largest_ctx_lines(extra["largest_ctx"]):  # type: ignore[arg-type]
+                console.out.print(line, markup=False)
         for row in extra.get("quants", []):  # type: ignore[attr-defined]
             console.out.print(f"{row['file']}: {row['total_mib']} MiB, {row['verdict']}", markup=False)
     return EXIT_FINDINGS if any(e.verdict == "does not fit" for e in estimates) else EXIT_OK
+
+
+def _largest_ctx_lines(lc: dict[str, int]) -> list[str]:
+    """`vram --largest-ctx` in words: the largest context and its verdict, one line each."""
+    fits, tight, trained = lc["fits"], lc["tight"], lc["trained"]
+
+    def ctx(n: int) -> str:
+        return f"{n} (the model's trained context: none larger exists)" if n == trained else str(n)
+
+    if not tight:
+        return ["no context fits on this device, not even 1024 tokens (a smaller quant, or a larger GPU)"]
+    lines = [f"largest context that fits: {ctx(fits)}" if fits else "no context fits with a margin on this device"]
+    if tight > fits:
+        lines.append(f"largest context that is tight: {ctx(tight)} (it fits by less than the estimate's uncertainty)")
+    return lines
 
 
 @cli.command("serve")
