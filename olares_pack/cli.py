@@ -48,8 +48,8 @@ target_option = click.option(
     "target_names",
     type=click.Choice(sorted(targets.TARGETS)),
     multiple=True,
-    help="Olares target: current (1.12.6+, manifest 0.12.0/v3) or legacy (1.12.3-1.12.5, "
-    "0.10.0/v2). Repeatable. Default: the targets the app declares.",
+    help="Olares target: current (1.12.6+, manifest 0.12.0/v3) or legacy (1.12.3-1.12.5, manifest "
+    "0.10.0/v1). Repeatable. Default: the targets the app declares.",
 )
 
 

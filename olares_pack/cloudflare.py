@@ -21,7 +21,7 @@ from . import fsio, market, targets
 from .errors import InputError
 from .naming import NAME_RE
 
-WRANGLER_VERSION = "4.86.0"  # the last release that runs on Node 20 (market-source-api.md, "Running a Worker")
+WRANGLER_VERSION = "4.86.0"  # the last release that runs on Node 20 (npm: 4.86.0 engines node >=20.3.0, 4.87.0 >=22)
 COMPATIBILITY_DATE = "2026-04-01"
 
 

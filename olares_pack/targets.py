@@ -11,8 +11,8 @@ import semver
 from .errors import InputError
 
 # Olares releases whose installer rules olares-pack knows, oldest first: the two targets' windows
-# (olares-format.md "Two targets") and 1.12.7 (market-source-api.md). lint --olares picks a rule
-# set among them; the newest is the default when a chart names no window.
+# (README, the target table) and 1.12.7 (README, "Serving the market": it expects an https source).
+# lint --olares picks a rule set among them; the newest is the default when a chart names no window.
 KNOWN_RELEASES = ("1.12.3", "1.12.4", "1.12.5", "1.12.6", "1.12.7")
 
 # Olares installs k3s v1.32 (installer DefaultK3sVersion v1.32.2-k3s): its schemas validate objects.
@@ -77,7 +77,8 @@ LEGACY = TargetProfile(
     olares="1.12.3 to 1.12.5",
     manifest_version="0.10.0",
     # Not v2: the installer's linter (framework/oac checkSubCharts) requires apiVersion v2 charts
-    # to declare spec.subCharts with a shared entry; a single-workload app is v1.
+    # to declare spec.subCharts with a shared entry, and app-service installs a v2 app of one chart
+    # as v1 anyway (framework/app-service/pkg/appinstaller/v2/helm_ops_install.go HelmOpsV2.Install).
     api_version="v1",
     dependency=">=1.12.3-0,<1.12.6",
     min_os="1.12.3-0",
@@ -101,9 +102,10 @@ TARGETS: dict[str, TargetProfile] = {t.name: t for t in (CURRENT, LEGACY)}
 def chart_version(version: str, target: TargetProfile) -> str:
     """The version a target's chart carries, its file is named after and devices see.
 
-    A device caches charts by file name (`<name>-<version>.tgz`), re-syncs an app only when its
-    version string changes, and the chart route answers by file name alone (market-source-api.md,
-    "Chart"): two targets' charts of one release need two versions. The current line keeps the
+    A device caches charts by file name (`<name>-<version>.tgz`) and asks for one by its app version
+    and file name only (beclab/market internal/v2/appinfo/hydrationfn/source_chart_step.go, Execute
+    and buildChartDownloadURL), so the chart route answers by file name alone: two targets' charts
+    of one release need two versions (README, "One version per OS line"). The current line keeps the
     release version; the legacy line is the same release as a pre-release, `1.0.9-legacy`, which
     semver orders just below `1.0.9`, so a 1.12.5 device that upgrades its OS to 1.12.6 sees a new,
     higher version and fetches a new file. A release version that is itself a pre-release keeps

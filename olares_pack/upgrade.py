@@ -1,9 +1,10 @@
 """`olares-pack import --upgrade`: an imported legacy chart (manifest 0.10.0, apiVersion v1) as a
 0.12.0/v3 chart for Olares 1.12.6 and newer, and the list of what that took. The conversion
-follows the installer's 0.12.0 rules (olares-format.md, "Manifest 0.12.0 specifics"): one resource
-envelope per compute mode that holds the containers' sums, the olares dependency in the 1.12.6
-window, workloadReplicas wired to `.Values.workloads.<name>.replicaCount`, no provider. What it
-cannot convert (OLARES_USER strings, v2 sub-charts) stays, and lint names it."""
+follows the installer's 0.12.0 rules (beclab/Olares framework/oac internal/manifest, the rules
+`lint --olares 1.12.6` applies): one resource envelope per compute mode that holds the
+containers' sums, the olares dependency in the 1.12.6 window, workloadReplicas wired to
+`.Values.workloads.<name>.replicaCount`, no provider. What it cannot convert (OLARES_USER
+strings, v2 sub-charts) stays, and lint names it."""
 
 from __future__ import annotations
 

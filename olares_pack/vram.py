@@ -34,7 +34,8 @@ def calibrated(name: str, fit: dict[str, Any] | None = None) -> float:
 
 # Not measured here: each says where it comes from.
 ASSUMED: dict[str, tuple[float, str]] = {
-    "auto_parallel": (4.0, "slots llama-server picks for -np -1 (auto): llama-server.md, 'Flags'"),
+    "auto_parallel": (4.0, "slots llama-server picks when --parallel is left on auto: ggml-org/llama.cpp "
+                           "tools/server/server.cpp main(), 'setting n_parallel = 4 and kv_unified = true' (PR #16736)"),
     "other_gpu_context_mib": (256.0, "how far the CUDA context of a GPU other than the measured H200 may differ "
                                      "(driver 580, CUDA 13); added to the uncertainty, not to the total"),
 }
@@ -54,7 +55,7 @@ class Device:
 
 DEVICES = {
     # RTX 5090 Laptop GPU as its driver reports it; a laptop keeps a desktop on the same GPU. The
-    # 300 MiB reserve is an assumption (llama-server.md, "VRAM budget"), not a measurement.
+    # 300 MiB reserve for it is an assumption, not a measurement (--reserve-mib overrides it).
     "olares-one": Device("Olares One (RTX 5090 Laptop, 24 GB)", 24463, 300),
 }
 

@@ -233,7 +233,7 @@ def _select_release(ctx: ChartContext) -> None:
     constraint = str(dep.get("version") or "") if dep else ""
     if not constraint and not ctx.declared_modern and ctx.manifest:
         # v1/v2 manifests install only inside the legacy window, whatever they declare
-        # (olares-format.md "Two targets": the installer pins them to it).
+        # (README, the target table: 1.12.6 and newer install manifest 0.12.0).
         constraint = LEGACY_WINDOW
     if not constraint:
         return
