@@ -165,7 +165,6 @@ def clone_launcher(clone: Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     keep, make = "--keep" in argv, "--make" in argv
-    readme = prose((ROOT / "README.md").read_text())
     tmp = Path(tempfile.mkdtemp(prefix="olares-pack-walkthrough-"))
     clone = tmp / "olares-pack"
     steps: list[Step] = []
@@ -173,6 +172,7 @@ def main(argv: list[str]) -> int:
            "GIT_COMMITTER_NAME": "newcomer", "GIT_COMMITTER_EMAIL": "newcomer@example.org"}
     try:
         subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        readme = prose((clone / "README.md").read_text())  # the README the newcomer reads
         if make:
             steps.append(run("make", ["make"], clone, env, timeout=1800))
             cmd = [str(clone / ".venv" / "bin" / "olares-pack")]

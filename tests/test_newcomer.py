@@ -120,7 +120,7 @@ def test_a_published_archive_is_placed_on_its_app_and_a_stray_one_on_itself(repo
     main(["lint", str(stray), "--format", "json"])
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert findings and {f["file"] for f in findings} == {str(stray)}
-    assert all("(rendered " in f["message"] for f in findings if f["rule"] == "image.unpinned")
+    assert all("(in templates/" in f["message"] for f in findings if f["rule"] == "image.unpinned")
 
 
 def test_an_imported_charts_findings_land_on_its_template_inside_app_yaml(tmp_path: Path,

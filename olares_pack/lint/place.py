@@ -95,12 +95,12 @@ class _Placer:
     def place(self, f: Finding) -> Finding:
         rendered = f.file + (f":{f.line}" if f.line and f.file else "")
         if self.app_yaml is None:  # an archive of no app here: the archive itself, the member in the message
-            return self._moved(f, self.archive or f.chart, None, rendered)
+            return self._moved(f, self.archive or f.chart, None, rendered, "in")
         file, line = self._where(f)
-        return self._moved(f, file, line, rendered)
+        return self._moved(f, file, line, rendered, "rendered")
 
-    def _moved(self, f: Finding, file: str, line: int | None, rendered: str) -> Finding:
-        message = f"{f.message} (rendered {rendered})" if rendered and rendered != file else f.message
+    def _moved(self, f: Finding, file: str, line: int | None, rendered: str, how: str) -> Finding:
+        message = f"{f.message} ({how} {rendered})" if rendered and rendered != file else f.message
         return dataclasses.replace(f, file=file, line=line, message=message)
 
     def _where(self, f: Finding) -> tuple[str, int | None]:
