@@ -123,22 +123,25 @@ def test_a_published_archive_is_placed_on_its_app_and_a_stray_one_on_itself(repo
     assert all("(in templates/" in f["message"] for f in findings if f["rule"] == "image.unpinned")
 
 
-def test_an_imported_charts_findings_land_on_its_template_inside_app_yaml(tmp_path: Path,
+def test_imported_charts_findings_land_on_their_templates_inside_app_yaml(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch,
                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Every hand-written chart of tests/data/charts imported (the case of a live third-party
+    source: 30 apps' annotations collapsed onto two paths GitHub cannot place)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "apps").mkdir()
-    assert main(["import", str(ROOT / "tests" / "data" / "charts" / "llamaupstream"), "--apps-dir", "apps"]) in (0, 1)
+    assert main(["import", str(ROOT / "tests" / "data" / "charts"), "--apps-dir", "apps"]) in (0, 1)
     capsys.readouterr()
-    main(["lint", "apps/llamaupstream", "--format", "json"])
+    main(["lint", "apps", "--format", "json"])
     findings = json.loads(capsys.readouterr().out)["findings"]
-    lines = (tmp_path / "apps" / "llamaupstream" / "app.yaml").read_text().splitlines()
-    by_container = {m.group(1): f for f in findings if f["rule"] == "image.unpinned"
-                    and (m := re.search(r"containers\[([^\]]+)\]", f["path"]))}
-    assert by_container
-    for container, f in by_container.items():
-        assert f["file"] == "apps/llamaupstream/app.yaml"
-        assert lines[f["line"] - 1].strip() == f"- name: {container}"  # inside chart.files, the template's own line
+    placed = 0
+    for f in findings:
+        assert (tmp_path / f["file"]).is_file() and f["file"].startswith("apps/") and f["file"].endswith("/app.yaml"), f
+        m = re.search(r"containers\[([^\]]+)\]", f["path"])
+        if m and f["rule"] == "image.unpinned":  # inside chart.files: the template's own line
+            assert (tmp_path / f["file"]).read_text().splitlines()[f["line"] - 1].strip() == f"- name: {m.group(1)}", f
+            placed += 1
+    assert placed >= 6
 
 
 # ------------------------------------------------------------------------------- diff

@@ -51,7 +51,7 @@ _RULE_FIELDS: dict[str, tuple[tuple[Any, ...], ...]] = {
     "chart.version": (("version",),),
     "chart.app-version": (("version_name",), ("engine", "image", "tag")),
 }
-_CONTAINER = re.compile(r"(?:initContainers|containers)\[([^\]]+)\]")
+_CONTAINER = re.compile(r"(initContainers|containers)\[([^\]]+)\]")
 
 
 def place_results(results: list[ChartResult], sources: list[ChartSource], cwd: Path | None = None) -> list[ChartResult]:
@@ -161,13 +161,17 @@ class _Placer:
 
 def _find(text: str, f: Finding) -> int | None:
     """The line of a template that holds the container a finding names (templates say their
-    container names literally; a finding about an object has no line of its own)."""
+    container names literally; a finding about an object has no line of its own): its `name:`
+    after the `containers:` (or `initContainers:`) key."""
     m = _CONTAINER.search(f.path)
     if m is None:
         return None
-    pattern = re.compile(rf"""^\s*-?\s*name:\s*["']?{re.escape(m.group(1))}["']?\s*$""")
+    section = re.compile(rf"^\s*{m.group(1)}:\s*$")
+    pattern = re.compile(rf"""^\s*-?\s*name:\s*["']?{re.escape(m.group(2))}["']?\s*$""")
+    inside = False
     for n, line in enumerate(text.splitlines(), 1):
-        if pattern.match(line):
+        inside = inside or bool(section.match(line))
+        if inside and pattern.match(line):
             return n
     return None
 
