@@ -68,14 +68,12 @@ def place_results(results: list[ChartResult], sources: list[ChartSource], cwd: P
 class _Placer:
     def __init__(self, app_yaml: Path | None, archive: str | None, app: Any, cwd: Path) -> None:
         self.app_yaml, self.archive, self.app, self.cwd = app_yaml, archive, app, cwd
-        self._doc: Any = None
+        self._doc: _Lines | None = None
 
     @property
-    def doc(self) -> Any:
-        from ..yamlsrc import load_yaml
-
+    def doc(self) -> _Lines:
         if self._doc is None:
-            self._doc = load_yaml(self.app_yaml)  # type: ignore[arg-type]
+            self._doc = _Lines(self.app_yaml.read_text(encoding="utf-8"))  # type: ignore[union-attr]
         return self._doc
 
     def _line(self, loc: tuple[Any, ...]) -> int | None:
@@ -141,7 +139,7 @@ class _Placer:
         if key is None:
             return None
         line = f.line or _find(text, f)
-        raw = self.doc.text.splitlines()[key - 1] if self.doc.text else ""
+        raw = self.doc.lines[key - 1] if key <= len(self.doc.lines) else ""
         # A block scalar (`path: |`) holds the file from the next line on; a quoted one-liner has no lines to point at.
         return key + line if line and re.search(r":\s*[|>][-+0-9]*\s*(#.*)?$", raw) else key
 
@@ -157,6 +155,40 @@ class _Placer:
             return path.relative_to(self.cwd).as_posix() if path.is_file() else None
         except ValueError:  # an installed olares-pack: its templates are no file of this repository
             return None
+
+
+class _Lines:
+    """An app.yaml's data and the line of each of its keys, from libyaml's node tree (the
+    round-trip reader that keeps comments is several times slower on an imported chart's
+    app.yaml, and only lines are wanted here)."""
+
+    def __init__(self, text: str) -> None:
+        import yaml
+
+        from ..yamlsrc import safe_load
+
+        self.lines = text.splitlines()
+        self.data = safe_load(text)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        self.root = yaml.compose(text, Loader=loader)
+
+    def line_of(self, loc: tuple[Any, ...]) -> int | None:
+        """1-based line of the deepest key of `loc` that the file holds (1 for none)."""
+        import yaml
+
+        node, line = self.root, 1
+        for key in loc:
+            if isinstance(node, yaml.MappingNode):
+                hit = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(key)), None)
+                if hit is None:
+                    break
+                line, node = hit[0].start_mark.line + 1, hit[1]
+            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
+                node = node.value[key]
+                line = node.start_mark.line + 1
+            else:
+                break
+        return line
 
 
 def _find(text: str, f: Finding) -> int | None:
@@ -185,9 +217,9 @@ def _loc(path: str) -> tuple[Any, ...]:
 
 
 def _placer(source: ChartSource, cwd: Path) -> _Placer | None:
-    label = source.label.split("@")[0]
-    if source.app is not None:
-        return _Placer(Path(label), None, source.app, cwd)
+    label = source.label
+    if source.app is not None:  # labelled <app.yaml>@<target>
+        return _Placer(Path(label.rsplit("@", 1)[0]), None, source.app, cwd)
     if not label.endswith((".tgz", ".tar.gz")):
         return None  # a chart folder: its files are the repository's files
     app_yaml = _app_of_archive(Path(label), source.folder)
