@@ -60,7 +60,7 @@ def export(root: Path, out: Path, *, name: str, default_version: str = "1.12.6",
     """Write the Worker project; returns the number of charts it serves."""
     if not NAME_RE.match(name.replace("-", "")):
         raise InputError(f"{name!r}: a Worker name is lower-case letters, digits and dashes")
-    cat = market.load(root, base_url=base_url)
+    cat = market.load(root, base_url=base_url, strict=True)  # a Worker is deployed whole or not at all
     files: dict[str, bytes] = {
         "wrangler.toml": wrangler_toml(name).encode(),
         "worker.js": resources.files("olares_pack").joinpath("cloudflare_worker.js").read_bytes(),
