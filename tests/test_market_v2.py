@@ -397,3 +397,32 @@ def test_a_reload_does_not_swap_in_a_catalogue_with_a_chart_missing(repo: Path) 
         assert get(url, "/api/v2/catalog").content == before
         assert httpx.get(f"{url}/health").json()["status"] == "ok"
         device_lifecycle(url)
+
+
+# ---------------------------------------------------------------- import from a v2 source
+
+
+def test_a_live_source_with_only_the_v2_routes_imports_the_same_charts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live-source import reads a source the way a 1.12.7 device does: the app list from
+    /api/v2/applications, charts under /api/v2; here the source answers 404 on the v1 list and
+    chart routes, and the same charts come back as from the v1 routes."""
+    from olares_pack import marketclient
+
+    with serving(Source(ROOT, ROOT / "market-index.json")) as url:
+        whole = marketclient.fetch(url, ("1.12.5", "1.12.7"))
+    original = server.Answers._route
+    asked: list[bytes] = []
+
+    def v2_only(self: server.Answers, url: bytes):  # noqa: ANN202
+        path = url.partition(b"?")[0]
+        asked.append(path)
+        if path.startswith(b"/api/v1/appstore/") or (path.startswith(b"/api/v1/applications/") and path.endswith(b"/chart")):
+            return None, lambda: server.error(404, "not found")
+        return original(self, url)
+
+    monkeypatch.setattr(server.Answers, "_route", v2_only)
+    with serving(Source(ROOT, ROOT / "market-index.json")) as url:
+        found = marketclient.fetch(url, ("1.12.5", "1.12.7"))
+    assert len(found) >= 8 and [(f.folder, f.package, f.date) for f in found] == [(f.folder, f.package, f.date) for f in whole]
+    assert all("/api/v2/applications/" in f.label for f in found)
+    assert b"/api/v2/applications" in asked and not any(p.startswith(b"/api/v1/appstore/") for p in asked)
