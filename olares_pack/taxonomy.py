@@ -23,13 +23,11 @@ carry. Only the v2 routes read it: the v1 answers stay byte for byte what they w
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Any
 
 from .errors import InputError, Problem
-from .fields import text_problems
-from .yamlsrc import SourceDoc, load_yaml
 
 CONFIG_FILE = "market.yaml"
 DEFAULT_SOURCE_ID = "olares-pack"
@@ -37,46 +35,71 @@ DEFAULT_SOURCE_ID = "olares-pack"
 LANGUAGE_NAMES = {"en-US": "English", "zh-CN": "简体中文", "zh-TW": "繁體中文", "ja-JP": "日本語", "ko-KR": "한국어",
                   "fr-FR": "Français", "de-DE": "Deutsch", "es-ES": "Español", "pt-BR": "Português", "ru-RU": "Русский"}
 
-Text = Field(min_length=1, max_length=200)
-Locales = dict[str, str]
 
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class Source(_Model):
-    source_id: str = Field(DEFAULT_SOURCE_ID, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    short_label: str = Field("LLM servers", min_length=1, max_length=64)
-    display_name: Locales = Field(default_factory=lambda: {"en-US": "GPU LLM servers"}, min_length=1)
+# What the server holds: plain dataclasses, so that `serve` without a market.yaml never imports
+# pydantic (its memory and start-up time are budgeted: README, "Catalogue scale").
+@dataclass(frozen=True)
+class Source:
+    source_id: str = DEFAULT_SOURCE_ID
+    short_label: str = "LLM servers"
+    display_name: dict[str, str] = field(default_factory=lambda: {"en-US": "GPU LLM servers"})
     icon: str = ""
 
 
-class Category(_Model):
-    id: str = Field(min_length=1, max_length=64)
-    title: Locales = Field(default_factory=dict)
-    description: Locales = Field(default_factory=dict)
+@dataclass(frozen=True)
+class Category:
+    id: str
+    title: dict[str, str] = field(default_factory=dict)
+    description: dict[str, str] = field(default_factory=dict)
     icon: str = ""
 
 
-class Language(_Model):
-    code: str = Field(pattern=r"^[a-z]{2,3}(-[A-Z][A-Za-z]{1,3})?$")
-    display_name: str = Field(min_length=1, max_length=64)
+@dataclass(frozen=True)
+class Language:
+    code: str
+    display_name: str
 
 
-class Taxonomy(_Model):
-    source: Source = Field(default_factory=Source)
-    categories: list[Category] = Field(default_factory=list)
-    languages: list[Language] | None = None
-    updated: dt.date | None = None  # YAML reads 2026-12-01 as a date
+@dataclass(frozen=True)
+class Taxonomy:
+    source: Source = field(default_factory=Source)
+    categories: tuple[Category, ...] = ()
+    languages: tuple[Language, ...] | None = None
+    updated: dt.date | None = None
 
 
-def _problems(doc: SourceDoc, exc: ValidationError) -> list[Problem]:
-    out = []
-    for err in exc.errors(include_url=False):
-        msg = "unknown field (see the README, \"The source's taxonomy\")" if err["type"] == "extra_forbidden" else err["msg"]
-        out.append(doc.problem(tuple(err["loc"]), msg))
-    return out
+def _validate(data: dict[str, Any]) -> Any:
+    """The file's data checked by pydantic models (extra fields refused), imported only here."""
+    from pydantic import BaseModel, ConfigDict, Field
+
+    locales = dict[str, str]
+
+    class Model(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+
+    class SourceModel(Model):
+        source_id: str = Field(DEFAULT_SOURCE_ID, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+        short_label: str = Field("LLM servers", min_length=1, max_length=64)
+        display_name: locales = Field(default_factory=lambda: {"en-US": "GPU LLM servers"}, min_length=1)
+        icon: str = ""
+
+    class CategoryModel(Model):
+        id: str = Field(min_length=1, max_length=64)
+        title: locales = Field(default_factory=dict)
+        description: locales = Field(default_factory=dict)
+        icon: str = ""
+
+    class LanguageModel(Model):
+        code: str = Field(pattern=r"^[a-z]{2,3}(-[A-Z][A-Za-z]{1,3})?$")
+        display_name: str = Field(min_length=1, max_length=64)
+
+    class TaxonomyModel(Model):
+        source: SourceModel = Field(default_factory=SourceModel)
+        categories: list[CategoryModel] = Field(default_factory=list)
+        languages: list[LanguageModel] | None = None
+        updated: dt.date | None = Field(None, strict=False)  # 2026-12-01, quoted or not
+
+    return TaxonomyModel.model_validate(data)
 
 
 def load(root: Path) -> Taxonomy:
@@ -84,6 +107,11 @@ def load(root: Path) -> Taxonomy:
     path = root / CONFIG_FILE
     if not path.exists():
         return Taxonomy()
+    from pydantic import ValidationError
+
+    from .fields import text_problems
+    from .yamlsrc import load_yaml
+
     doc = load_yaml(path)
     data = {} if doc.data is None else doc.data
     if not isinstance(data, dict):
@@ -91,12 +119,15 @@ def load(root: Path) -> Taxonomy:
     if problems := text_problems(data):
         raise InputError("", [doc.problem(loc, msg) for loc, msg in problems])
     try:
-        tax = Taxonomy.model_validate(data)
+        m = _validate(data)
     except ValidationError as exc:
-        raise InputError("", _problems(doc, exc)) from None
+        raise InputError("", [doc.problem(tuple(e["loc"]), "unknown field (see the README, \"The source's taxonomy\")"
+                                          if e["type"] == "extra_forbidden" else e["msg"])
+                              for e in exc.errors(include_url=False)]) from None
     seen: set[str] = set()
-    for i, c in enumerate(tax.categories):
+    for i, c in enumerate(m.categories):
         if c.id in seen:
             raise InputError("", [doc.problem(("categories", i, "id"), f"category {c.id!r} is listed twice")])
         seen.add(c.id)
-    return tax
+    return Taxonomy(Source(**m.source.model_dump()), tuple(Category(**c.model_dump()) for c in m.categories),
+                    None if m.languages is None else tuple(Language(**x.model_dump()) for x in m.languages), m.updated)
