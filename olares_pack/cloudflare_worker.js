@@ -131,7 +131,7 @@ async function v2(request, url, path) {
   const parts = view.v2;
   if (path === "/api/v2/catalog" || path === "/api/v2/taxonomy") {
     const sid = param(url, "source_id") || catalogue.source_id;
-    if (sid.length > 256) return error(400, "source_id is at most 256 characters");
+    if (encoder.encode(sid).length > 256) return error(400, "source_id is at most 256 bytes of UTF-8");
     const [prefix, suffix] = path === "/api/v2/catalog" ? parts.catalog : parts.taxonomy;
     return cached(request, prefix + JSON.stringify(sid) + suffix);
   }

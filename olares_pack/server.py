@@ -288,8 +288,8 @@ class Answers:
             # the caller's source_id is echoed; only the source's own id is worth keeping
             own = self.cat.taxonomy.source.source_id
             sid = params.get("source_id") or own
-            if len(sid) > 256:
-                raise BadRequest(400, "source_id is at most 256 characters")
+            if len(sid.encode()) > 256:
+                raise BadRequest(400, "source_id is at most 256 bytes of UTF-8")
             body = v2.catalog_body if path == V2_CATALOG else v2.taxonomy_body
             return ((path, v) if sid == own else None), lambda: _json_reply(body(sid))
         size = _param_int(params, "size", 0, 0)
@@ -310,13 +310,14 @@ class Answers:
             return error(404, "no such app")
         if chart is None:
             return error(404, f"no chart {file_name[:200]!r} for {name}")
+        data = None
         if chart.problem is None:
             try:
                 data = chart.read()
             except InputError as exc:  # changed or removed on disk since the catalogue was loaded
                 chart.problem = str(exc).removeprefix(f"{chart.path}: ")
                 log.error("%s", exc)
-        if chart.problem is not None:
+        if data is None:
             return error(503, f"{file_name} is unavailable on this source: {chart.problem}")
         return Reply(200, data, b"application/gzip",
                      ((b"Cache-Control", b"public, max-age=31536000, immutable"),

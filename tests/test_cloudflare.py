@@ -78,7 +78,7 @@ def test_a_1_12_7_device_syncs_the_worker_over_v2(worker: str) -> None:
 
 V2_QUERIES = [{}, {"size": "1"}, {"size": "1", "page": "2"}, {"size": "1", "page": "3"}, {"size": "0", "page": "7"},
               {"size": "x"}, {"size": "1", "page": "0"}, {"page": "2", "q": "z"}, {"source_id": "my source"},
-              {"source_id": "é\"\\<>\u2028"}, {"source_id": "a", "source_id2": "b"}, {"source_id": "x" * 257}]
+              {"source_id": "é\"\\<>\u2028"}, {"source_id": "a", "source_id2": "b"}, {"source_id": "x" * 257}, {"source_id": "\U0001f600" * 64}, {"source_id": "\U0001f600" * 65}]
 
 
 @pytest.mark.parametrize("version", [None, "1.12.2", "1.12.5", "1.12.6", "1.12.7", "v1.12.7", "1.13", "abc"])
