@@ -1,8 +1,10 @@
-"""The market source: the four routes an Olares device syncs from, plus icons and health.
+"""The market source: the four routes an Olares device up to 1.12.6 syncs from, the v2 routes of
+the 1.12.7 sync (market_v2), plus icons and health.
 
 An asyncio protocol on httptools' parser (uvloop when installed) that answers from bytes computed
-when the catalogue loads (market.View): a GET is a dictionary lookup of its URL, a details POST
-joins precomputed per-app fragments. Nothing here imports Helm, Jinja or pydantic. A new
+when the catalogue loads (market.View): a GET is a dictionary lookup of its parsed request, a
+details POST joins precomputed per-app fragments. Replies are cached by what they depend on and
+bounded in bytes (Cache), so no client can grow a worker by varying its requests. Nothing here imports Helm, Jinja or pydantic. A new
 catalogue is built aside and swapped in whole, so a reload never serves a half-written one.
 With --workers N, N processes share the listening socket, each with its own catalogue.
 """
