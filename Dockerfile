@@ -8,8 +8,9 @@ COPY pyproject.toml README.md ./
 COPY olares_pack ./olares_pack
 COPY templates ./templates
 RUN pip install --no-cache-dir . && rm -rf /opt/olares-pack
-# What the server reads: the ledger, the packages it lists, and the icons under apps/<name>/.
-COPY market-index.json /srv/market/market-index.json
+# What the server reads: the ledger, the packages it lists, the icons under apps/<name>/, and the
+# v2 taxonomy (market.yaml) when there is one (the [l] lets the copy go on without it).
+COPY market-index.json market.yam[l] /srv/market/
 COPY packages /srv/market/packages
 COPY apps /srv/market/apps
 USER 1000

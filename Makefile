@@ -25,6 +25,8 @@ build: $(BIN)/olares-pack
 	$(BIN)/olares-pack build
 
 test: $(BIN)/olares-pack $(WRANGLER)
+	@# the HTTPS test makes a self-signed certificate with openssl (CI runs as root on a fresh machine)
+	command -v openssl >/dev/null || (apt-get update -qq && apt-get install -y -qq openssl)
 	$(BIN)/python -m pytest
 	$(BIN)/olares-pack build --check
 

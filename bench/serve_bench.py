@@ -1,6 +1,16 @@
 """`olares-pack serve` beside nginx serving the same bytes, in one run.
 
     .venv/bin/python bench/serve_bench.py [SECONDS] [CONNECTIONS] [APPS...]
+    .venv/bin/python bench/serve_bench.py --rss [N]          # memory under N distinct padded requests
+    .venv/bin/python bench/serve_bench.py --pipelined [SECONDS]  # req/s without wrk or nginx
+
+`--rss` starts `olares-pack serve` on the bundled catalogue, syncs it as a device does, then
+sends N (default 5,000) distinct padded POSTs and N padded GETs (4 KiB of padding each, in an
+unknown parameter or field: every one a 200) and prints the server's RSS before and after and
+its peak (VmHWM). `--pipelined` needs neither wrk nor nginx: one client process keeps 64
+requests in flight on one connection per route (v1 and v2) and prints requests per second,
+median of three runs; run it with PYTHONPATH pointing at another checkout's olares_pack to
+compare two versions of the server on the same machine.
 
 For each catalogue (the bundled one, and a synthetic one per APPS count, e.g. 200), the bench
 starts `olares-pack serve` and an nginx (Debian package `nginx-light`) with a config it writes:
@@ -135,7 +145,134 @@ def bench(root: Path, label: str, seconds: int, connections: int, tmp: Path) -> 
         server.wait(5)
 
 
+def start_serve(root: Path = ROOT) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    # not run from the checkout, so that PYTHONPATH decides which olares_pack serves
+    proc = subprocess.Popen([sys.executable, "-m", "olares_pack.cli", "serve", "--port", str(port), "--root", str(root)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir())
+    wait_up(f"http://127.0.0.1:{port}/health")
+    return proc, port
+
+
+def answers(buf: bytearray) -> int:
+    """Complete responses at the front of buf, removed from it."""
+    n = 0
+    while True:
+        head_end = buf.find(b"\r\n\r\n")
+        if head_end < 0:
+            return n
+        m = re.search(rb"\r\nContent-Length: (\d+)", bytes(buf[:head_end]))
+        end = head_end + 4 + (int(m.group(1)) if m else 0)
+        if len(buf) < end:
+            return n
+        if not buf.startswith(b"HTTP/1.1 200"):
+            raise SystemExit(f"not a 200: {bytes(buf[:200])!r}")
+        del buf[:end]
+        n += 1
+
+
+def pipeline(port: int, requests: list[bytes], depth: int = 64) -> float:
+    """Send every request on one connection, `depth` in flight; seconds taken."""
+    t = time.perf_counter()
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        buf = bytearray()
+        for n in range(0, len(requests), depth):
+            chunk = requests[n:n + depth]
+            sock.sendall(b"".join(chunk))
+            got = 0
+            while got < len(chunk):
+                data = sock.recv(1 << 20)
+                if not data:
+                    raise SystemExit("the server closed the connection")
+                buf += data
+                got += answers(buf)
+    return time.perf_counter() - t
+
+
+def proc_memory(pid: int) -> tuple[float, float]:
+    """RSS and peak RSS in MiB."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def rss_main(n: int) -> None:
+    proc, port = start_serve()
+    try:
+        base = f"http://127.0.0.1:{port}"
+        try:
+            fetch(f"{base}/api/v2/catalog")
+            v2 = True
+        except OSError:  # a version of the server before the v2 routes
+            v2 = False
+        for v in ("1.12.5", "1.12.6", "1.12.7"):  # a device's sync, so that the steady state is cached
+            for path in ("/api/v1/appstore/hash", "/api/v1/appstore/info") + (("/api/v2/catalog", "/api/v2/applications")
+                                                                               if v2 else ()):
+                fetch(f"{base}{path}?version={v}")
+        ids = sorted(json.loads(fetch(f"{base}/api/v1/appstore/info?version={VERSION}"))["data"]["apps"])
+        fetch(f"{base}/api/v1/applications/info", json.dumps({"app_ids": ids, "version": VERSION}).encode())
+        before = proc_memory(proc.pid)
+        pad = b"x" * 4096
+        paths = [b"/api/v1/appstore/info", b"/api/v1/appstore/hash"] + ([b"/api/v2/applications"] if v2 else [])
+        gets = [b"GET %s?version=1.12.6&pad=%d%s HTTP/1.1\r\nHost: x\r\n\r\n" % (paths[i % len(paths)], i, pad)
+                for i in range(n)]
+        posts = []
+        for i in range(n):
+            body = json.dumps({"app_ids": ids, "version": VERSION, "pad": f"{i}{pad.decode()}"}).encode()
+            posts.append(b"POST /api/v1/applications/info HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                         % (len(body), body))
+        took = pipeline(port, gets + posts)
+        after = proc_memory(proc.pid)
+        print(f"{n:,} padded GETs + {n:,} padded POSTs, all 200, in {took:.1f} s; serve RSS {before[0]:.1f} MiB before, "
+              f"{after[0]:.1f} MiB after, peak {after[1]:.1f} MiB")
+    finally:
+        proc.terminate()
+        proc.wait(5)
+
+
+def pipelined_main(seconds: float) -> None:
+    proc, port = start_serve()
+    try:
+        base = f"http://127.0.0.1:{port}"
+        ids = sorted(json.loads(fetch(f"{base}/api/v1/appstore/info?version={VERSION}"))["data"]["apps"])
+        body = json.dumps({"app_ids": ids, "version": VERSION}).encode()
+        routes = {
+            "hash": f"GET /api/v1/appstore/hash?version={VERSION}",
+            "info": f"GET /api/v1/appstore/info?version={VERSION}",
+            "details": "POST /api/v1/applications/info",
+            "v2 catalog": "GET /api/v2/catalog?version=1.12.7",
+            "v2 apps": "GET /api/v2/applications?version=1.12.7",
+        }
+        print(f"one client, 64 requests in flight on one connection, {seconds:g} s per run, median of {RUNS}")
+        for label, line in routes.items():
+            method, path = line.split(" ", 1)
+            req = (f"{method} {path} HTTP/1.1\r\nHost: x\r\n".encode()
+                   + (b"Content-Length: %d\r\n\r\n%s" % (len(body), body) if method == "POST" else b"\r\n"))
+            if fetch(f"{base}/health") and method == "GET":
+                try:
+                    fetch(base + path)
+                except OSError:
+                    print(f"{label:<12}not answered by this version")
+                    continue
+            rates = []
+            for _ in range(RUNS):
+                done, t0 = 0, time.perf_counter()
+                while time.perf_counter() - t0 < seconds:
+                    pipeline(port, [req] * 6400)
+                    done += 6400
+                rates.append(done / (time.perf_counter() - t0))
+            print(f"{label:<12}{statistics.median(rates):>10,.0f} req/s  (runs: {', '.join(f'{r:,.0f}' for r in rates)})")
+    finally:
+        proc.terminate()
+        proc.wait(5)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--rss"]:
+        rss_main(int(sys.argv[2]) if len(sys.argv) > 2 else 5000)
+        return
+    if sys.argv[1:2] == ["--pipelined"]:
+        pipelined_main(float(sys.argv[2]) if len(sys.argv) > 2 else 3)
+        return
     seconds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     connections = int(sys.argv[2]) if len(sys.argv) > 2 else 64
     sizes = [int(a) for a in sys.argv[3:]]

@@ -469,8 +469,11 @@ def _largest_ctx_lines(lc: dict[str, int]) -> list[str]:
 @click.option("--default-version", default="1.12.6", show_default=True, help="Olares version assumed when a request names none.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Processes sharing the listening socket, each with its own copy of the catalogue.")
+@click.option("--strict", is_flag=True,
+              help="Refuse to start (exit 2) when a chart the ledger lists is missing, unreadable or changed, "
+                   "rather than serving the rest and answering that chart 503 (for CI).")
 def serve_cmd(host: str, port: int, tls_cert: Path | None, tls_key: Path | None, base_url: str, root: Path,
-              reload_on_change: bool, default_version: str, workers: int) -> int:
+              reload_on_change: bool, default_version: str, workers: int, strict: bool) -> int:
     """Serve market-index.json and packages/ as an Olares market source."""
     from . import server
 
@@ -479,7 +482,7 @@ def serve_cmd(host: str, port: int, tls_cert: Path | None, tls_key: Path | None,
     targets.parse_os_version(default_version)
     server.run(root, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key,
                reload_every=2.0 if reload_on_change else None, default_version=default_version, base_url=base_url,
-               workers=workers)
+               workers=workers, strict=strict)
     return EXIT_OK
 
 

@@ -2,7 +2,8 @@
 
 OUT holds wrangler.toml, worker.js (the same for every catalogue), catalogue.json (every view
 any OS version can see, as the bytes `olares-pack serve` answers: market.View) and public/ (the
-charts, under public/charts/<name>/<file>, and the icons, served as static assets). The Worker
+charts, under public/charts/<name>/<file>, and the icons, served as static assets). The v2 routes
+of Olares 1.12.7 (market_v2) are answered from the same per-view parts as `serve` joins. The Worker
 decides a request's view the way the server does: it evaluates each olares window
 (targets.constraint_terms, exported as plain comparisons) on the request's version and looks the
 answers up among the views computed for targets.probe_versions. `npx wrangler deploy` in OUT
@@ -17,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from . import fsio, market, targets
+from . import fsio, market, market_v2, targets
 from .errors import InputError
 from .naming import NAME_RE
 
@@ -43,7 +44,13 @@ def catalogue_doc(cat: market.Catalogue, default_version: str) -> dict[str, Any]
         "dependencies": [[[[op, _version(r)] for op, r in terms] for terms in targets.constraint_terms(d)] for d in deps],
         "masks": masks,
         "views": [{"hash_prefix": v.hash_prefix.decode(), "info_prefix": v.info_prefix.decode(),
-                   "fragments": {i: f.decode() for i, f in v.fragments.items()}} for _, v in views.values()],
+                   "fragments": {i: f.decode() for i, f in v.fragments.items()},
+                   "v2": {"items": [i.decode() for i in v.v2.items], "max_time": v.v2.max_time,
+                          "catalog": [p.decode() for p in v.v2.catalog], "taxonomy": [p.decode() for p in v.v2.taxonomy]}}
+                  for _, v in views.values()],
+        "v2_default_version": str(max(targets.parse_os_version(default_version),
+                                      targets.parse_os_version(market_v2.MIN_OS))),
+        "source_id": cat.taxonomy.source.source_id,
         "files": {name: {f: c.sha256 for f, c in sorted(files.items())} for name, files in sorted(cat.files.items())},
         "apps": len(cat.ledger["apps"]),
         "charts": len(cat.charts),
@@ -60,7 +67,7 @@ def export(root: Path, out: Path, *, name: str, default_version: str = "1.12.6",
     """Write the Worker project; returns the number of charts it serves."""
     if not NAME_RE.match(name.replace("-", "")):
         raise InputError(f"{name!r}: a Worker name is lower-case letters, digits and dashes")
-    cat = market.load(root, base_url=base_url)
+    cat = market.load(root, base_url=base_url, strict=True)  # a Worker is deployed whole or not at all
     files: dict[str, bytes] = {
         "wrangler.toml": wrangler_toml(name).encode(),
         "worker.js": resources.files("olares_pack").joinpath("cloudflare_worker.js").read_bytes(),

@@ -1,6 +1,7 @@
 // An Olares market source on Cloudflare Workers, written by `olares-pack export cloudflare`.
 // Every body comes precomputed from catalogue.json (the same bytes `olares-pack serve` answers);
 // charts and icons are static assets under public/. This file is the same for every catalogue.
+// The v2 routes of Olares 1.12.7 (olares_pack/market_v2.py) join the same parts `serve` joins.
 import catalogue from "./catalogue.json";
 
 const MAX_BODY = 64 * 1024;
@@ -109,6 +110,51 @@ async function details(request) {
   return json(200, '{"apps":{' + apps + '},"not_found":' + JSON.stringify(missing) + ',"version":' + JSON.stringify(v.text) + "}");
 }
 
+// The last value of a query parameter, as the server's parser keeps it; null when absent.
+function param(url, name) {
+  const all = url.searchParams.getAll(name);
+  return all.length ? all[all.length - 1] : null;
+}
+
+function wholeNumber(url, name, fallback, low) {
+  const text = param(url, name);
+  if (text === null || text === "") return fallback;
+  if (!/^[0-9]{1,9}$/.test(text) || Number(text) < low) return null;
+  return Number(text);
+}
+
+async function v2(request, url, path) {
+  const v = parseVersion(param(url, "version") ?? catalogue.v2_default_version);
+  if (!v) return error(400, "version is an Olares version string (e.g. 1.12.6)");
+  const view = viewOf(v);
+  if (!view) return error(404, `no catalogue for Olares ${v.text}`);
+  const parts = view.v2;
+  if (path === "/api/v2/catalog" || path === "/api/v2/taxonomy") {
+    const sid = param(url, "source_id") || catalogue.source_id;
+    if (encoder.encode(sid).length > 256) return error(400, "source_id is at most 256 bytes of UTF-8");
+    const [prefix, suffix] = path === "/api/v2/catalog" ? parts.catalog : parts.taxonomy;
+    return cached(request, prefix + JSON.stringify(sid) + suffix);
+  }
+  const size = wholeNumber(url, "size", 0, 0);
+  if (size === null) return error(400, "size is a whole number of at least 0");
+  let page = 1;
+  if (size) {
+    page = wholeNumber(url, "page", 1, 1);
+    if (page === null) return error(400, "page is a whole number of at least 1");
+  }
+  const total = parts.items.length;
+  let chosen = parts.items, hasMore = false, pageSize = total;
+  if (size) {
+    const start = (page - 1) * size;
+    chosen = start < total ? parts.items.slice(start, start + size) : [];
+    hasMore = start + size < total;
+    pageSize = size;
+  }
+  return cached(request, '{"code":0,"data":{"has_more":' + hasMore + ',"items":[' + chosen.join(",") +
+    '],"max_last_modify_time":' + parts.max_time + ',"page":' + page + ',"page_size":' + pageSize +
+    ',"removed":[],"total":' + total + '},"msg":"success"}');
+}
+
 async function chart(request, env, url, name) {
   const fileName = url.searchParams.get("fileName") || "";
   // the device sends the app version as `version`: the file name alone decides
@@ -145,7 +191,13 @@ export default {
       if (request.method !== "POST") return error(405, `${path} takes POST`);
       return details(request);
     }
-    const m = /^\/api\/v1\/applications\/([^/]+)\/chart$/.exec(path);
+    if (path === "/api/v2/catalog" || path === "/api/v2/taxonomy" || path === "/api/v2/applications" ||
+        path === "/api/v2/browse/applications") {
+      if (!get) return error(405, `${path} takes GET`);
+      return v2(request, url, path);
+    }
+    // the chart under either prefix: Olares 1.12.7 asks /api/v2 first (beclab/Olares PR #3958)
+    const m = /^\/api\/v[12]\/applications\/([^/]+)\/chart$/.exec(path);
     if (m) {
       if (!get) return error(405, "method not allowed");
       let name;

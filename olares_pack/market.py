@@ -9,7 +9,12 @@ catalogue gives the same bytes, and the hash changes exactly when what that OS v
 changes.
 
 Every view any OS version can see is computed at load (targets.probe_versions), with its bodies
-as bytes: the server and the Cloudflare export serve these same bytes.
+as bytes: the server and the Cloudflare export serve these same bytes. Each view carries the
+Olares 1.12.7+ (v2) bodies beside the v1 ones (market_v2).
+
+A chart file that is missing, unreadable or not the bytes the ledger records does not stop the
+source (unless `strict`): it is named in `Catalogue.problems`, no view offers it (an app shows its
+newest chart that is whole, or is not listed), and its file name is answered 503.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ import orjson
 import semver
 import yaml
 
-from . import index, package, quantity, targets
+from . import index, market_v2, package, quantity, targets
+from . import taxonomy as taxonomy_mod
 from .errors import InputError
 from .repo import INDEX_FILE
 from .targets import admits
@@ -34,6 +40,23 @@ from .yamlsrc import safe_load
 
 CATEGORY = "AI"
 EMPTY_TIME = "1970-01-01T00:00:00Z"
+RESTORE = "restore the committed file (git checkout -- packages/)"
+REPRODUCE = ("restore it: git checkout -- packages/, or olares-pack build, which reproduces a missing package "
+             "from its release record")
+
+
+def file_problem(path: Path, exc: OSError | None, size: int | None = None, recorded: int | None = None) -> str:
+    """What is wrong with a listed package file, in words that tell missing from unreadable, and the remedy."""
+    if isinstance(exc, FileNotFoundError):
+        return f"listed in the ledger but missing; {REPRODUCE}"
+    if isinstance(exc, IsADirectoryError):
+        return f"unreadable: a directory stands where the package should be; remove it and {REPRODUCE}"
+    if isinstance(exc, PermissionError):
+        return (f"unreadable: permission denied (the file is there); give the user running the server read access "
+                f"(chmod a+r {path})")
+    if exc is not None:
+        return f"unreadable: {exc.strerror or exc}; check the disk and the file, then {RESTORE}"
+    return f"{size} bytes, the ledger records {recorded}: a published package was changed or cut short; {RESTORE}"
 
 
 def dumps(doc: Any) -> bytes:
@@ -57,6 +80,7 @@ class Chart:
     dependency: str  # the chart's olares dependency, as recorded
     published: str  # YYYY-MM-DD from the ledger
     offered: bool = True  # False: another target's chart of the same release owns its file name
+    problem: str | None = None  # why this chart cannot be served (missing, unreadable, changed), with the remedy
     order: semver.Version = field(init=False)  # the version, parsed once for comparisons
     data: bytes | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
@@ -71,10 +95,11 @@ class Chart:
             return self.data
         try:
             data = self.path.read_bytes()
-        except OSError:
-            raise InputError(f"{self.path}: listed in the ledger but missing") from None
+        except OSError as exc:
+            raise InputError(f"{self.path}: {file_problem(self.path, exc)}") from None
         if package.sha256(data) != self.sha256:
-            raise InputError(f"{self.path}: sha256 {package.sha256(data)} differs from the ledger's {self.sha256}")
+            raise InputError(f"{self.path}: sha256 {package.sha256(data)} differs from the ledger's {self.sha256}: "
+                             f"a published package was changed; {RESTORE}")
         return data
 
     def load(self) -> Chart:
@@ -87,9 +112,9 @@ class Chart:
                 self.i18n = {rel.split("/")[1]: safe_load(text) or {} for rel, text in files.items()
                              if rel.startswith("i18n/") and rel.count("/") == 2 and rel.endswith("/OlaresManifest.yaml")}
             except (ValueError, OSError, EOFError, tarfile.TarError, yaml.YAMLError) as exc:
-                raise InputError(f"{self.path}: not a readable chart: {exc}") from None
+                raise InputError(f"{self.path}: not a readable chart ({exc}): {RESTORE}") from None
             if not isinstance(self.manifest, dict) or not self.manifest:
-                raise InputError(f"{self.path}: no readable OlaresManifest.yaml")
+                raise InputError(f"{self.path}: no readable OlaresManifest.yaml: {RESTORE}")
             self.data = data
         return self
 
@@ -106,6 +131,7 @@ class View:
     fragments: dict[str, bytes]  # app id -> its ApplicationInfoEntry as JSON
     info_prefix: bytes
     hash_prefix: bytes
+    v2: market_v2.V2
 
     def hash_body(self, version: str) -> bytes:
         return self.hash_prefix + orjson.dumps(version) + b"}"
@@ -130,10 +156,17 @@ class Catalogue:
     icons: dict[str, bytes]
     ledger_sha256: str
     base_url: str = ""  # where this source is reachable: icons in apps/<name>/icon.png are served under it
+    strict: bool = False  # a chart that cannot be served is an error, not a 503
     files: dict[str, dict[str, Chart]] = field(default_factory=dict)  # app name -> file name -> chart
     shadowed: list[Chart] = field(default_factory=list)  # charts no device is offered (see index_charts)
     views: dict[tuple[str, ...], View] = field(default_factory=dict)
     by_version: dict[str, View] = field(default_factory=dict)  # canonical OS version -> its view
+    taxonomy: taxonomy_mod.Taxonomy = field(default_factory=taxonomy_mod.Taxonomy)
+
+    @property
+    def problems(self) -> list[Chart]:
+        """Listed charts that cannot be served, in ledger order."""
+        return [c for c in self.charts if c.problem]
 
     @property
     def dependencies(self) -> list[str]:
@@ -144,7 +177,7 @@ class Catalogue:
         admitted = {dep: admits(dep, os_version) for dep in self.dependencies}
         best: dict[str, Chart] = {}
         for c in self.charts:
-            if c.offered and admitted[c.dependency]:
+            if c.offered and not c.problem and admitted[c.dependency]:
                 cur = best.get(c.name)
                 if cur is None or c.order > cur.order:
                     best[c.name] = c
@@ -156,7 +189,17 @@ class Catalogue:
         cached = self.by_version.get(os_version)
         if cached is not None:
             return cached
-        charts = {name: c.load() for name, c in self.chart_for(os_version).items()}
+        while True:  # a chart found damaged when read is set aside, and the app's next chart is tried
+            charts = self.chart_for(os_version)
+            try:
+                for c in charts.values():
+                    c.load()
+                break
+            except InputError as exc:
+                bad = next(c for c in charts.values() if c.data is None)
+                if self.strict:
+                    raise
+                bad.problem = str(exc).removeprefix(f"{bad.path}: ")
         key = view_key(charts)
         if key not in self.views:
             self.views[key] = build_view(self, charts)
@@ -278,10 +321,11 @@ def entry(cat: Catalogue, c: Chart) -> dict[str, Any]:
 def build_view(cat: Catalogue, charts: dict[str, Chart]) -> View:
     apps = {}
     details = {}
+    by_name = {}
     for name, c in charts.items():
         app_id = index.app_id(name)
         e = entry(cat, c)
-        details[app_id] = e
+        details[app_id] = by_name[name] = e
         apps[app_id] = {"id": app_id, "name": name, "version": c.version, "category": CATEGORY,
                         "description": e["description"]["en-US"], "icon": e["icon"], "source": 1,
                         "updated_at": e["updated_at"]}
@@ -311,14 +355,16 @@ def build_view(cat: Catalogue, charts: dict[str, Chart]) -> View:
     info = dumps({"data": data, "hash": digest, "last_updated": last,
                   "stats": {"appstore_data": {"apps": len(apps)}, "last_updated": last}})
     hashed = dumps({"hash": digest, "last_updated": last})
-    return View(digest, last, charts, fragments, info[:-1] + b',"version":', hashed[:-1] + b',"version":')
+    return View(digest, last, charts, fragments, info[:-1] + b',"version":', hashed[:-1] + b',"version":',
+                market_v2.build(cat, charts, by_name, digest))
 
 
-def load(root: Path, index_file: Path | None = None, base_url: str = "") -> Catalogue:
-    """Read market-index.json, check every package it lists is there at its recorded size, and
-    compute every view an OS version can see (each chart a view shows is read and verified once,
-    here). Neither Helm nor the app manifests are read: the ledger and the packages are the
-    published catalogue."""
+def load(root: Path, index_file: Path | None = None, base_url: str = "", *, strict: bool = False) -> Catalogue:
+    """Read market-index.json (and market.yaml, the v2 taxonomy), check every package it lists is
+    there, readable, at its recorded size, and compute every view an OS version can see (each chart
+    a view shows is read and verified once, here). Neither Helm nor the app manifests are read: the
+    ledger and the packages are the published catalogue. A package that fails a check is set aside
+    (Catalogue.problems); with `strict` it is an error naming every such package."""
     index_file = index_file or root / INDEX_FILE
     if not index_file.exists():
         raise InputError(f"{index_file}: no market index (publish with olares-pack release)")
@@ -335,14 +381,15 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "") -> Cata
                 served = rec.get("version") or v["version"]
                 c = Chart(name, served, v["version"], target, package.archive_name(name, served), root / rec["file"],
                           rec["sha256"], rec.get("olares") or targets.get(target).dependency, v["published"])
-                # Every listed package must be there; its bytes are checked against the sha256
-                # when it is read (at load for the charts a view shows, else when it is asked for).
+                # Every listed package must be there and readable; its bytes are checked against the
+                # sha256 when it is read (at load for the charts a view shows, else when asked for).
                 try:
-                    size = c.path.stat().st_size
-                except OSError:
-                    raise InputError(f"{c.path}: listed in {index_file.name} but missing") from None
-                if size != rec["size"]:
-                    raise InputError(f"{c.path}: {size} bytes, the ledger records {rec['size']}")
+                    with c.path.open("rb"):
+                        size = c.path.stat().st_size
+                    if size != rec["size"]:
+                        c.problem = file_problem(c.path, None, size, rec["size"])
+                except OSError as exc:
+                    c.problem = file_problem(c.path, exc)
                 charts.append(c)
     del ledger
     icons = {}
@@ -350,7 +397,10 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "") -> Cata
         icon = root / "apps" / name / "icon.png"
         if icon.is_file():
             icons[name] = icon.read_bytes()
-    cat = Catalogue(slim, charts, icons, hashlib.sha256(raw).hexdigest(), base_url.rstrip("/"))
+    cat = Catalogue(slim, charts, icons, hashlib.sha256(raw).hexdigest(), base_url.rstrip("/"), strict,
+                    taxonomy=taxonomy_mod.load(root))
+    if strict and cat.problems:
+        raise InputError("\n".join(f"{c.path}: {c.problem}" for c in cat.problems))
     index_charts(cat)
     for version in targets.probe_versions(cat.dependencies):
         cat.view(version)

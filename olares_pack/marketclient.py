@@ -2,7 +2,12 @@
 data, detail and hash steps; README, "Serving the market"): the catalogue for each
 OS version asked, every app's details (at most 10 ids a request), and the chart of every version
 the details list, by file name. What a source does not let a device download is not imported
-(the import report says which versions)."""
+(the import report says which versions).
+
+A source that answers the Olares 1.12.7 routes is read as a 1.12.7 device reads it: the app list
+from `GET /api/v2/applications`, charts from `/api/v2/applications/{name}/chart` with the v1 path
+tried on a 404 (beclab/Olares PR #3958); details stay on the v1 POST. A source without them (404)
+is read through `/api/v1/appstore/info`."""
 
 from __future__ import annotations
 
@@ -20,13 +25,19 @@ from .errors import InputError
 TIMEOUT = 30  # seconds, as a device waits for details
 
 
+class HTTPStatus(InputError):
+    def __init__(self, url: str, status: int) -> None:
+        super().__init__(f"{url}: HTTP {status}")
+        self.status = status
+
+
 def _get(url: str, data: bytes | None = None) -> bytes:
     req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
     try:
         with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:  # noqa: S310 - an http(s) URL the user gave
             return bytes(resp.read())
     except urllib.error.HTTPError as exc:
-        raise InputError(f"{url}: HTTP {exc.code}") from None
+        raise HTTPStatus(url, exc.code) from None
     except (urllib.error.URLError, OSError) as exc:
         raise InputError(f"{url}: {getattr(exc, 'reason', exc)}") from None
 
@@ -53,15 +64,31 @@ def _date(value: Any) -> dt.date | None:
         return None
 
 
+def _app_ids(base: str, os_version: str) -> tuple[list[str], bool]:
+    """The ids a device of `os_version` is offered, and whether the source answered the v2 list."""
+    q = urllib.parse.urlencode({"version": os_version})
+    try:
+        items = (_json(f"{base}/api/v2/applications?{q}").get("data") or {}).get("items")
+    except HTTPStatus as exc:
+        if exc.status != 404:
+            raise
+        items = None
+    if isinstance(items, list):
+        return sorted({str(i.get("app_id")) for i in items if isinstance(i, dict) and i.get("app_id")}), True
+    info = _json(f"{base}/api/v1/appstore/info?{q}")
+    return sorted(((info.get("data") or {}).get("apps") or {})), False
+
+
 def fetch(base: str, os_versions: tuple[str, ...], progress: Any = None) -> list[Any]:
     from .importer import Found
 
     base = base.rstrip("/")
     entries: dict[str, dict[str, Any]] = {}  # chart file name -> (app name, version, date, upgrade)
+    prefixes = ["/api/v1"]  # chart paths, tried in order
     for os_version in os_versions:
-        q = urllib.parse.urlencode({"version": os_version})
-        info = _json(f"{base}/api/v1/appstore/info?{q}")
-        ids = sorted(((info.get("data") or {}).get("apps") or {}))
+        ids, v2 = _app_ids(base, os_version)
+        if v2 and prefixes[0] != "/api/v2":
+            prefixes.insert(0, "/api/v2")
         for i in range(0, len(ids), 10):
             details = _json(f"{base}/api/v1/applications/info", {"app_ids": ids[i:i + 10], "version": os_version})
             for entry in (details.get("apps") or {}).values():
@@ -76,9 +103,15 @@ def fetch(base: str, os_versions: tuple[str, ...], progress: Any = None) -> list
     task = progress.add_task("charts", total=len(entries)) if progress else None
     for file_name, e in sorted(entries.items()):
         q = urllib.parse.urlencode({"fileName": file_name, "version": e["version"]})
-        url = f"{base}/api/v1/applications/{urllib.parse.quote(e['name'])}/chart?{q}"
         try:
-            data = _get(url)
+            for n, prefix in enumerate(prefixes):
+                url = f"{base}{prefix}/applications/{urllib.parse.quote(e['name'])}/chart?{q}"
+                try:
+                    data = _get(url)
+                    break
+                except HTTPStatus as exc:
+                    if exc.status != 404 or n == len(prefixes) - 1:
+                        raise
             folder, files, binary = package.read_archive_split(data)
         except (InputError, ValueError, OSError, EOFError, tarfile.TarError):
             continue  # a version the source does not serve: the report lists what was imported

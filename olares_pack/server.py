@@ -1,8 +1,10 @@
-"""The market source: the four routes an Olares device syncs from, plus icons and health.
+"""The market source: the four routes an Olares device up to 1.12.6 syncs from, the v2 routes of
+the 1.12.7 sync (market_v2), plus icons and health.
 
 An asyncio protocol on httptools' parser (uvloop when installed) that answers from bytes computed
-when the catalogue loads (market.View): a GET is a dictionary lookup of its URL, a details POST
-joins precomputed per-app fragments. Nothing here imports Helm, Jinja or pydantic. A new
+when the catalogue loads (market.View): a GET is a dictionary lookup of its parsed request, a
+details POST joins precomputed per-app fragments. Replies are cached by what they depend on and
+bounded in bytes (Cache), so no client can grow a worker by varying its requests. Nothing here imports Helm, Jinja or pydantic. A new
 catalogue is built aside and swapped in whole, so a reload never serves a half-written one.
 With --workers N, N processes share the listening socket, each with its own catalogue.
 """
@@ -29,7 +31,7 @@ from urllib.parse import parse_qsl, unquote
 
 import orjson
 
-from . import market, targets
+from . import market, market_v2, targets
 from .errors import InputError, OlaresPackError
 from .naming import NAME_RE
 from .repo import INDEX_FILE
@@ -42,13 +44,21 @@ MAX_IDS = 100  # devices send at most 10 per call
 HEADER_TIMEOUT = 10.0  # seconds a client may take to send a request line and headers, or stay idle
 BODY_TIMEOUT = 10.0  # seconds a client may take to send a request body
 GZIP_MIN = 1024  # smaller bodies are sent as they are
-CACHE_ENTRIES = 4096  # responses kept per catalogue, by request
+GET_CACHE_BYTES = 8 << 20  # replies kept per worker and catalogue, by parsed request (Cache)
+POST_CACHE_BYTES = 4 << 20
+ALIAS_ENTRIES = 4096  # raw requests remembered as their parsed key (Aliases) ...
+ALIAS_MAX_LEN = 512  # ... when at most this long
 JSON = b"application/json"
 REASONS = {200: b"OK", 304: b"Not Modified", 400: b"Bad Request", 404: b"Not Found", 405: b"Method Not Allowed",
            408: b"Request Timeout", 413: b"Content Too Large", 414: b"URI Too Long",
            431: b"Request Header Fields Too Large", 500: b"Internal Server Error", 503: b"Service Unavailable"}
-ROUTES = frozenset({b"/api/v1/appstore/hash", b"/api/v1/appstore/info", b"/api/v1/applications/info", b"/health"})
+ROUTES = frozenset({b"/api/v1/appstore/hash", b"/api/v1/appstore/info", b"/api/v1/applications/info", b"/health",
+                    b"/api/v2/catalog", b"/api/v2/taxonomy", b"/api/v2/applications", b"/api/v2/browse/applications"})
 CHART_PREFIX, CHART_SUFFIX = b"/api/v1/applications/", b"/chart"
+V2_CATALOG, V2_TAXONOMY = b"/api/v2/catalog", b"/api/v2/taxonomy"
+V2_APPS, V2_BROWSE = b"/api/v2/applications", b"/api/v2/browse/applications"
+V2_ROUTES = frozenset({V2_CATALOG, V2_TAXONOMY, V2_APPS, V2_BROWSE})
+V2_CHART_PREFIX = b"/api/v2/applications/"  # the same chart route under v2 (beclab/Olares PR #3958)
 ICON_PREFIX, ICON_SUFFIX = b"/icons/", b".png"
 
 
@@ -139,78 +149,178 @@ def os_version(value: object) -> str:
 def not_here(url: bytes) -> Reply:
     """A known route asked with the wrong method is a 405, anything else a 404."""
     path = url.partition(b"?")[0]
-    known = path in ROUTES or path.startswith((CHART_PREFIX, ICON_PREFIX))
+    known = path in ROUTES or path.startswith((CHART_PREFIX, V2_CHART_PREFIX, ICON_PREFIX))
     return error(405, "method not allowed") if known else error(404, "not found")
 
 
-def _remember(cache: dict[bytes, Reply], key: bytes, answer: Callable[[bytes], Reply]) -> Reply:
-    """The cached reply to a request, or a new one, kept when it is a 200 (bounded, oldest out)."""
-    reply = cache.get(key)
-    if reply is None:
-        reply = answer(key)
-        if reply.status == 200:
-            if len(cache) >= CACHE_ENTRIES:
-                cache.pop(next(iter(cache)))
-            cache[key] = reply
-    return reply
+def _cost(key: Any, reply: Reply) -> int:
+    """Bytes a cached reply holds: its body and gzipped body, the wire copies `encode` keeps of
+    each, and the key."""
+    return 3 * (len(reply.body) + len(reply.gz or b"")) + len(repr(key)) + 1024
+
+
+class Cache:
+    """Replies by parsed request, at most `max_bytes` of them (oldest out). Keys are what the
+    answer depends on (route, canonical OS version, ids, page), never the raw request: padding,
+    unknown parameters and reordered fields all land on one entry."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.entries: dict[Any, tuple[Reply, int]] = {}
+
+    def get(self, key: Any) -> Reply | None:
+        hit = self.entries.get(key)
+        return hit[0] if hit is not None else None
+
+    def put(self, key: Any, reply: Reply) -> None:
+        cost = _cost(key, reply)
+        if cost > self.max_bytes // 8 or key in self.entries:  # a large chart is answered, not kept
+            return
+        while self.entries and self.size + cost > self.max_bytes:
+            self.size -= self.entries.pop(next(iter(self.entries)))[1]
+        self.entries[key] = (reply, cost)
+        self.size += cost
+
+
+class Aliases:
+    """Short raw requests already seen -> their parsed key, so that a repeated request skips the
+    parsing: bounded in count and in the length of what it keeps."""
+
+    def __init__(self) -> None:
+        self.keys: dict[bytes, Any] = {}
+
+    def get(self, raw: bytes) -> Any:
+        return self.keys.get(raw)
+
+    def put(self, raw: bytes, key: Any) -> None:
+        if len(raw) <= ALIAS_MAX_LEN:
+            if len(self.keys) >= ALIAS_ENTRIES:
+                self.keys.pop(next(iter(self.keys)))
+            self.keys[raw] = key
+
+
+def _param_int(params: dict[str, str], name: str, default: int, low: int) -> int:
+    text = params.get(name)
+    if text is None or text == "":
+        return default
+    if not (text.isascii() and text.isdigit()) or len(text) > 9 or int(text) < low:
+        raise BadRequest(400, f"{name} is a whole number of at least {low}")
+    return int(text)
 
 
 @dataclass
 class Answers:
-    """Every answer one catalogue gives, cached by request. Swapped whole with its catalogue."""
+    """Every answer one catalogue gives, cached by parsed request (Cache). Swapped whole with its
+    catalogue."""
 
     cat: market.Catalogue
     default_version: str
-    gets: dict[bytes, Reply] = field(default_factory=dict)  # raw URL -> reply (GET routes, 2xx only)
-    posts: dict[bytes, Reply] = field(default_factory=dict)  # details body -> reply
+    gets: Cache = field(default_factory=lambda: Cache(GET_CACHE_BYTES))  # (route, params...) -> reply
+    posts: Cache = field(default_factory=lambda: Cache(POST_CACHE_BYTES))  # (version, ids) -> reply
+    get_aliases: Aliases = field(default_factory=Aliases)
+    post_aliases: Aliases = field(default_factory=Aliases)
+
+    @property
+    def v2_default_version(self) -> str:
+        """Only 1.12.7+ devices use the v2 routes: one that names no version is at least that."""
+        v = targets.parse_os_version(self.default_version)
+        return str(max(v, targets.parse_os_version(market_v2.MIN_OS)))
 
     def get(self, url: bytes) -> Reply:
-        return _remember(self.gets, url, self._get)
+        key = self.get_aliases.get(url)
+        if key is not None:
+            hit = self.gets.get(key)
+            if hit is not None:
+                return hit
+        try:
+            key, answer = self._route(url)
+        except BadRequest as exc:
+            return exc.reply
+        if key is None:
+            return answer()
+        reply = self.gets.get(key)
+        if reply is None:
+            reply = answer()
+            if reply.status == 200:
+                self.gets.put(key, reply)
+        if reply.status == 200:
+            self.get_aliases.put(url, key)
+        return reply
 
-    def _get(self, url: bytes) -> Reply:
+    def _route(self, url: bytes) -> tuple[Any, Callable[[], Reply]]:
+        """The request's cache key (None: not kept) and how to answer it."""
         path, _, query = url.partition(b"?")
         path = path.split(b"#", 1)[0]
         try:
             params = dict(parse_qsl(query.decode("latin-1"), keep_blank_values=True, encoding="utf-8", errors="replace",
                                     max_num_fields=32))
         except ValueError:
-            return error(400, "too many query parameters")
-        try:
-            if path == b"/api/v1/appstore/hash":
-                v = os_version(params.get("version", self.default_version))
-                return _json_reply(self.cat.view(v).hash_body(v))
-            if path == b"/api/v1/appstore/info":
-                v = os_version(params.get("version", self.default_version))
-                return _json_reply(self.cat.view(v).info_body(v))
-        except BadRequest as exc:
-            return exc.reply
+            raise BadRequest(400, "too many query parameters") from None
+        cat = self.cat
+        if path == b"/api/v1/appstore/hash" or path == b"/api/v1/appstore/info":
+            v = os_version(params.get("version", self.default_version))
+            view = cat.view(v)
+            body = view.hash_body if path.endswith(b"hash") else view.info_body
+            return (path, v), lambda: _json_reply(body(v))
+        if path in V2_ROUTES:
+            return self._v2(path, params)
         if path == b"/health":
-            c = self.cat
-            return Reply(200, orjson.dumps({"status": "ok", "apps": len(c.ledger["apps"]), "charts": len(c.charts),
-                                            "index_sha256": c.ledger_sha256}), headers=((b"Cache-Control", b"no-cache"),))
-        if path.startswith(CHART_PREFIX) and path.endswith(CHART_SUFFIX):
-            return self._chart(unquote(path[len(CHART_PREFIX):-len(CHART_SUFFIX)].decode("latin-1"), errors="replace"),
-                               params.get("fileName", ""))
+            return None, self._health
+        for prefix in (CHART_PREFIX, V2_CHART_PREFIX):
+            if path.startswith(prefix) and path.endswith(CHART_SUFFIX):
+                name = unquote(path[len(prefix):-len(CHART_SUFFIX)].decode("latin-1"), errors="replace")
+                file_name = params.get("fileName", "")
+                chart = cat.archive(name, file_name) if NAME_RE.match(name) else None
+                # the device sends the app version as `version`: the file name alone decides
+                return ((b"chart", name, file_name) if chart is not None and not chart.problem else None,
+                        lambda: self._chart(name, file_name, chart))
         if path.startswith(ICON_PREFIX) and path.endswith(ICON_SUFFIX):
             name = unquote(path[len(ICON_PREFIX):-len(ICON_SUFFIX)].decode("latin-1"), errors="replace")
-            data = self.cat.icons.get(name) if NAME_RE.match(name) else None
+            data = cat.icons.get(name) if NAME_RE.match(name) else None
             if data is None:
-                return error(404, "no such icon")
-            return Reply(200, data, b"image/png", ((b"Cache-Control", b"public, max-age=86400"),))
-        return not_here(url)
+                return None, lambda: error(404, "no such icon")
+            return (b"icon", name), lambda: Reply(200, data, b"image/png", ((b"Cache-Control", b"public, max-age=86400"),))
+        return None, lambda: not_here(url)
 
-    def _chart(self, name: str, file_name: str) -> Reply:
+    def _v2(self, path: bytes, params: dict[str, str]) -> tuple[Any, Callable[[], Reply]]:
+        v = os_version(params.get("version", self.v2_default_version))
+        v2 = self.cat.view(v).v2
+        if path == V2_CATALOG or path == V2_TAXONOMY:
+            # the caller's source_id is echoed; only the source's own id is worth keeping
+            own = self.cat.taxonomy.source.source_id
+            sid = params.get("source_id") or own
+            if len(sid.encode()) > 256:
+                raise BadRequest(400, "source_id is at most 256 bytes of UTF-8")
+            body = v2.catalog_body if path == V2_CATALOG else v2.taxonomy_body
+            return ((path, v) if sid == own else None), lambda: _json_reply(body(sid))
+        size = _param_int(params, "size", 0, 0)
+        page = _param_int(params, "page", 1, 1) if size else 1  # without size, page means nothing
+        return (V2_APPS, v, page, size), lambda: _json_reply(v2.applications_body(page, size))
+
+    def _health(self) -> Reply:
+        c = self.cat
+        doc: dict[str, Any] = {"status": "degraded" if c.problems else "ok", "apps": len(c.ledger["apps"]),
+                               "charts": len(c.charts), "index_sha256": c.ledger_sha256}
+        if c.problems:
+            doc["unavailable"] = [{"app": x.name, "file": x.file_name, "target": x.target, "problem": x.problem}
+                                  for x in c.problems]
+        return Reply(200, orjson.dumps(doc), headers=((b"Cache-Control", b"no-cache"),))
+
+    def _chart(self, name: str, file_name: str, chart: market.Chart | None) -> Reply:
         if not NAME_RE.match(name):
             return error(404, "no such app")
-        # the device sends the app version as `version`: the file name alone decides
-        chart = self.cat.archive(name, file_name)
         if chart is None:
             return error(404, f"no chart {file_name[:200]!r} for {name}")
-        try:
-            data = chart.read()
-        except InputError as exc:  # changed or removed on disk since the catalogue was loaded
-            log.error("%s", exc)
-            return error(503, f"{file_name} is unavailable until the catalogue is reloaded")
+        data = None
+        if chart.problem is None:
+            try:
+                data = chart.read()
+            except InputError as exc:  # changed or removed on disk since the catalogue was loaded
+                chart.problem = str(exc).removeprefix(f"{chart.path}: ")
+                log.error("%s", exc)
+        if data is None:
+            return error(503, f"{file_name} is unavailable on this source: {chart.problem}")
         return Reply(200, data, b"application/gzip",
                      ((b"Cache-Control", b"public, max-age=31536000, immutable"),
                       (b"Content-Disposition", b'attachment; filename="%s"' % file_name.encode())),
@@ -219,27 +329,47 @@ class Answers:
     def post(self, url: bytes, body: bytes) -> Reply:
         if url.partition(b"?")[0] != b"/api/v1/applications/info":
             return not_here(url)
-        return _remember(self.posts, body, self._details)
+        key = self.post_aliases.get(body)
+        if key is not None:
+            hit = self.posts.get(key)
+            if hit is not None:
+                return hit
+        try:
+            key, view, ids, v = self._details_request(body)
+        except BadRequest as exc:
+            return exc.reply
+        reply = self.posts.get(key) if key is not None else None
+        if reply is None:
+            out = view.details_body(ids, v)
+            reply = Reply(200, out, gz=_zipped(out))
+            if key is not None:
+                self.posts.put(key, reply)
+        if key is not None:
+            self.post_aliases.put(body, key)
+        return reply
 
-    def _details(self, body: bytes) -> Reply:
+    def _details_request(self, body: bytes) -> tuple[Any, market.View, list[str], str]:
+        """The parsed details request: its key (None when unknown ids make it one of a kind), view,
+        ids and canonical OS version."""
         try:
             # orjson: nesting deeper than 1024 and integers beyond 64 bits are errors, not crashes
             doc = orjson.loads(body)
         except orjson.JSONDecodeError:
-            return error(400, "the body is not JSON (or nested too deeply, or a number too large)")
+            raise BadRequest(400, "the body is not JSON (or nested too deeply, or a number too large)") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("app_ids"), list):
-            return error(400, 'expected {"app_ids": ["<id>", ...], "version": "<Olares version>"}')
+            raise BadRequest(400, 'expected {"app_ids": ["<id>", ...], "version": "<Olares version>"}')
         ids = doc["app_ids"]
         if len(ids) > MAX_IDS:
-            return error(400, f"{len(ids)} ids: at most {MAX_IDS} per request")
+            raise BadRequest(400, f"{len(ids)} ids: at most {MAX_IDS} per request")
         if not all(isinstance(i, str) for i in ids):
-            return error(400, "app_ids holds strings")
-        try:
-            v = os_version(doc.get("version", self.default_version))
-        except BadRequest as exc:
-            return exc.reply
-        body = self.cat.view(v).details_body(ids, v)
-        return Reply(200, body, gz=_zipped(body))
+            raise BadRequest(400, "app_ids holds strings")
+        v = os_version(doc.get("version", self.default_version))
+        view = self.cat.view(v)
+        known = view.fragments
+        # the answer lists the found ids in order and the unknown ones as asked: with none unknown,
+        # the set of ids and the version decide it
+        key = None if any(i not in known for i in ids) else (v, tuple(sorted(set(ids))))
+        return key, view, ids, v
 
 
 @dataclass
@@ -250,11 +380,22 @@ class Source:
     index_file: Path
     default_version: str = "1.12.6"
     base_url: str = ""
+    strict: bool = False  # a chart that cannot be served stops the start (CI), rather than a 503
     answers: Answers | None = None
     stamp: tuple[int, int] | None = None
 
-    def load(self) -> market.Catalogue:
-        cat = market.load(self.root, self.index_file, self.base_url)
+    def load(self, *, initial: bool = True) -> market.Catalogue:
+        """Load the catalogue and swap it in. At start a catalogue with unavailable charts is served
+        (each one named on stderr and in /health, its file answered 503) unless `strict`; a reload
+        keeps the previous catalogue when the new one has an unavailable chart the previous one did
+        not (a half-copied tree is not swapped in)."""
+        cat = market.load(self.root, self.index_file, self.base_url, strict=self.strict)
+        bad = {(c.path, c.problem) for c in cat.problems}
+        if not initial and self.answers is not None:
+            old = {(c.path, c.problem) for c in self.answers.cat.problems}
+            if bad - old:
+                raise InputError("the new catalogue has unavailable charts:\n" +
+                                 "\n".join(f"  {p}: {why}" for p, why in sorted(bad - old)))
         st = self.index_file.stat()
         self.answers, self.stamp = Answers(cat, self.default_version), (st.st_mtime_ns, st.st_size)  # one swap
         # The catalogue lives until the next reload: keep the collector from walking it again and
@@ -272,12 +413,18 @@ class Source:
                 log.warning("%s %s (%s) is not offered: the %s chart of the same release has its file name %s; "
                             "release a new version to give each target its own", c.name, c.release, c.target,
                             targets.CURRENT.name, c.file_name)
+        if cat.problems:
+            for c in cat.problems:
+                log.error("UNAVAILABLE %s %s (%s): %s: %s", c.name, c.version, c.target, c.path, c.problem)
+            log.error("DEGRADED: serving %d of %d charts; the %d above answer 503 and no device is offered them "
+                      "(an app shows its newest whole chart); see /health. `serve --strict` refuses to start instead",
+                      len(cat.charts) - len(cat.problems), len(cat.charts), len(cat.problems))
         return cat
 
     def reload(self) -> bool:
         """Build the new catalogue aside; keep serving the old one if the new one is not whole."""
         try:
-            self.load()
+            self.load(initial=False)
         except (OlaresPackError, OSError, ValueError) as exc:
             log.error("reload failed, still serving the previous catalogue: %s", exc)
             return False
@@ -489,11 +636,11 @@ def _run_loop(coro_factory: Callable[[], object]) -> None:
 
 def run(root: Path, *, host: str, port: int, tls_cert: Path | None, tls_key: Path | None,
         reload_every: float | None, default_version: str, base_url: str = "", index_file: Path | None = None,
-        workers: int = 1) -> None:
+        workers: int = 1, strict: bool = False) -> None:
     """Serve until interrupted. The catalogue is loaded before the socket is bound, so a broken
     catalogue fails here and not on the first request; each worker process loads its own."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
-    source = Source(root, index_file or root / INDEX_FILE, default_version, base_url)
+    source = Source(root, index_file or root / INDEX_FILE, default_version, base_url, strict)
     source.load()
     tls = None
     if tls_cert:

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import ROOT, serving
-from device import NAME, VLLM, device_lifecycle
+from device import NAME, V2_APPLICATIONS, V2_CATALOG, V2_TAXONOMY, VLLM, decode, device_lifecycle, device_lifecycle_v2, envelope
 
 from olares_pack import cloudflare, index
 from olares_pack.cli import main
@@ -72,6 +72,29 @@ def test_a_device_upgrading_its_os_on_the_worker(worker: str) -> None:
     device_lifecycle(worker)
 
 
+def test_a_1_12_7_device_syncs_the_worker_over_v2(worker: str) -> None:
+    device_lifecycle_v2(worker)
+
+
+V2_QUERIES = [{}, {"size": "1"}, {"size": "1", "page": "2"}, {"size": "1", "page": "3"}, {"size": "0", "page": "7"},
+              {"size": "x"}, {"size": "1", "page": "0"}, {"page": "2", "q": "z"}, {"source_id": "my source"},
+              {"source_id": "é\"\\<>\u2028"}, {"source_id": "a", "source_id2": "b"}, {"source_id": "x" * 257}, {"source_id": "\U0001f600" * 64}, {"source_id": "\U0001f600" * 65}]
+
+
+@pytest.mark.parametrize("version", [None, "1.12.2", "1.12.5", "1.12.6", "1.12.7", "v1.12.7", "1.13", "abc"])
+def test_the_worker_answers_the_v2_bytes_serve_answers(worker: str, python_server: str, version: str | None) -> None:
+    for route in ("/api/v2/catalog", "/api/v2/taxonomy", "/api/v2/applications", "/api/v2/browse/applications"):
+        for query in V2_QUERIES:
+            params = query if version is None else {**query, "version": version}
+            a = httpx.get(worker + route, params=params)
+            b = httpx.get(python_server + route, params=params, headers={"Accept-Encoding": "identity"})
+            assert (a.status_code, a.headers["content-type"]) == (b.status_code, b.headers["content-type"]), (route, params)
+            if a.status_code == 200:
+                assert a.content == b.content and a.headers["etag"] == b.headers["etag"], (route, params)
+                spec = {"catalog": V2_CATALOG, "taxonomy": V2_TAXONOMY}.get(route.rsplit("/", 1)[1], V2_APPLICATIONS)
+                decode(a.json(), envelope(spec))
+
+
 @pytest.mark.parametrize("version", ["1.12.2", "1.12.3", "1.12.5", "1.12.6-0", "1.12.6", "01.12.6", "v1.12.7", "1.13",
                                      "2.0.0-rc.1"])
 def test_the_worker_answers_the_bytes_serve_answers(worker: str, python_server: str, version: str) -> None:
@@ -97,6 +120,8 @@ def test_charts_are_the_published_bytes_by_file_name(worker: str) -> None:
                 file_name = f"{name}-{ch.get('version') or v['version']}.tgz"
                 r = httpx.get(f"{worker}/api/v1/applications/{name}/chart", params={"fileName": file_name, "version": "9"})
                 assert r.status_code == 200 and r.headers["content-type"] == "application/gzip"
+                r2 = httpx.get(f"{worker}/api/v2/applications/{name}/chart", params={"fileName": file_name})
+                assert (r2.status_code, r2.content, r2.headers["etag"]) == (200, r.content, r.headers["etag"])
                 data = (ROOT / ch["file"]).read_bytes()
                 shadowed = target != "current" and "version" not in ch  # named like its current chart (1.0.9)
                 assert (r.content == data) != shadowed, file_name
@@ -110,6 +135,10 @@ def test_charts_are_the_published_bytes_by_file_name(worker: str) -> None:
     ("GET", f"/api/v1/applications/{VLLM}/chart?fileName={NAME}-1.0.10.tgz", 404),
     ("GET", "/api/v1/applications/%E0%A4%A/chart?fileName=x.tgz", 404),
     ("POST", "/api/v1/appstore/info", 405),
+    ("POST", "/api/v2/catalog", 405),
+    ("GET", f"/api/v2/applications/{VLLM}/chart?fileName={NAME}-1.0.10.tgz", 404),
+    ("GET", "/api/v2/applications?size=-1", 400),
+    ("GET", "/api/v2/nothing", 404),
     ("GET", "/api/v1/applications/info", 405),
     ("GET", "/nothing", 404),
 ])

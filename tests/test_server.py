@@ -121,6 +121,14 @@ def test_the_version_window(base: str) -> None:
     assert httpx.get(f"{base}/api/v1/appstore/hash", params={"version": "1.12.6"}).json() == new["_hash"]
 
 
+def test_1_12_3_syncs_the_legacy_line_as_1_12_5_does(base: str) -> None:
+    first, late = device_sync(base, "1.12.3"), device_sync(base, "1.12.5")
+    assert first["_hash"]["hash"] == late["_hash"]["hash"]  # one window, one view
+    assert set(first) - {"_hash", "_info"} == {NAME} and first[NAME]["_chart"] == late[NAME]["_chart"]
+    assert {k: v for k, v in first[NAME].items() if not k.startswith("_")} == {k: v for k, v in late[NAME].items()
+                                                                             if not k.startswith("_")}
+
+
 def test_chart_caching_headers(base: str) -> None:
     url = f"{base}/api/v1/applications/{NAME}/chart"
     r = httpx.get(url, params={"fileName": f"{NAME}-1.0.5.tgz"})
@@ -187,6 +195,15 @@ DEEP = b"[" * 5000 + b"]" * 5000
     ("GET", f"/api/v1/applications/{NAME}/chart?fileName={NAME}-1.0.9.tgz%00", {}, 404),
     ("GET", "/api/v1/applications/%00/chart?fileName=x.tgz", {}, 404),
     ("GET", "/icons/%C3%A9.png", {}, 404),
+    ("GET", "/api/v2/catalog?version=1.12.7%00", {}, 400),
+    ("GET", "/api/v2/catalog?source_id=%00%ff%0d%0aX:1", {}, 200),
+    ("GET", "/api/v2/taxonomy?source_id=" + "%ff" * 300, {}, 400),
+    ("GET", "/api/v2/applications?size=" + "9" * 5000, {}, 400),
+    ("GET", "/api/v2/applications?size=999999999&page=999999999", {}, 200),
+    ("GET", "/api/v2/applications?size=1&page=%D9%A1", {}, 400),
+    ("GET", "/api/v2/browse/applications?size=1.5", {}, 400),
+    ("GET", f"/api/v2/applications/{NAME}/chart?fileName=../../market-index.json", {}, 404),
+    ("GET", "/api/v2/applications/%00/chart?fileName=x.tgz", {}, 404),
 ])
 def test_hostile_requests_never_get_a_5xx(base: str, method: str, path: str, kwargs: dict, status: int) -> None:
     r = httpx.request(method, base + path, **kwargs)
