@@ -37,7 +37,9 @@ class ImageChange:
         kind = {oci.OCI_INDEX: "OCI index", oci.DOCKER_LIST: "Docker manifest list", oci.OCI_MANIFEST: "OCI manifest",
                 oci.DOCKER_MANIFEST: "Docker v2 manifest"}[self.resolved.media_type]
         platforms = ", ".join(sorted({str(p) for p in self.resolved.platforms}))
-        moved = f" (was {self.old_digest}: the tag moved)" if self.old_digest and self.old_digest != self.digest else ""
+        if self.old_digest == self.digest:
+            return f"image {self.repository}:{self.tag}@{self.digest} ({kind}: {platforms}): already pinned"
+        moved = f" (was {self.old_digest}: the tag moved)" if self.old_digest else ""
         return f"image {self.repository}:{self.tag} → {self.digest} ({kind}: {platforms}){moved}"
 
 
@@ -47,6 +49,8 @@ class ModelChange:
     pin: hub.ModelPin
 
     def describe(self) -> str:
+        if self.old_revision == self.pin.commit:
+            return f"model {self.pin.repo}@{self.pin.commit} ({len(self.pin.files)} file(s)): already pinned"
         return f"model {self.pin.repo}@{self.old_revision} → {self.pin.commit} ({len(self.pin.files)} file(s))"
 
 
@@ -142,7 +146,11 @@ def plan_pin(manifest_path: Path, *, image: bool = True, model: bool = True,
             if found_file.sha256:
                 _set_after(where, "sha256", found_file.sha256, "size")
         lock = gguf_meta.load_lock(manifest_path.parent)
-        lock.put_revision(pin.to_dict())
+        record = pin.to_dict()
+        kept = lock.revision(m.repo, pin.commit)
+        if kept is not None and m.revision == pin.commit:
+            record["revision"] = kept["revision"]  # the branch it was first pinned from
+        lock.put_revision(record)
         if isinstance(app, LlamaCppApp):
             # vram and lint read the GGUF numbers at the revision the manifest names
             name = m.files[0].name

@@ -57,6 +57,7 @@ class FakeHub:
         self.redirect_lfs = True
         self.token: str | None = None  # the token a private repo needs
         self.fail_next: list[tuple[int, dict[str, str]]] = []  # (status, headers) for the next requests
+        self.url = ""  # set by serve()
 
     @property
     def files(self) -> dict[str, bytes]:
@@ -315,8 +316,9 @@ def serve() -> Iterator[tuple[FakeHub, str]]:
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        yield fake, f"http://127.0.0.1:{server.server_address[1]}"
+        yield fake, fake.url
     finally:
         server.shutdown()
         server.server_close()
