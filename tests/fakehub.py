@@ -4,13 +4,15 @@ HfApi.model_info, list_repo_tree / _iter_repo_tree_pages, get_paths_info; hf_fil
 file_download.py; utils/_http.py hf_raise_for_status and its X-Error-Code values) and checked
 against it by tests/test_fakehub.py:
 
-- GET  /api/models/{repo}/revision/{rev}[?blobs=true]  -> {id, sha, siblings: [{rfilename, size, blobId, lfs}]}
+- GET  /api/models/{repo}[/revision/{rev}][?blobs=true]  -> {id, sha, siblings: [{rfilename, size, blobId, lfs}]}
 - GET  /api/models/{repo}/tree/{rev}[/{path}]?recursive=&expand=  -> [{type, path, oid, size, lfs}], paged
        through a `Link: <…>; rel="next"` header (cursor)
 - POST /api/models/{repo}/paths-info/{rev}  (form: paths=…, expand=…)
 - GET/HEAD /{repo}/resolve/{rev}/{path}: a file kept in git is served here; an LFS file is a 302
-  to its content address (/lfs/{sha256}), as the hub redirects to its CDN, with X-Repo-Commit,
-  X-Linked-Etag and X-Linked-Size; both honour Range (206 with Content-Range, 416 past the end)
+  to its content address on another origin (a second server, /lfs/{sha256}), as the hub redirects
+  to its CDN, with X-Repo-Commit, X-Linked-Etag and X-Linked-Size on the redirect itself (the
+  client reads them there and does not follow a HEAD off the hub: utils/_http.py
+  _httpx2_follow_hub_redirects_with_backoff); both honour Range (206 with Content-Range, 416 past the end)
 - errors as the hub sends them: 401 + X-Error-Code RepoNotFound (missing or private repo), 404 +
   RevisionNotFound / EntryNotFound, 429 with Retry-After when told to (`fail_next`).
 
@@ -58,6 +60,7 @@ class FakeHub:
         self.token: str | None = None  # the token a private repo needs
         self.fail_next: list[tuple[int, dict[str, str]]] = []  # (status, headers) for the next requests
         self.url = ""  # set by serve()
+        self.cdn_url = ""  # the other origin LFS files are redirected to
 
     @property
     def files(self) -> dict[str, bytes]:
@@ -152,6 +155,8 @@ class FakeHub:
                 if self.injected():
                     return
                 parts, query = self.split()
+                if parts[1:3] == ["api", "models"] and len(parts) == 5:
+                    parts = [*parts, "revision", "main"]  # HfApi.model_info without a revision: the default branch
                 if parts[1:3] == ["api", "models"] and len(parts) >= 7:
                     name, kind, rev, rest = "/".join(parts[3:5]), parts[5], parts[6], parts[7:]
                     repo = self.repo_of(name)
@@ -258,7 +263,7 @@ class FakeHub:
                 if hub.redirect_lfs and hub.is_lfs(path, data):
                     sha = hashlib.sha256(data).hexdigest()
                     self.send_response(302)
-                    for k, v in (common | {"Location": f"/lfs/{sha}", "X-Linked-Etag": f'"{sha}"',
+                    for k, v in (common | {"Location": f"{hub.cdn_url}/lfs/{sha}", "X-Linked-Etag": f'"{sha}"',
                                            "X-Linked-Size": str(len(data)), "Content-Length": "0"}).items():
                         self.send_header(k, v)
                     self.end_headers()
@@ -312,13 +317,14 @@ class FakeHub:
 @contextmanager
 def serve() -> Iterator[tuple[FakeHub, str]]:
     fake = FakeHub()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), fake.handler())
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), fake.handler()) for _ in range(2)]
+    for server in servers:
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    fake.url, fake.cdn_url = (f"http://127.0.0.1:{s.server_address[1]}" for s in servers)
     try:
         yield fake, fake.url
     finally:
-        server.shutdown()
-        server.server_close()
+        for server in servers:
+            server.shutdown()
+            server.server_close()

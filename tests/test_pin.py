@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import APPS
 from fakehub import COMMIT, REPO, FakeHub, serve
-from registry import MISSING, SKIP_REASON, Layout, Registry, free_port, run_registry, token_front
+from registry import MISSING, REQUIRED, SKIP_REASON, Layout, Registry, free_port, run_registry, token_front
 from test_vram import write_hybrid
 
 from olares_pack import oci
@@ -29,7 +29,7 @@ USER, PASSWORD = "alice", "s3cret"
 VLLM_REPO = "acme/tiny-vllm"
 VLLM_COMMIT = "fedcba9876543210fedcba9876543210fedcba98"
 
-needs_registry = pytest.mark.skipif(bool(MISSING), reason=SKIP_REASON)
+needs_registry = pytest.mark.skipif(bool(MISSING) and not REQUIRED, reason=SKIP_REASON)
 
 
 @dataclass
@@ -48,7 +48,7 @@ class Images:
 @pytest.fixture(scope="module")
 def images(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Images]:
     if MISSING:
-        pytest.skip(SKIP_REASON)
+        pytest.fail(f"{SKIP_REASON}; on CI they must be there") if REQUIRED else pytest.skip(SKIP_REASON)
     tmp = tmp_path_factory.mktemp("registry")
     lay = Layout(tmp / "layout")
     multi = lay.multiarch("multi")
