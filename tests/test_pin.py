@@ -390,3 +390,21 @@ def test_lint_and_release_online(images: Images, hub: FakeHub, tmp_path: Path, r
     err = capsys.readouterr().err
     assert code == 1 and "image.digest-online" in err and "nothing was released" in err
     assert snapshot(repo) == state
+
+
+def test_lint_online_reports_a_commit_gone_from_the_hub(hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    apps = make_apps(tmp_path, "docker.io/org/x", "v1")  # digest null: nothing to ask a registry
+    assert main(["pin", VLLM, "--model", "--apps-dir", str(apps)]) == 0
+    capsys.readouterr()
+
+    def online() -> list[tuple[str, str, str]]:
+        code = main(["lint", str(apps / VLLM), "--target", "current", "--format", "json", "--online"])
+        found = [(f["rule"], f["severity"], f["message"]) for f in json.loads(capsys.readouterr().out)["findings"]
+                 if f["rule"] == "model.revision-online"]
+        assert code == (1 if found else 0)
+        return found
+
+    assert online() == []
+    del hub.repos[VLLM_REPO].commits[VLLM_COMMIT]  # history rewritten (a force-push, a squash)
+    assert online() == [("model.revision-online", "error",
+                         f"{VLLM_REPO}@{VLLM_COMMIT}: the pinned commit no longer exists on Hugging Face")]
