@@ -26,6 +26,7 @@ from .repo import DEFAULT_LOCK_TIMEOUT, MANIFEST_FILE, Repo
 
 if TYPE_CHECKING:
     from .diff import DiffResult
+    from .lint.runner import ChartResult
     from .lint.source import ChartSource
     from .manifest import App
     from .vram import Estimate
@@ -762,7 +763,7 @@ def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tupl
     return EXIT_FINDINGS if any(f.severity in failing for r in results for f in r.findings) else EXIT_OK
 
 
-def _add_online_findings(sources: list[ChartSource], results: list) -> None:  # type: ignore[type-arg]
+def _add_online_findings(sources: list[ChartSource], results: list[ChartResult]) -> None:
     """One check per app manifest (its targets share the image and model), reported on each of its charts."""
     from .lint.findings import Finding
     seen: dict[str, list[tuple[str, str, str, str]]] = {}
@@ -774,7 +775,7 @@ def _add_online_findings(sources: list[ChartSource], results: list) -> None:  # 
             seen[key] = _online_check(src.app)
         checked = seen[key]
         result.findings.extend(Finding(rule, severity, result.label, "app.yaml", path, message)  # type: ignore[arg-type]
-                               for rule, severity, path, message in checked)
+                               for rule, severity, path, message in checked)  # severity: "error" or "warning"
         result.findings.sort(key=Finding.sort_key)
 
 

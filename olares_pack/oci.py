@@ -293,7 +293,7 @@ class RegistryClient:
 
     def request(self, method: str, url: str, image: ImageName, headers: dict[str, str] | None = None) -> httpx.Response:
         """`method url`, authenticating as the registry's challenge asks; the response is
-        returned whatever its status, except 401/429 which raise."""
+        returned whatever its status, except refusals (401, 403, 429, 5xx), which raise."""
         headers = dict(headers or {})
         scope = f"repository:{image.path}:pull"
         token = self._tokens.get((image.registry, scope))
@@ -301,7 +301,10 @@ class RegistryClient:
             headers["Authorization"] = f"Bearer {token}"
         resp = self._send(method, url, image, headers)
         creds: Credentials | None = None
-        if resp.status_code == 401 and "Authorization" not in headers:
+        if resp.status_code == 401:
+            # no credentials sent yet, or a kept token that expired: answer the challenge once
+            self._tokens.pop((image.registry, scope), None)
+            headers.pop("Authorization", None)
             scheme, params = _challenge(resp.headers.get("WWW-Authenticate", ""))
             creds = self.credentials(image.registry)
             if scheme == "bearer" and params.get("realm"):

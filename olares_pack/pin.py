@@ -168,12 +168,24 @@ def plan_pin(manifest_path: Path, *, image: bool = True, model: bool = True,
 
 
 def write_pins(plans: list[PinPlan], repo: Repo) -> list[Path]:
-    """Every changed file of every plan, all or nothing."""
-    txn = Transaction(repo.root)
+    """Every changed file of every plan, all or nothing (one transaction per catalogue: an app
+    named by a path outside `repo` is written in its own, rooted above its apps folder)."""
+    groups: dict[Path, list[PinPlan]] = {}
     for plan in plans:
-        for path, text in plan.writes().items():
-            txn.write(path, text)
-    return txn.commit()
+        root = repo.root
+        try:
+            plan.manifest_path.resolve().relative_to(root.resolve())
+        except ValueError:
+            root = Repo.of_apps(plan.manifest_path.parent.parent).root
+        groups.setdefault(root, []).append(plan)
+    written: list[Path] = []
+    for root, group in sorted(groups.items()):
+        txn = Transaction(root)
+        for plan in group:
+            for path, text in plan.writes().items():
+                txn.write(path, text)
+        written += txn.commit()
+    return written
 
 
 # ---------------------------------------------------------------- online checks
