@@ -408,3 +408,24 @@ def test_lint_online_reports_a_commit_gone_from_the_hub(hub: FakeHub, tmp_path: 
     del hub.repos[VLLM_REPO].commits[VLLM_COMMIT]  # history rewritten (a force-push, a squash)
     assert online() == [("model.revision-online", "error",
                          f"{VLLM_REPO}@{VLLM_COMMIT}: the pinned commit no longer exists on Hugging Face")]
+
+
+@pytest.mark.parametrize(("answers", "expected"), [
+    ([(429, {"Retry-After": "30"}, b"")], "answered 429 Too Many Requests; retry after 30 s"),
+    ([(200, {"Content-Type": "application/vnd.docker.distribution.manifest.v1+prettyjws"}, b"{}")], "unknown media type"),
+    ([(401, {"WWW-Authenticate": 'Bearer realm="http://{host}/token",service="s"'}, b""), (200, {}, b'{"token": "anon"}'),
+      (401, {}, b'{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}')], "a private repository"),
+])
+def test_pin_refused_by_a_registry_exits_2_writing_nothing(stub: list[tuple[int, dict[str, str], bytes]], hub: FakeHub,
+                                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str],
+                                                            answers: list[tuple[int, dict[str, str], bytes]], expected: str) -> None:
+    host = f"127.0.0.1:{stub.pop(0)[1]['port']}"
+    stub += [(status, {k: v.replace("{host}", host) for k, v in headers.items()}, body) for status, headers, body in answers]
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "none"))
+    apps = make_apps(tmp_path, f"{host}/acme/llama", "v1")
+    state = snapshot(apps)
+    assert main(["pin", "--all", "--apps-dir", str(apps)]) == 2
+    lines = err_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and expected in lines[0], lines
+    assert snapshot(apps) == state
