@@ -39,8 +39,7 @@ class ImageChange:
         platforms = ", ".join(sorted({str(p) for p in self.resolved.platforms}))
         if self.old_digest == self.digest:
             return f"image {self.repository}:{self.tag}@{self.digest} ({kind}: {platforms}): already pinned"
-        moved = f" (was {self.old_digest}: the tag moved)" if self.old_digest else ""
-        return f"image {self.repository}:{self.tag} → {self.digest} ({kind}: {platforms}){moved}"
+        return f"image {self.repository}:{self.tag} → {self.digest} ({kind}: {platforms})"  # a move: pin_cmd warns
 
 
 @dataclass(frozen=True)

@@ -374,6 +374,10 @@ def test_lint_and_release_online(images: Images, hub: FakeHub, tmp_path: Path, r
     found = online()
     assert [(f["rule"], f["severity"]) for f in found] == [("image.tag-moved", "warning")]
     assert found[0]["message"] == f"{images.reg.host}/acme/online:multi now names {moved}, not the pinned {images.multi}"
+    # pin again follows the tag, and says it moved
+    assert main(["pin", VLLM, "--image", "--dry-run", "--apps-dir", str(apps)]) == 0
+    out, err = capsys.readouterr()
+    assert f"acme/online:multi moved from {images.multi} to {moved}" in err and f"+    digest: {moved}" in out
     # the pinned digest is deleted from the registry: an error
     delete = urllib.request.Request(f"http://{images.reg.host}/v2/acme/online/manifests/{images.multi}", method="DELETE",
                                     headers={"Authorization": "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()})
