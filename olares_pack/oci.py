@@ -7,11 +7,12 @@ with a token from the realm (anonymous, or with the credentials of the Docker co
 answered `Basic realm=…` with those credentials. A registry on loopback is spoken to over plain
 HTTP, as Docker treats 127.0.0.0/8 and localhost as insecure registries by default.
 
-Why not a library: oras (PyPI `oras`) retries every failure with sleeps of 2 + 3^n seconds (no
-network means minutes before an answer) and turns every refusal into a ValueError without the
-status or Retry-After; python-dxf refuses credentials over plain HTTP (DXFAuthInsecureError), so
-a loopback registry with a password cannot be read, and reads no Docker config. Both pull in
-`requests`; this module uses httpx, which huggingface_hub already depends on.
+Why not a library: oras (PyPI `oras` 0.2.43, oras/decorator.py retry) retries every failure
+with sleeps of 2 + 3^n seconds (no network means minutes before an answer) and turns every
+refusal into a ValueError without the status or Retry-After; python-dxf (12.1.1) refuses
+credentials over plain HTTP (DXFAuthInsecureError), so a loopback registry with a password cannot
+be read, and reads no Docker config. Both pull in `requests`; this module uses httpx, which
+huggingface_hub already depends on.
 
 Every failure is a RegistryError (exit 2) with one line a user can act on.
 """
