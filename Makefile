@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # wrangler (with workerd) runs the Cloudflare export in the tests, offline
 WRANGLER := node/node_modules/.bin/wrangler
 
-.PHONY: all build test clean
+.PHONY: all build test test-tools clean
 
 all: build
 
@@ -24,9 +24,17 @@ $(WRANGLER): node/package.json node/package-lock.json
 build: $(BIN)/olares-pack
 	$(BIN)/olares-pack build
 
-test: $(BIN)/olares-pack $(WRANGLER)
-	@# the HTTPS test makes a self-signed certificate with openssl (CI runs as root on a fresh machine)
-	command -v openssl >/dev/null || (apt-get update -qq && apt-get install -y -qq openssl)
+# the pin tests run a real OCI registry on loopback (tests/registry.py): Debian's docker-registry
+# and skopeo; the HTTPS test makes a self-signed certificate with openssl. Installed when missing
+# and we may (CI runs as root on a fresh machine); otherwise those tests skip, saying so
+test-tools:
+	@if ! command -v docker-registry >/dev/null || ! command -v skopeo >/dev/null || ! command -v openssl >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry skopeo openssl >/dev/null; \
+	  else echo "make test: docker-registry, skopeo or openssl is missing (apt-get install docker-registry skopeo openssl): those tests will skip" >&2; fi; \
+	fi
+
+test: $(BIN)/olares-pack $(WRANGLER) test-tools
 	$(BIN)/python -m pytest
 	$(BIN)/olares-pack build --check
 

@@ -26,6 +26,7 @@ from .repo import DEFAULT_LOCK_TIMEOUT, MANIFEST_FILE, Repo
 
 if TYPE_CHECKING:
     from .diff import DiffResult
+    from .lint.runner import ChartResult
     from .lint.source import ChartSource
     from .manifest import App
     from .vram import Estimate
@@ -176,11 +177,13 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: b
 @click.option("--edit", is_flag=True, help="Write the changelog entry in $EDITOR.")
 @click.option("--dry-run", is_flag=True, help="Show what would change and write nothing.")
 @click.option("--force", is_flag=True, help="Allow a version that does not increase.")
+@click.option("--online", is_flag=True, help="Also check with the registry and Hugging Face that the pinned digest "
+              "and commit still resolve and that the image tag still names the digest.")
 @lock_timeout_option
 @apps_dir_option
 def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: str | None, changes: tuple[str, ...],
                 notes: str, date_text: str | None, changes_from_diff: bool, edit: bool, dry_run: bool, force: bool,
-                lock_timeout: float, apps_dir: Path) -> int:
+                online: bool, lock_timeout: float, apps_dir: Path) -> int:
     """Publish a version of APP: bump app.yaml (comments and order kept), add its changelog entry,
     render, lint (errors stop it), package reproducibly, write its release record under
     apps/<name>/releases/ and its entry in market-index.json, all in one transaction."""
@@ -212,6 +215,13 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
         if plan.already_published:
             console.info(f"{plan.app.name} {plan.app.version} is already published and app.yaml still says the same; nothing to do")
             return EXIT_OK
+        if online:
+            checked = _online_check(plan.app)
+            for rule, severity, path, message in checked:
+                (console.error if severity == "error" else console.warn)(f"{plan.app.name}: {rule}: {path}: {message}")
+            if any(c[1] == "error" for c in checked):
+                console.error(f"{plan.app.name} {plan.app.version}: what app.yaml pins is gone upstream; nothing was released")
+                return EXIT_FINDINGS
         if dry_run:
             console.out.print(plan.diff(), markup=False, highlight=False)
             for p in plan.packages:
@@ -223,6 +233,58 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
             console.out.print(repo.rel(path), markup=False)
     console.info(f"released {plan.app.name} {plan.app.version} (template generation {plan.record.generation})")
     return EXIT_OK
+
+
+@cli.command("pin")
+@click.argument("app_refs", metavar="APP...", nargs=-1)
+@click.option("--all", "all_apps", is_flag=True, help="Every app under --apps-dir.")
+@click.option("--image", "only_image", is_flag=True, help="Only the engine image (tag → digest).")
+@click.option("--model", "only_model", is_flag=True, help="Only the model (revision → commit, file sizes and sha256).")
+@click.option("--dry-run", is_flag=True, help="Show the diff of app.yaml and model.lock.json; write nothing.")
+@lock_timeout_option
+@apps_dir_option
+def pin_cmd(app_refs: tuple[str, ...], all_apps: bool, only_image: bool, only_model: bool, dry_run: bool,
+            lock_timeout: float, apps_dir: Path) -> int:
+    """Pin APP's engine image by digest (asked of its registry; linux/amd64 must be offered) and its
+    model by commit (asked of Hugging Face), in app.yaml (comments and order kept) and
+    model.lock.json. Every app is resolved before anything is written; any error writes nothing."""
+    from . import console, oci, pin
+    if all_apps == bool(app_refs):
+        raise click.UsageError("give APP... or --all")
+    if only_image and only_model:
+        raise click.UsageError("--image and --model exclude each other (neither: both)")
+    repo = Repo.of_apps(apps_dir)
+    with repo.open(write=not dry_run, timeout=lock_timeout, purpose="pin"):
+        dirs = repo.app_dirs() if all_apps else [_app_dir(r, apps_dir) for r in app_refs]
+        plans = []
+        with oci.RegistryClient() as client:
+            for d in dirs:
+                plans.append(pin.plan_pin(d, image=not only_model, model=not only_image, client=client))
+        for plan in plans:
+            for note in plan.notes:
+                console.info(note)
+            for change in (plan.image, plan.model):
+                if change is not None:
+                    console.info(f"{plan.app.name}: {change.describe()}")
+            if plan.image and plan.image.old_digest and plan.image.old_digest != plan.image.digest:
+                console.warn(f"{plan.app.name}: {plan.image.repository}:{plan.image.tag} moved from "
+                             f"{plan.image.old_digest} to {plan.image.digest}")
+        if dry_run:
+            text = "".join(p.diff(repo.root) for p in plans)
+            if text:
+                console.out.print(text, markup=False, highlight=False, end="")
+            return EXIT_OK
+        for path in pin.write_pins(plans, repo):
+            console.out.print(repo.rel(path), markup=False)
+    if not any(p.changed for p in plans):
+        console.info("already pinned; nothing to write")
+    return EXIT_OK
+
+
+def _online_check(app: App) -> list[tuple[str, str, str, str]]:
+    """(rule, severity, path, message) of `--online`: what app.yaml pins still exists upstream."""
+    from . import pin
+    return [(f.rule, f.severity, f.path, f.message) for f in pin.online_findings(app)]
 
 
 @cli.command("package")
@@ -701,9 +763,11 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
 @click.option("--helm-lint", is_flag=True, help="Also run Helm's own lint (warnings only: the installer renders, it does not lint).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Lint this many charts at once.")
 @click.option("--explain", "explain", metavar="RULE", help="Print what RULE checks, its source and its releases, and exit.")
+@click.option("--online", is_flag=True, help="Also ask the registries and Hugging Face whether the pinned digests and "
+              "commits of app manifests still resolve, and whether image tags still name their digests.")
 def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tuple[str, ...],
              olares_version: str | None, kube_version: str, engine_build: str | None, helm_lint: bool, jobs: int,
-             explain: str | None) -> int:
+             explain: str | None, online: bool) -> int:
     """Lint chart folders, .tgz charts, app manifests (rendered for each target) or folders of them."""
     from .lint import LintOptions, lint_charts
     from .lint.output import PRINTERS, print_rule
@@ -721,10 +785,29 @@ def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tupl
                           strict=strict, helm_lint=helm_lint)
     from .lint.place import place_results
 
-    results = place_results(lint_charts(sources, options, jobs), sources)
+    results = lint_charts(sources, options, jobs)
+    if online:
+        _add_online_findings(sources, results)
+    results = place_results(results, sources)
     PRINTERS[fmt](results)
     failing = {"error", "warning"} if strict else {"error"}
     return EXIT_FINDINGS if any(f.severity in failing for r in results for f in r.findings) else EXIT_OK
+
+
+def _add_online_findings(sources: list[ChartSource], results: list[ChartResult]) -> None:
+    """One check per app manifest (its targets share the image and model), reported on each of its charts."""
+    from .lint.findings import Finding
+    seen: dict[str, list[tuple[str, str, str, str]]] = {}
+    for src, result in zip(sources, results, strict=True):
+        if src.app is None:
+            continue
+        key = src.app.model_dump_json()
+        if key not in seen:
+            seen[key] = _online_check(src.app)
+        checked = seen[key]
+        result.findings.extend(Finding(rule, severity, result.label, "app.yaml", path, message)  # type: ignore[arg-type]
+                               for rule, severity, path, message in checked)  # severity: "error" or "warning"
+        result.findings.sort(key=Finding.sort_key)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,10 +8,8 @@ and CI need no network afterwards.
 
 from __future__ import annotations
 
-import io
 import json
 import struct
-import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -223,66 +221,22 @@ def header_excerpt(path: Path) -> bytes:
         return f.read(end)
 
 
-class _HttpRange(io.RawIOBase):
-    """A read-only file over HTTP range requests (the Hugging Face `resolve` URL honours them)."""
+def from_hub(repo: str, file: str, revision: str = "main") -> ModelMeta:
+    """Read the header of a GGUF on Hugging Face with range requests (huggingface_hub's
+    HfFileSystem, at the commit `revision` names); no download of the weights."""
+    from . import hub
 
-    def __init__(self, url: str, headers: dict[str, str], chunk: int = 1 << 20) -> None:
-        self.url, self.headers, self.chunk = url, headers, chunk
-        self.pos = 0
-        self.buf = b""
-        self.buf_start = 0
-        self.size: int | None = None
-        self.commit: str | None = None
-
-    def readable(self) -> bool:
-        return True
-
-    def _fetch(self, start: int, n: int) -> bytes:
-        req = urllib.request.Request(self.url, headers={**self.headers, "Range": f"bytes={start}-{start + n - 1}"})
-        with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 - an https URL we built
-            rng = resp.headers.get("Content-Range", "")
-            if rng and "/" in rng and rng.rsplit("/", 1)[1].isdigit():
-                self.size = int(rng.rsplit("/", 1)[1])
-            self.commit = resp.headers.get("X-Repo-Commit") or self.commit
-            data = resp.read()
-            return data if resp.status == 206 else data[start:start + n]
-
-    def read(self, n: int = -1) -> bytes:
-        if n < 0:
-            raise InputError("refusing to read a whole model file over HTTP")
-        out = b""
-        while len(out) < n:
-            offset = self.pos - self.buf_start
-            if 0 <= offset < len(self.buf):
-                piece = self.buf[offset:offset + n - len(out)]
-            else:
-                self.buf_start = self.pos
-                self.buf = self._fetch(self.pos, max(self.chunk, n - len(out)))
-                if not self.buf:
-                    break
-                piece = self.buf[: n - len(out)]
-            out += piece
-            self.pos += len(piece)
-        return out
-
-
-def from_hub(repo: str, file: str, revision: str = "main", *, endpoint: str | None = None, token: str | None = None) -> ModelMeta:
-    """Read the header of a GGUF on Hugging Face with range requests; no download of the weights."""
-    import os
-
-    from huggingface_hub import get_token
-
-    base = (endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
-    token = token or get_token()
-    headers = {"User-Agent": "olares-pack"} | ({"Authorization": f"Bearer {token}"} if token else {})
-    stream = _HttpRange(f"{base}/{repo}/resolve/{revision}/{file}", headers)
+    pin = hub.resolve_model(repo, revision)
+    found = pin.file(file)
+    if found is None:
+        raise InputError(f"{repo}@{revision}: no file {file} at commit {pin.commit}")
     try:
-        meta, tensors = read_header(stream)  # type: ignore[arg-type]
-    except OSError as exc:
-        raise InputError(f"{repo}/{file}@{revision}: cannot read the GGUF header: {exc}") from None
+        with hub.open_file(repo, file, pin.commit) as f:
+            meta, tensors = read_header(f)
+    except (ValueError, struct.error) as exc:
+        raise InputError(f"{repo}/{file}@{pin.commit}: not a readable GGUF header: {exc}") from None
     m = meta_from(meta, tensors)
-    m.file_size, m.repo, m.file = stream.size, repo, file
-    m.revision = stream.commit or revision
+    m.file_size, m.repo, m.file, m.revision = found.size, repo, file, pin.commit
     return m
 
 
@@ -292,6 +246,9 @@ def from_hub(repo: str, file: str, revision: str = "main", *, endpoint: str | No
 @dataclass
 class Lock:
     models: list[ModelMeta] = field(default_factory=list)
+    # `olares-pack pin`: what each pinned revision named (hub.ModelPin.to_dict: repo, the revision
+    # asked for, its commit, and every file at it with size, LFS sha256 and git blob id)
+    revisions: list[dict[str, Any]] = field(default_factory=list)
 
     def find(self, repo: str, file: str, revision: str) -> ModelMeta | None:
         for m in self.models:
@@ -304,8 +261,22 @@ class Lock:
         self.models.append(meta)
         self.models.sort(key=lambda m: (m.repo or "", m.file or "", m.revision or ""))
 
+    def drop_other_revisions(self, repo: str, file: str, keep: str) -> None:
+        """The manifest now names one commit of this file: entries read at other revisions describe nothing it runs."""
+        self.models = [m for m in self.models if not (m.repo == repo and m.file == file and m.revision != keep)]
+
+    def put_revision(self, pin: dict[str, Any]) -> None:
+        """One pinned snapshot per repository: the one the manifest names."""
+        self.revisions = sorted([r for r in self.revisions if r["repo"] != pin["repo"]] + [pin], key=lambda r: r["repo"])
+
+    def revision(self, repo: str, commit: str) -> dict[str, Any] | None:
+        return next((r for r in self.revisions if r["repo"] == repo and r["commit"] == commit), None)
+
     def dumps(self) -> str:
-        return json.dumps({"format": 1, "models": [m.to_dict() for m in self.models]}, indent=2, sort_keys=True) + "\n"
+        data: dict[str, Any] = {"format": 1, "models": [m.to_dict() for m in self.models]}
+        if self.revisions:  # absent before the first pin: existing lock files keep their bytes
+            data["revisions"] = self.revisions
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
 def load_lock(app_dir: Path) -> Lock:
@@ -314,6 +285,10 @@ def load_lock(app_dir: Path) -> Lock:
         return Lock()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return Lock([ModelMeta(**m) for m in data.get("models", [])])
-    except (json.JSONDecodeError, TypeError) as exc:
+        revisions = data.get("revisions", [])
+        if not isinstance(revisions, list) or not all(isinstance(r, dict) and {"repo", "commit", "files"} <= r.keys()
+                                                       for r in revisions):
+            raise TypeError("revisions: expected a list of {repo, revision, commit, files}")
+        return Lock([ModelMeta(**m) for m in data.get("models", [])], revisions)
+    except (json.JSONDecodeError, TypeError, AttributeError) as exc:
         raise InputError(f"{path}: not a model lock file: {exc}") from None

@@ -1,43 +1,284 @@
-"""A local fake of the Hugging Face `resolve` endpoint: serves files, honours HTTP Range requests
-like the real one (206 with Content-Range, 416 past the end), reports the commit in
-X-Repo-Commit, and records every request."""
+"""A local Hugging Face hub: the routes huggingface_hub (2.x) and the chart's download step call,
+answered as the real hub answers them. Written from the client's code (huggingface_hub/hf_api.py
+HfApi.model_info, list_repo_tree / _iter_repo_tree_pages, get_paths_info; hf_file_system.py;
+file_download.py; utils/_http.py hf_raise_for_status and its X-Error-Code values) and checked
+against it by tests/test_fakehub.py:
+
+- GET  /api/models/{repo}[/revision/{rev}][?blobs=true]  -> {id, sha, siblings: [{rfilename, size, blobId, lfs}]}
+- GET  /api/models/{repo}/tree/{rev}[/{path}]?recursive=&expand=  -> [{type, path, oid, size, lfs}], paged
+       through a `Link: <…>; rel="next"` header (cursor)
+- POST /api/models/{repo}/paths-info/{rev}  (form: paths=…, expand=…)
+- GET/HEAD /{repo}/resolve/{rev}/{path}: a file kept in git is served here; an LFS file is a 302
+  to its content address on another origin (a second server, /lfs/{sha256}), as the hub redirects
+  to its CDN, with X-Repo-Commit, X-Linked-Etag and X-Linked-Size on the redirect itself (the
+  client reads them there and does not follow a HEAD off the hub: utils/_http.py
+  _httpx2_follow_hub_redirects_with_backoff); both honour Range (206 with Content-Range, 416 past the end)
+- errors as the hub sends them: 401 + X-Error-Code RepoNotFound (missing or private repo), 404 +
+  RevisionNotFound / EntryNotFound, 429 with Retry-After when told to (`fail_next`).
+
+Files are LFS when their name says so (*.gguf, *.safetensors, *.bin: the hub's default
+.gitattributes) or when they reach 10 MiB, as git-lfs on the hub. Every request is recorded.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REPO, REVISION = "acme/tiny-GGUF", "main"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+LFS_SUFFIXES = (".gguf", ".safetensors", ".bin")
+LFS_MIN = 10 * 1024 * 1024
+POINTER_SIZE = 134  # bytes of an LFS pointer file (version, oid, size lines)
+PAGE = 50  # tree entries per page (the hub pages at 1000 without expand; smaller here to test paging)
+
+
+def git_blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # noqa: S324 - git's object id
+
+
+@dataclass
+class Repo:
+    refs: dict[str, str] = field(default_factory=dict)  # branch or tag -> commit
+    commits: dict[str, dict[str, bytes]] = field(default_factory=dict)  # commit -> path -> bytes
+    private: bool = False
 
 
 class FakeHub:
     def __init__(self) -> None:
-        self.files: dict[str, bytes] = {}
+        self.repos: dict[str, Repo] = {REPO: Repo({REVISION: COMMIT}, {COMMIT: {}})}
         self.requests: list[dict[str, str | None]] = []
         self.cut_first_after: int | None = None  # drop the first response after this many bytes
         self.bytes_served = 0
+        self.redirect_lfs = True
+        self.token: str | None = None  # the token a private repo needs
+        self.fail_next: list[tuple[int, dict[str, str]]] = []  # (status, headers) for the next requests
+        self.url = ""  # set by serve()
+        self.cdn_url = ""  # the other origin LFS files are redirected to
+
+    @property
+    def files(self) -> dict[str, bytes]:
+        """The files of REPO at COMMIT (what `main` names)."""
+        return self.repos[REPO].commits[COMMIT]
+
+    def add_commit(self, repo: str, commit: str, files: dict[str, bytes], *refs: str, private: bool = False) -> None:
+        r = self.repos.setdefault(repo, Repo(private=private))
+        r.commits[commit] = dict(files)
+        for ref in refs:
+            r.refs[ref] = commit
+
+    @staticmethod
+    def is_lfs(path: str, data: bytes) -> bool:
+        return path.endswith(LFS_SUFFIXES) or len(data) >= LFS_MIN
+
+    def entry(self, path: str, data: bytes) -> dict[str, object]:
+        """One file as the tree and paths-info routes list it."""
+        e: dict[str, object] = {"type": "file", "oid": git_blob_id(data), "size": len(data), "path": path}
+        if self.is_lfs(path, data):
+            e["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": POINTER_SIZE}
+        return e
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:
-                hub.requests.append({"path": self.path, "range": self.headers.get("Range"),
+            # -- plumbing
+
+            def send_json(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            def hub_error(self, status: int, code: str | None, message: str) -> None:
+                headers = {"X-Error-Message": message} | ({"X-Error-Code": code} if code else {})
+                self.send_json(status, {"error": message}, headers)
+
+            def record(self) -> None:
+                hub.requests.append({"method": self.command, "path": self.path, "range": self.headers.get("Range"),
                                      "auth": self.headers.get("Authorization")})
-                # The hub decodes the path: files are named by their decoded name.
-                path = urllib.parse.unquote(self.path)
-                prefix = f"/{REPO}/resolve/{REVISION}/"
-                data = hub.files.get(path[len(prefix):]) if path.startswith(prefix) else None
-                if data is None:
-                    self.send_error(404)
+
+            def injected(self) -> bool:
+                if not hub.fail_next:
+                    return False
+                status, headers = hub.fail_next.pop(0)
+                self.send_json(status, {"error": "injected"}, headers)
+                return True
+
+            def repo_of(self, name: str) -> Repo | None:
+                """The repo, or None after answering as the hub does for a missing or private one."""
+                repo = hub.repos.get(name)
+                auth = self.headers.get("Authorization")
+                if repo is not None and repo.private and (hub.token is None or auth != f"Bearer {hub.token}"):
+                    repo = None
+                if repo is None:
+                    if auth and hub.token is not None and auth != f"Bearer {hub.token}":
+                        self.hub_error(401, None, "Invalid credentials in Authorization header")
+                    else:
+                        self.hub_error(401, "RepoNotFound", "Repository not found")
+                return repo
+
+            def commit_of(self, repo: Repo, rev: str) -> str | None:
+                rev = urllib.parse.unquote(rev)
+                commit = repo.refs.get(rev) or (rev if rev in repo.commits else None)
+                if commit is None:
+                    self.hub_error(404, "RevisionNotFound", "Invalid rev id: " + rev)
+                return commit
+
+            def split(self) -> tuple[list[str], dict[str, list[str]]]:
+                url = urllib.parse.urlsplit(self.path)
+                return url.path.split("/"), urllib.parse.parse_qs(url.query)
+
+            # -- routes
+
+            def do_HEAD(self) -> None:
+                self.do_GET()
+
+            def do_GET(self) -> None:
+                self.record()
+                if self.injected():
                     return
+                parts, query = self.split()
+                if parts[1:3] == ["api", "models"] and len(parts) == 5:
+                    parts = [*parts, "revision", "main"]  # HfApi.model_info without a revision: the default branch
+                if parts[1:3] == ["api", "models"] and len(parts) >= 7:
+                    name, kind, rev, rest = "/".join(parts[3:5]), parts[5], parts[6], parts[7:]
+                    repo = self.repo_of(name)
+                    if repo is None:
+                        return
+                    commit = self.commit_of(repo, rev)
+                    if commit is None:
+                        return
+                    if kind == "revision" and not rest:
+                        return self.model_info(name, commit, query.get("blobs") == ["true"])
+                    if kind == "tree":
+                        return self.tree(name, commit, urllib.parse.unquote("/".join(rest)), query)
+                if parts[1:3] == ["lfs", parts[2]] and len(parts) == 3:
+                    return self.lfs(parts[2])
+                if len(parts) >= 6 and parts[3] == "resolve":
+                    return self.resolve("/".join(parts[1:3]), parts[4], urllib.parse.unquote("/".join(parts[5:])))
+                self.hub_error(404, None, "Not Found")
+
+            def do_POST(self) -> None:
+                self.record()
+                length = int(self.headers.get("Content-Length") or 0)
+                form = urllib.parse.parse_qs(self.rfile.read(length).decode())
+                if self.injected():
+                    return
+                parts, _ = self.split()
+                if parts[1:3] == ["api", "models"] and len(parts) == 7 and parts[5] == "paths-info":
+                    repo = self.repo_of("/".join(parts[3:5]))
+                    if repo is None:
+                        return
+                    commit = self.commit_of(repo, parts[6])
+                    if commit is None:
+                        return
+                    files = repo.commits[commit]
+                    out: list[dict[str, object]] = []
+                    for p in form.get("paths", []):
+                        p = p.strip("/")
+                        if p in files:
+                            out.append(hub.entry(p, files[p]))
+                        elif any(f.startswith(p + "/") for f in files):
+                            out.append({"type": "directory", "oid": git_blob_id(p.encode()), "size": 0, "path": p})
+                    return self.send_json(200, out)
+                self.hub_error(404, None, "Not Found")
+
+            def model_info(self, name: str, commit: str, blobs: bool) -> None:
+                files = hub.repos[name].commits[commit]
+                siblings = []
+                for path in sorted(files):
+                    s: dict[str, object] = {"rfilename": path}
+                    if blobs:
+                        e = hub.entry(path, files[path])
+                        s |= {"size": e["size"], "blobId": e["oid"]}
+                        if "lfs" in e:
+                            lfs = e["lfs"]
+                            assert isinstance(lfs, dict)
+                            s["lfs"] = {"sha256": lfs["oid"], "size": lfs["size"], "pointerSize": lfs["pointerSize"]}
+                    siblings.append(s)
+                self.send_json(200, {"_id": name, "id": name, "modelId": name, "author": name.split("/")[0],
+                                     "sha": commit, "private": hub.repos[name].private, "gated": False,
+                                     "disabled": False, "tags": [], "downloads": 0, "likes": 0,
+                                     "lastModified": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z",
+                                     "siblings": siblings})
+
+            def tree(self, name: str, commit: str, under: str, query: dict[str, list[str]]) -> None:
+                files = hub.repos[name].commits[commit]
+                recursive = query.get("recursive", ["false"])[0].lower() == "true"
+                prefix = under.strip("/") + "/" if under.strip("/") else ""
+                entries: dict[str, dict[str, object]] = {}
+                for path, data in files.items():
+                    if not path.startswith(prefix):
+                        continue
+                    rest = path[len(prefix):]
+                    segments = rest.split("/")
+                    for i in range(1, len(segments)):
+                        folder = prefix + "/".join(segments[:i])
+                        if recursive or i == 1:
+                            entries.setdefault(folder, {"type": "directory", "oid": git_blob_id(folder.encode()),
+                                                        "size": 0, "path": folder})
+                    if recursive or len(segments) == 1:
+                        entries[path] = hub.entry(path, data)
+                if prefix and not entries:
+                    return self.hub_error(404, "EntryNotFound", f"{under} does not exist on {commit}")
+                ordered = [entries[k] for k in sorted(entries)]
+                start = int(query.get("cursor", ["0"])[0])
+                page = ordered[start:start + PAGE]
+                headers = {}
+                if start + PAGE < len(ordered):
+                    nxt = urllib.parse.urlsplit(self.path)._replace(
+                        query=urllib.parse.urlencode({**{k: v[0] for k, v in query.items()}, "cursor": start + PAGE}))
+                    host = self.headers.get("Host")
+                    headers["Link"] = f'<http://{host}{urllib.parse.urlunsplit(nxt)}>; rel="next"'
+                self.send_json(200, page, headers)
+
+            def resolve(self, name: str, rev: str, path: str) -> None:
+                repo = self.repo_of(name)
+                if repo is None:
+                    return
+                commit = self.commit_of(repo, rev)
+                if commit is None:
+                    return
+                data = repo.commits[commit].get(path)
+                if data is None:
+                    return self.hub_error(404, "EntryNotFound", "Entry not found")
+                common = {"X-Repo-Commit": commit, "Accept-Ranges": "bytes"}
+                if hub.redirect_lfs and hub.is_lfs(path, data):
+                    sha = hashlib.sha256(data).hexdigest()
+                    self.send_response(302)
+                    for k, v in (common | {"Location": f"{hub.cdn_url}/lfs/{sha}", "X-Linked-Etag": f'"{sha}"',
+                                           "X-Linked-Size": str(len(data)), "Content-Length": "0"}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    return
+                self.serve(data, common | {"ETag": f'"{git_blob_id(data)}"'})
+
+            def lfs(self, sha: str) -> None:
+                for repo in hub.repos.values():
+                    for files in repo.commits.values():
+                        for data in files.values():
+                            if hashlib.sha256(data).hexdigest() == sha:
+                                return self.serve(data, {"ETag": f'"{sha}"'})
+                self.hub_error(404, None, "Not Found")
+
+            def serve(self, data: bytes, headers: dict[str, str]) -> None:
                 start, end = 0, len(data) - 1
                 rng = self.headers.get("Range")
                 if rng:
@@ -47,6 +288,7 @@ class FakeHub:
                     if start >= len(data):
                         self.send_response(416)
                         self.send_header("Content-Range", f"bytes */{len(data)}")
+                        self.send_header("Content-Length", "0")
                         self.end_headers()
                         return
                     self.send_response(206)
@@ -55,9 +297,12 @@ class FakeHub:
                     self.send_response(200)
                 body = data[start:end + 1]
                 self.send_header("Content-Length", str(len(body)))
-                self.send_header("X-Repo-Commit", COMMIT)
-                hub.bytes_served += len(body)
+                for k, v in headers.items():
+                    self.send_header(k, v)
                 self.end_headers()
+                if self.command == "HEAD":
+                    return
+                hub.bytes_served += len(body)
                 if hub.cut_first_after is not None:
                     cut, hub.cut_first_after = hub.cut_first_after, None
                     self.wfile.write(body[:cut])
@@ -72,11 +317,14 @@ class FakeHub:
 @contextmanager
 def serve() -> Iterator[tuple[FakeHub, str]]:
     fake = FakeHub()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), fake.handler())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), fake.handler()) for _ in range(2)]
+    for server in servers:
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    fake.url, fake.cdn_url = (f"http://127.0.0.1:{s.server_address[1]}" for s in servers)
     try:
-        yield fake, f"http://127.0.0.1:{server.server_address[1]}"
+        yield fake, fake.url
     finally:
-        server.shutdown()
-        server.server_close()
+        for server in servers:
+            server.shutdown()
+            server.server_close()

@@ -24,6 +24,7 @@ SH = shutil.which("sh") or "/bin/sh"
 @pytest.fixture
 def hub() -> Iterator[tuple[FakeHub, str]]:
     with serve() as served:
+        served[0].redirect_lfs = False  # these tests count requests to the resolve URL itself
         yield served
 
 
@@ -250,3 +251,13 @@ def test_a_model_dir_outside_the_store_is_refused(tmp_path: Path, hub: tuple[Fak
         proc = run_script(tmp_path, url, line("model.gguf", PAYLOAD), model_dir=bad)
         assert proc.returncode != 0 and "MODEL_DIR" in proc.stdout
     assert not (tmp_path / "elsewhere").exists() and not (tmp_path / "store" / "x").exists()
+
+
+def test_follows_the_hubs_redirect_to_its_cdn_without_the_token(tmp_path: Path, hub: tuple[FakeHub, str]) -> None:
+    fake, url = hub
+    fake.redirect_lfs = True  # as huggingface.co answers for LFS files: 302 to another origin
+    fake.files["model.gguf"] = PAYLOAD
+    proc = run_script(tmp_path, url, line("model.gguf", PAYLOAD), token="hf_abc")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (models(tmp_path) / "model.gguf").read_bytes() == PAYLOAD
+    assert [(str(r["path"]).startswith("/lfs/"), r["auth"]) for r in fake.requests] == [(False, "Bearer hf_abc"), (True, None)]

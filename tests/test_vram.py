@@ -151,16 +151,20 @@ def test_auto_slots_multiply_the_recurrent_state(tmp_path: Path) -> None:
     assert term(auto, "recurrent state") == pytest.approx(4 * term(one, "recurrent state"))
 
 
-def test_header_read_over_http_ranges_matches_the_gguf_reader(tmp_path: Path) -> None:
+def test_header_read_over_http_ranges_matches_the_gguf_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_hybrid(tmp_path / "m.gguf", big=8 * MIB)
     data = (tmp_path / "m.gguf").read_bytes()
     local = from_file(tmp_path / "m.gguf")
     with serve() as (hub, url):
         hub.files["m.gguf"] = data
-        remote = from_hub(REPO, "m.gguf", REVISION, endpoint=url, token="")
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+        remote = from_hub(REPO, "m.gguf", REVISION)
     assert (remote.tensor_bytes, remote.token_embd_bytes, remote.head_count_kv) == (local.tensor_bytes, local.token_embd_bytes, local.head_count_kv)
     assert remote.file_size == len(data) and remote.revision == COMMIT
-    assert all(r["range"] for r in hub.requests)
+    reads = [r for r in hub.requests if r["method"] == "GET" and "/api/" not in str(r["path"])]
+    assert reads and all(r["range"] for r in reads), hub.requests  # huggingface_hub's range reads
+    assert any(str(r["path"]).startswith("/lfs/") for r in reads)  # through the hub's redirect
     assert hub.bytes_served < len(data) / 4  # the header only, not the weights
 
 

@@ -136,6 +136,14 @@ RULES: dict[str, RuleInfo] = {
     "engine.build": RuleInfo("info", "which engine build's flag registry was used (a warning when it is only the nearest known)",
                              "the llama.cpp build (bNNNN) or vLLM release of the image tag; engines/data/{llamacpp,vllm}-flags.json"),
     "image.unpinned": RuleInfo("warning", "images are pinned by digest", "olares-pack convention (a tag can move under a published version)"),
+    "image.digest-online": RuleInfo("error", "(--online) the pinned image digest still resolves on its registry",
+                                    "OCI distribution-spec v1.1, \"Pulling manifests\": a device pulls repository@digest; a digest "
+                                    "the registry no longer serves cannot be pulled"),
+    "image.tag-moved": RuleInfo("warning", "(--online) the image tag kept beside the digest still names it",
+                                "olares-pack convention: the digest is what runs; a moved tag means the tag no longer says what it is"),
+    "model.revision-online": RuleInfo("error", "(--online) the pinned model commit still exists on Hugging Face",
+                                      "the chart's download step fetches {repo}/resolve/{commit}/{file}: a commit gone from the hub "
+                                      "cannot be downloaded"),
     "vram.budget": RuleInfo("error", "the GPU memory estimate fits the device, and the declared GPU memory covers it (olares-pack apps)",
                             "bench/vram measurements (llama-server b11434 on an H200) and the device profile"),
     "secret.plaintext": RuleInfo("error", "tokens and API keys never appear in plain text (ConfigMap, args, env value)",
