@@ -91,7 +91,8 @@ class _Placer:
         return True
 
     def place(self, f: Finding) -> Finding:
-        rendered = f.file + (f":{f.line}" if f.line and f.file else "")
+        # a finding about the app manifest itself (the online checks) names no rendered file
+        rendered = "" if f.file == "app.yaml" else f.file + (f":{f.line}" if f.line and f.file else "")
         if self.app_yaml is None:  # an archive of no app here: the archive itself, the member in the message
             return self._moved(f, self.archive or f.chart, None, rendered, "in")
         file, line = self._where(f)
