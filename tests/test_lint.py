@@ -49,9 +49,8 @@ M, D = "OlaresManifest.yaml", "templates/deployment.yaml"
 
 # rule id -> (target, mutation of the rendered chart, options)
 CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str, object]]] = {
-    "chart.structure": ("current", lambda f: {k: v for k, v in f.items() if k != M}, {}),
     "chart.version": ("current", lambda f: edit(f, M, 'version: "1.0.10"', 'version: "1.0.8"'), {}),
-    "manifest.schema-version": ("legacy", lambda f: edit(f, M, 'apiVersion: "v1"', 'apiVersion: "v2"'), {}),
+    "manifest.schema-version": ("legacy", lambda f: edit(f, M, 'apiVersion: "v1"', 'apiVersion: "v2"'), {}),  # 1.12.5: a warning
     "manifest.metadata": ("current", lambda f: edit(f, M, 'title: "Qwen36 27B Long Context"', 'title: "Qwen3.6 27B with a very long context window"'), {}),
     "manifest.entrances": ("current", lambda f: edit(f, M, 'authLevel: "internal"', 'authLevel: "secret"'), {}),
     "manifest.static": ("current", lambda f: edit(f, M, "metadata:\n", "metadata:\n  # owner: {{ .Values.bfl.username }}\n"), {}),
@@ -67,7 +66,6 @@ CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str
     "manifest.i18n": ("current", lambda f: {**f, "i18n/en-US/OlaresManifest.yaml": "metadata: [unclosed\n"}, {}),
     "kube.schema": ("current", lambda f: edit(f, D, "initialDelaySeconds: 60", 'initialDelaySeconds: "sixty"'), {}),
     "template.namespace": ("current", lambda f: edit(f, "templates/service.yaml", 'namespace: "{{ .Release.Namespace }}"', "namespace: default"), {}),
-    "template.app-workload": ("legacy", lambda f: edit(f, D, f"  name: {NAME}\n", "  name: engine\n"), {}),
     "template.hostpath-recreate": ("current", lambda f: edit(f, D, "type: Recreate", "type: RollingUpdate"), {}),
     "template.resources": ("current", lambda f: edit(f, D, '              memory: "40Gi"\n', ""), {}),
     "template.envelope": ("current", lambda f: edit(f, D, 'cpu: "16"', 'cpu: "17"'), {}),
@@ -81,12 +79,11 @@ CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str
     "engine.defaults": ("current", lambda f: edit(f, D, '            - "--host"\n            - "0.0.0.0"\n', ""), {}),
     "engine.port": ("current", lambda f: edit(f, D, '            - "--port"\n            - "8000"\n', '            - "--port"\n            - "8001"\n'), {}),
     "image.unpinned": ("current", lambda f: {k: v.replace(f"@{DIGEST}", "") for k, v in f.items()}, {}),
-    "gpu.hami-limit": ("current", lambda f: edit(f, D, '            - name: CUDA_DEVICE_MEMORY_LIMIT_0\n              value: "23552m"\n', ""), {}),
+    "gpu.hami-limit": ("current", lambda f: edit(f, D, 'value: "23552m"', 'value: "30000m"'), {}),  # above the grant
     "template.raw-yaml": ("current", lambda f: edit(f, D, "imagePullPolicy: IfNotPresent\n", "imagePullPolicy: IfNotPresent\n          imagePullPolicy: IfNotPresent\n"), {}),
     "template.image-ref": ("current", lambda f: edit(f, D, f'image: "docker.io/aamsellem/llama-cpp-mtp:master-ad27757@{DIGEST}"',
-                                                       'image: "{{ .Values.repo | default \"docker.io/aamsellem/llama-cpp-mtp\" }}:master-ad27757@'
-                                                       f'{DIGEST}"', 2), {}),
-    "template.routing": ("current", lambda f: edit(f, D, "        app: llamacppqwen36mtpone\n", ""), {}),
+                                                       'image: "{{ .Values.noSuchImage }}"', 2), {}),
+    "template.routing": ("current", lambda f: edit(f, M, f"    host: {NAME}", "    host: nosuchservice"), {}),
     "secret.plaintext": ("current", lambda f: edit(f, D, "          env:\n            - name: CUDA", "          env:\n            - name: HF_TOKEN\n              value: hf_Abcdefghijklmnop1234567890\n            - name: CUDA"), {}),
 }
 

@@ -32,6 +32,7 @@ class LintOptions:
     engine_build: str | None = None  # force a flag registry for hand-written charts
     strict: bool = False
     helm_lint: bool = False  # Helm's own lint: warnings only, and a fifth of lint's time (issue #14)
+    allow: tuple[str, ...] = ()  # policy rules whose errors are reported as warnings (--allow)
 
 
 @dataclass
@@ -198,6 +199,7 @@ def build_context(source: ChartSource, options: LintOptions) -> ChartContext:
         ctx.add("manifest.parse", f"Chart.yaml is not valid YAML: {exc}", file="Chart.yaml")
     text = files.get(MANIFEST)
     if text is None:
+        ctx.add("manifest.parse", "no OlaresManifest.yaml: the installer has no manifest to read", file=MANIFEST)
         return ctx
     m = _VERSION_RE.search(text)
     declared_modern = ctx.declared_modern = bool(m) and _is_modern(m.group(1))
@@ -233,7 +235,7 @@ def _select_release(ctx: ChartContext) -> None:
     constraint = str(dep.get("version") or "") if dep else ""
     if not constraint and not ctx.declared_modern and ctx.manifest:
         # v1/v2 manifests install only inside the legacy window, whatever they declare
-        # (olares-format.md "Two targets": the installer pins them to it).
+        # (from 1.12.6 oac pins them to it; earlier installers accept nothing newer).
         constraint = LEGACY_WINDOW
     if not constraint:
         return
@@ -241,6 +243,11 @@ def _select_release(ctx: ChartContext) -> None:
         admitted = [v for v in targets.KNOWN_RELEASES if targets.admits(constraint, v)]
     except InputError:
         return
+    if not ctx.declared_modern:
+        # v1/v2 manifests install only inside the legacy window, whatever their own dependency
+        # admits: from 1.12.6 oac pins them there ("This app version has been deprecated").
+        constraint = f"{constraint} (and {LEGACY_WINDOW})"
+        admitted = [v for v in admitted if targets.admits(LEGACY_WINDOW, v)] or admitted
     if admitted:
         ctx.olares, ctx.olares_how = admitted[-1], f"the newest known release its olares dependency {constraint!r} admits"
         ctx.olares_explicit = ctx.source.target is not None
@@ -255,7 +262,10 @@ def _is_modern(text: str) -> bool:
 
 def run_helm(ctx: ChartContext) -> None:
     """Helm lint and the installer's renders (each owner/admin pairing, each mode)."""
-    if not ctx.manifest or "Chart.yaml" not in ctx.source.files:
+    if not ctx.manifest:
+        return
+    if "Chart.yaml" not in ctx.source.files:
+        ctx.add("helm.render", "no Chart.yaml: Helm cannot load the chart", file="Chart.yaml")
         return
     with tempfile.TemporaryDirectory(prefix="olares-pack-lint-", dir=fsio.scratch_dir()) as tmp:
         chart_dir = Path(tmp) / ctx.source.folder

@@ -41,7 +41,9 @@ def chart_name(ctx: ChartContext) -> None:
         ctx.add("chart.name", f"{name!r} is not an Olares app name (^[a-z0-9]{{1,30}}$, no hyphens)", file=MANIFEST,
                 path="metadata.name", loc=("metadata", "name"))
     if name in RESERVED_NAMES:
-        ctx.add("chart.name", f"{name!r} is reserved by Olares", file=MANIFEST, path="metadata.name", loc=("metadata", "name"))
+        # Only the official catalogue's pull-request check refuses reserved names, not the installer.
+        ctx.add("chart.name", f"{name!r} is a name the official catalogue reserves (its pull-request check refuses it)",
+                file=MANIFEST, path="metadata.name", loc=("metadata", "name"), severity="warning")
 
 
 def chart_version(ctx: ChartContext) -> None:
@@ -60,7 +62,7 @@ def chart_version(ctx: ChartContext) -> None:
                 return
             # Helm and the installer read versions loosely (Masterminds NewVersion): leading zeros
             # install; only the strict semver of `olares-cli market upgrade` refuses them
-            # (olares-format.md, "What devices do that no linter says").
+            # (Helm's chart loader and the installer use Masterminds semver NewVersion).
             ctx.add("chart.version", f"{label} {v!r} installs (read loosely) but is not strict semver: "
                     "`olares-cli market upgrade` refuses it", file=file, path=path, loc=loc, severity="warning",
                     hint="drop the leading zeros in the next version")
@@ -108,7 +110,7 @@ def metadata(ctx: ChartContext) -> None:
     if ctx.modern:
         for key in sorted(set(md) - METADATA_KEYS):
             # The installer's sources hold a check of metadata fields, but its Validate does not call
-            # it in the current release (olares-format.md): charts with extra keys install. A warning.
+            # it in the current release (framework/oac appconfig.go): charts with extra keys install. A warning.
             ctx.add("manifest.metadata", f"unknown metadata key {key!r}: installs today (the installer's metadata "
                     "field check is not called by its Validate), may be refused when it is", file=MANIFEST,
                     path=f"metadata.{key}", loc=("metadata", key), severity="warning")
