@@ -249,7 +249,11 @@ def gpu_memory(ctx: ChartContext) -> None:
                         ctx.add("template.gpu-memory", f"{label}.nvidia.com/gpumem is {v!r}: HAMi counts it in MiB, so a Mi/Gi "
                                 f"suffix asks for far more (GPU.Type={r.mode})", path=where, file=ctx.file_of(o), severity="warning",
                                 hint="a bare integer of MiB, e.g. 23552")
-                if (req is None) != (lim is None) or (req is not None and str(req) != str(lim)):
+                if req is not None and lim is None:
+                    # the API server wants a limit for an extended resource; a mutating webhook may add one
+                    ctx.add("template.gpu-memory", f"nvidia.com/gpumem is requested ({req}) without a limit", path=where,
+                            file=ctx.file_of(o), severity="warning", hint="the same value in requests and limits")
+                elif lim is not None and req is not None and str(req) != str(lim):
                     ctx.add("template.gpu-memory", f"nvidia.com/gpumem differs between requests ({req}) and limits ({lim})", path=where, file=ctx.file_of(o),
                             hint="the same value in requests and limits")
                 if "nvidia.com/gpu" in (res.get("limits") or {}) or "nvidia.com/gpu" in (res.get("requests") or {}):
