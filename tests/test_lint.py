@@ -327,3 +327,39 @@ def test_a_service_port_of_a_sidecar_is_not_the_engines(tmp_path: Path) -> None:
     # a Service port aimed at the engine's container on the wrong port is still an error
     wrong = edit(files, "templates/service.yaml", "      targetPort: http\n", "      targetPort: 8080\n")
     assert severities(lint_files(tmp_path / "b", wrong), "engine.port") == {"error"}
+
+
+# ---------------------------------------------------------------- policy class, --allow
+
+def test_policy_findings_are_a_class_of_their_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chart = build_file_tree(tmp_path / NAME, CASES["secret.plaintext"][1](base_files()))
+    assert main(["lint", str(chart), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    got = {(f["rule"], f["severity"], f["class"]) for f in doc["findings"] if f["severity"] != "info"}
+    assert got == {("secret.plaintext", "error", "policy")}
+    assert doc["summary"]["policy_errors"] == 1
+    # allowed: reported as a warning, and lint passes
+    assert main(["lint", str(chart), "--format", "json", "--allow", "secret.plaintext"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(f["severity"], f["message"].endswith("(allowed)")) for f in doc["findings"] if f["severity"] != "info"] == [("warning", True)]
+
+
+def test_an_installer_rule_cannot_be_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chart = build_file_tree(tmp_path / NAME, CASES["template.envelope"][1](base_files()))
+    assert main(["lint", str(chart), "--allow", "template.envelope"]) == 2
+    assert "only policy rules can be allowed" in capsys.readouterr().err
+
+
+def test_release_refuses_on_a_policy_error_unless_allowed(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conftest import tree_digest
+
+    app_yaml = repo / "apps" / NAME / "app.yaml"
+    app_yaml.write_text(app_yaml.read_text().replace("  CUDA_DEVICE_MEMORY_LIMIT_0: 30000m\n",
+                                                     "  CUDA_DEVICE_MEMORY_LIMIT_0: 30000m\n  API_TOKEN: hf_Abcdefghijklmnop1234567890\n"))
+    args = ["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "x", "--date", "2026-06-01"]
+    before = tree_digest(repo)
+    assert main(args) == 1
+    assert "secret.plaintext" in capsys.readouterr().out
+    assert tree_digest(repo) == before
+    assert main([*args, "--allow", "engine.value"]) == 2  # an installer's refusal is not the maintainer's to waive
+    assert main([*args, "--allow", "secret.plaintext"]) == 0
