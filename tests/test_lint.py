@@ -72,7 +72,7 @@ CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str
     "template.userspace-permission": ("current", lambda f: edit(f, M, "permission:\n  appCommon: true\n", ""), {}),
     "template.workload-replicas": ("current", lambda f: edit(f, M, f"workloadReplicas:\n  {NAME}: 1\n", f"workloadReplicas:\n  {NAME}: 1\n  ghost: 1\n"), {}),
     "template.replicas-wiring": ("current", lambda f: edit(f, D, f"replicas: {{{{ .Values.workloads.{NAME}.replicaCount }}}}", "replicas: 1"), {}),
-    "template.gpu-memory": ("current", lambda f: edit(f, D, "nvidia.com/gpumem: 23552", 'nvidia.com/gpumem: "23Gi"', 2), {}),
+    "template.gpu-memory": ("current", lambda f: edit(f, D, "nvidia.com/gpumem: 23552", "nvidia.com/gpumem: 20000"), {}),  # requests != limits
     "template.runtime-class": ("current", lambda f: edit(f, D, "      volumes:\n", "      runtimeClassName: nvidia\n      volumes:\n"), {}),
     "engine.flag": ("current", lambda f: edit(f, D, '            - "--jinja"\n', '            - "--jinja"\n            - "--draft-max"\n            - "4"\n'), {}),
     "engine.value": ("current", lambda f: edit(f, D, '"draft-mtp"', '"mtp"'), {}),
@@ -363,3 +363,9 @@ def test_release_refuses_on_a_policy_error_unless_allowed(repo: Path, capsys: py
     assert tree_digest(repo) == before
     assert main([*args, "--allow", "engine.value"]) == 2  # an installer's refusal is not the maintainer's to waive
     assert main([*args, "--allow", "secret.plaintext"]) == 0
+
+
+def test_a_gpu_memory_suffix_is_a_warning(tmp_path: Path) -> None:
+    # Kubernetes takes "23Gi" (an integer quantity); HAMi counts nvidia.com/gpumem in MiB
+    files = edit(base_files(), D, "nvidia.com/gpumem: 23552", 'nvidia.com/gpumem: "23Gi"', 2)
+    assert {(f.rule, f.severity) for f in lint_files(tmp_path, files) if f.severity != "info"} == {("template.gpu-memory", "warning")}
