@@ -324,8 +324,14 @@ def run_helm(ctx: ChartContext) -> None:
             return
         docs: dict[str, Any] = {}  # rendered document text -> object, shared by the renders
         try:
+            mode_blind = len(ctx.modes) > 1 and not _reads_gpu(ctx)
             for owner, admin in _owner_scenarios(ctx):
+                first: Render | None = None
                 for mode in ctx.modes:
+                    if mode_blind and first is not None:
+                        # no template reads the GPU values: this mode renders what the first did
+                        ctx.renders.append(Render(owner, admin, mode, first.objects, first.files))
+                        continue
                     objects: list[dict[str, Any]] = []
                     files: dict[int, str] = {}
                     try:
@@ -339,11 +345,22 @@ def run_helm(ctx: ChartContext) -> None:
                         who = "owner == admin" if owner == admin else "owner != admin"
                         ctx.add("helm.render", f"render fails ({who}, GPU.Type={mode}): {_short(str(exc))}")
                         continue
-                    ctx.renders.append(Render(owner, admin, mode, objects, files))
+                    first = Render(owner, admin, mode, objects, files)
+                    ctx.renders.append(first)
             ctx.zero_replicas = _render_zero(ctx, loaded[0][1], name, docs) if ctx.modern and len(loaded) == 1 else None
         finally:
             for _, c, _ in loaded:
                 c.close()
+
+
+_WHOLE_VALUES = re.compile(r"\.Values\s*(\}\}|\||\))|(toYaml|toJson|toPrettyJson)\s+\$?\.Values\b")
+
+
+def _reads_gpu(ctx: ChartContext) -> bool:
+    """Whether a template can see the compute mode: through .Values.GPU / .Values.gpu (the only
+    values that differ between modes), or by dumping .Values whole."""
+    texts = [v for k, v in ctx.source.files.items() if "templates/" in k]
+    return any("gpu" in t.lower() or _WHOLE_VALUES.search(t) for t in texts)
 
 
 def _owner_scenarios(ctx: ChartContext) -> tuple[tuple[str, str], ...]:
