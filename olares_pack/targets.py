@@ -11,7 +11,7 @@ import semver
 from .errors import InputError
 
 # Olares releases whose installer rules olares-pack knows, oldest first: the two targets' windows
-# (olares-format.md "Two targets") and 1.12.7 (market-source-api.md). lint --olares picks a rule
+# (1.12.3-1.12.5 for v1/v2 manifests, 1.12.6+ for v3, the windows oac pins them to) and 1.12.7. lint --olares picks a rule
 # set among them; the newest is the default when a chart names no window.
 KNOWN_RELEASES = ("1.12.3", "1.12.4", "1.12.5", "1.12.6", "1.12.7")
 
