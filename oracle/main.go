@@ -70,7 +70,7 @@ func oacVersion() string {
 	}
 	for _, dep := range info.Deps {
 		if dep.Path == oacModule {
-			if dep.Replace != nil {
+			if dep.Replace != nil && dep.Replace.Version != "" {
 				return dep.Replace.Version
 			}
 			return dep.Version
