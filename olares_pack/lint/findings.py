@@ -152,6 +152,9 @@ RULES: dict[str, RuleInfo] = {
                                   f"{OAC}/chart.go checkResourceLimits (one render per spec.resources mode); internal/resources/"
                                   f"limits.go CheckResourceLimits (sums over walkPodContainers; '-1' fields skipped); {INSTALL_NOTE}",
                                   FROM_OAC),
+    "template.upload-mount": RuleInfo("error", "options.upload.dest is the mount path of a primary container of a Deployment/StatefulSet",
+                                      f"{OAC}/internal/resources/limits.go CheckUploadConfig (oac chart.go lintRenderedScenario, "
+                                      f"not skippable); {INSTALL_NOTE}", FROM_OAC),
     "template.userspace-permission": RuleInfo("error", ".Values.userspace.<x> is used only when permission.<x> is granted",
                                               f"{OAC}/appdata.go checkAppDataUsage; {INSTALL_NOTE}", FROM_OAC),
     "template.workload-replicas": RuleInfo("error", "workloadReplicas lists exactly the rendered Deployments/StatefulSets",

@@ -3,6 +3,7 @@ owner != admin, each compute mode), plus the Kubernetes schemas."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -283,6 +284,22 @@ def routing(ctx: ChartContext) -> None:
                     file="OlaresManifest.yaml", path=f"entrances[{i}].host", hint="host names the Service in front of the app's pod")
 
 
+def upload_mount(ctx: ChartContext) -> None:
+    """options.upload.dest names a folder some primary container mounts (oac CheckUploadConfig)."""
+    opts = ctx.manifest.get("options") if isinstance(ctx.manifest.get("options"), dict) else {}
+    upload = opts.get("upload") if isinstance(opts.get("upload"), dict) else {}
+    dest = str(upload.get("dest") or "")
+    r = ctx.primary_render()
+    if not dest or r is None:
+        return
+    want = posixpath.normpath(dest)
+    mounts = {posixpath.normpath(str(m.get("mountPath"))) for o in r.objects if o.get("kind") in ("Deployment", "StatefulSet")
+              for _, c in containers(o, init=False) for m in c.get("volumeMounts") or [] if isinstance(m, dict) and m.get("mountPath")}
+    if want not in mounts:
+        ctx.add("template.upload-mount", f"no container of a Deployment/StatefulSet mounts options.upload.dest {dest!r}",
+                file="OlaresManifest.yaml", path="options.upload.dest", hint="mount the upload folder in the app's container")
+
+
 _IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/:]*(@sha256:[0-9a-f]{64})?$")
 
 
@@ -299,4 +316,5 @@ def image_ref(ctx: ChartContext) -> None:
 
 
 RULES: list[Rule] = [schemas, namespace, app_workload, hostpath_recreate, container_resources, envelope,
-                     userspace_permission, workload_replicas, replicas_wiring, gpu_memory, runtime_class, routing, image_ref]
+                     userspace_permission, workload_replicas, replicas_wiring, gpu_memory, runtime_class, routing, image_ref,
+                     upload_mount]
