@@ -110,8 +110,9 @@ RULES: dict[str, RuleInfo] = {
     "manifest.resources": RuleInfo("error", "resource envelopes complete, valid quantities, limits >= requirements",
                                    f"{OAC}/internal/manifest/resources.go; internal/resources/limits.go CheckResourceLimits "
                                    f"(required <= limited); {INSTALL_NOTE}", FROM_OAC),
-    "manifest.mode-arch": RuleInfo("error", "a compute mode's architecture is in spec.supportArch (nvidia needs amd64)",
-                                   f"{OAC}/internal/manifest/resources.go (mode / supportArch); {INSTALL_NOTE}", FROM_OAC),
+    "manifest.mode-arch": RuleInfo("error", "spec.supportArch lists amd64/arm64 once each, and a compute mode's architecture (nvidia needs amd64)",
+                                   f"{OAC}/internal/manifest/validate.go validateSupportArchEntry, uniqueSupportArches; "
+                                   f"resources.go (mode / supportArch); {INSTALL_NOTE}", FROM_OAC),
     "manifest.supported-gpu": RuleInfo("error", "spec.supportedGpu is empty on 0.12.0",
                                        f"{OAC}/internal/manifest/validate.go (0.12.0: supportedGpu must be empty); {INSTALL_NOTE}", FROM_OAC),
     "manifest.workload-replicas": RuleInfo("error", "workloadReplicas is declared on 0.12.0 manifests (apiVersion other than v2)",
@@ -122,6 +123,10 @@ RULES: dict[str, RuleInfo] = {
     "manifest.os-window": RuleInfo("error", "the target Olares version is inside the chart's olares dependency window",
                                    f"{APP_SERVICE}: the install of an app whose olares system dependency excludes the OS "
                                    "version is refused (every release); beclab/market filters catalogues by ?version="),
+    "manifest.options": RuleInfo("error", "options.dependencies and options.policies complete; templateOnly with allowMultipleInstall; "
+                                 "shared on v3 only; permission.externalData from 0.12.0",
+                                 f"{OAC}/internal/manifest/validate.go validateOptions, validateDependencyValue, "
+                                 f"validatePolicyValue, validatePermission; {INSTALL_NOTE}", FROM_OAC),
     "manifest.provider": RuleInfo("error", "provider and permission.provider are empty on 0.12.0",
                                   f"{OAC}/internal/manifest/validate.go (0.12.0 provider rules); {INSTALL_NOTE}", FROM_OAC),
     "manifest.olares-user": RuleInfo("error", "no OLARES_USER env names or strings in a 0.12.0 chart",
