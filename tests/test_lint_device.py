@@ -28,6 +28,8 @@ def errors(findings: list) -> set[str]:
 
 # Refused charts of the error rules test_lint.CASES does not hold (rule -> target, mutation).
 MORE_REFUSED = {
+    # oac CheckReleaseNameWorkload: several installs need a workload named after the release
+    "template.multiple-install": ("current", lambda f: edit(f, M, "  apiTimeout: 0\n", "  apiTimeout: 0\n  allowMultipleInstall: true\n")),
     # oac validatePolicyValue: validDuration is Go-duration-like ("1h30m"), not prose
     "manifest.options": ("current", lambda f: edit(f, M, "  apiTimeout: 0\n", "  apiTimeout: 0\n  policies:\n    - uriRegex: /admin\n"
                                                    "      level: two_factor\n      validDuration: 1 hour\n")),
@@ -77,6 +79,8 @@ ACCEPTED = {
     "template.userspace-permission": ("current", lambda f: edit(f, M, "permission:\n", "permission:\n  userData: []\n"), {}),
     "manifest.options": ("current", lambda f: edit(f, M, "  apiTimeout: 0\n", "  apiTimeout: 0\n  policies:\n    - uriRegex: /admin\n"
                                                    "      level: two_factor\n      validDuration: 1h30m\n"), {}),
+    "template.multiple-install": ("current", lambda f: edit(edit(f, M, "  apiTimeout: 0\n", "  apiTimeout: 0\n  allowMultipleInstall: true\n"),
+                                                            D, f"  name: {NAME}\n", "  name: {{ .Release.Name }}\n"), {}),
     # the same folder, spelled with a trailing slash (oac compares cleaned paths)
     "template.upload-mount": ("current", lambda f: edit(f, M, "  apiTimeout: 0\n", "  apiTimeout: 0\n  upload:\n    dest: /models/\n"), {}),
     "template.workload-replicas": ("current", lambda f: edit(f, M, f"workloadReplicas:\n  {NAME}: 1\n", f"workloadReplicas:\n  '{NAME}': 1\n"), {}),
@@ -469,3 +473,13 @@ def test_the_vllm_generator_reads_add_argument_and_frontend_dataclasses() -> Non
                                                "class FrontendArgs(BaseFrontendArgs):\n    host: str | None = None\n    _private: int = 0\n",
     }
     assert vllmargs.flags_of(sources) == {"--max-model-len", "-q", "--quantization", "-O", "--chat-template", "--host"}
+
+
+def test_several_installs_need_release_scoped_cluster_objects(tmp_path: Path) -> None:
+    # oac CheckClusterScopedFixedNames: a ClusterRole whose name ignores the release collides
+    role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {name}\nrules: []\n"
+    base = ACCEPTED["template.multiple-install"][1](base_files())
+    fixed = lint_files(tmp_path / "a", {**base, "templates/role.yaml": role.format(name="model-reader")})
+    assert [(f.rule, f.path) for f in fixed if f.severity == "error"] == [("template.multiple-install", "ClusterRole/model-reader")]
+    scoped = lint_files(tmp_path / "b", {**base, "templates/role.yaml": role.format(name="{{ .Release.Name }}-reader")})
+    assert errors(scoped) == set()

@@ -348,6 +348,8 @@ def run_helm(ctx: ChartContext) -> None:
                     first = Render(owner, admin, mode, objects, files)
                     ctx.renders.append(first)
             ctx.zero_replicas = _render_zero(ctx, loaded[0][1], name, docs) if ctx.modern and len(loaded) == 1 else None
+            if _allows_multiple(ctx) and len(loaded) == 1:
+                ctx.memo["probes"] = _render_probes(ctx, loaded[0][1], name)
         finally:
             for _, c, _ in loaded:
                 c.close()
@@ -361,6 +363,26 @@ def _reads_gpu(ctx: ChartContext) -> bool:
     values that differ between modes), or by dumping .Values whole."""
     texts = [v for k, v in ctx.source.files.items() if "templates/" in k]
     return any("gpu" in t.lower() or _WHOLE_VALUES.search(t) for t in texts)
+
+
+PROBES = ("oac-lint-probe-a", "oac-lint-probe-b")  # the release names oac renders with (cluster_scoped.go)
+
+
+def _allows_multiple(ctx: ChartContext) -> bool:
+    opts = ctx.manifest.get("options")
+    return isinstance(opts, dict) and opts.get("allowMultipleInstall") is True
+
+
+def _render_probes(ctx: ChartContext, chart: helm_python.Chart, name: str) -> list[list[dict[str, Any]]] | None:
+    """The chart rendered under two other release names, as oac does for options.allowMultipleInstall."""
+    out = []
+    for release in PROBES:
+        try:
+            rendered = chart.render(values=ctx.values(*OWNERS[0], ctx.modes[0]), name=release, namespace=f"{name}-alice")
+            out.append([o for _, o in helm.objects(rendered) if isinstance(o, dict)])
+        except (helm_python.HelmError, yaml.YAMLError):
+            return None
+    return out
 
 
 def _owner_scenarios(ctx: ChartContext) -> tuple[tuple[str, str], ...]:

@@ -157,6 +157,10 @@ RULES: dict[str, RuleInfo] = {
                                   f"{OAC}/chart.go checkResourceLimits (one render per spec.resources mode); internal/resources/"
                                   f"limits.go CheckResourceLimits (sums over walkPodContainers; '-1' fields skipped); {INSTALL_NOTE}",
                                   FROM_OAC),
+    "template.multiple-install": RuleInfo("error", "with options.allowMultipleInstall: a workload named {{ .Release.Name }}, no fixed-name cluster-scoped object",
+                                          f"{OAC}/internal/resources/workloads.go CheckReleaseNameWorkload, cluster_scoped.go "
+                                          f"CheckClusterScopedFixedNames (two renders under probe release names); {INSTALL_NOTE}",
+                                          FROM_OAC),
     "template.upload-mount": RuleInfo("error", "options.upload.dest is the mount path of a primary container of a Deployment/StatefulSet",
                                       f"{OAC}/internal/resources/limits.go CheckUploadConfig (oac chart.go lintRenderedScenario, "
                                       f"not skippable); {INSTALL_NOTE}", FROM_OAC),

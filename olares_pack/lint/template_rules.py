@@ -284,6 +284,30 @@ def routing(ctx: ChartContext) -> None:
                     file="OlaresManifest.yaml", path=f"entrances[{i}].host", hint="host names the Service in front of the app's pod")
 
 
+def multiple_install(ctx: ChartContext) -> None:
+    """options.allowMultipleInstall: a workload named after the release, and no cluster-scoped object
+    whose name stays the same under another release name (oac CheckReleaseNameWorkload,
+    CheckClusterScopedFixedNames)."""
+    from .context import PROBES
+
+    probes = ctx.memo.get("probes")
+    if not probes:
+        return
+    named = [any(o.get("kind") in ("Deployment", "StatefulSet") and (o.get("metadata") or {}).get("name") == release for o in objs)
+             for release, objs in zip(PROBES, probes, strict=True)]
+    if not all(named):
+        ctx.add("template.multiple-install", "options.allowMultipleInstall needs a Deployment or StatefulSet named "
+                "{{ .Release.Name }}: installs would collide on workload names", file="OlaresManifest.yaml",
+                path="options.allowMultipleInstall", hint="name: {{ .Release.Name }} on the main workload")
+    if ctx.api_version == "v2":
+        return
+    keys = [{obj_name(o) for o in objs if o.get("kind") in CLUSTER_SCOPED} for objs in probes]
+    for key in sorted(keys[0] & keys[1]):
+        ctx.add("template.multiple-install", f"cluster-scoped {key} keeps its name under another release name: a second "
+                "install collides with it", path=key, file=_template_of(ctx, {"kind": key.split("/")[0],
+                "metadata": {"name": key.split("/", 1)[1]}}), hint="a name built on {{ .Release.Name }}")
+
+
 def upload_mount(ctx: ChartContext) -> None:
     """options.upload.dest names a folder some primary container mounts (oac CheckUploadConfig)."""
     opts = ctx.manifest.get("options") if isinstance(ctx.manifest.get("options"), dict) else {}
@@ -317,4 +341,4 @@ def image_ref(ctx: ChartContext) -> None:
 
 RULES: list[Rule] = [schemas, namespace, app_workload, hostpath_recreate, container_resources, envelope,
                      userspace_permission, workload_replicas, replicas_wiring, gpu_memory, runtime_class, routing, image_ref,
-                     upload_mount]
+                     upload_mount, multiple_install]
