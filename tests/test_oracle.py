@@ -24,10 +24,14 @@ def test_bundled_apps_accepted_on_both_targets(oracle, app: str) -> None:  # noq
         assert v.accepted, (source.label, v.errors)
 
 
-@pytest.mark.parametrize("chart", sorted(p.name for p in CHARTS.iterdir() if p.is_dir()))
-def test_chart_fixtures_accepted(oracle, chart: str) -> None:  # noqa: F811
-    v = oracle.verdict(CHARTS / chart)
-    assert v.accepted, (chart, v.errors)
+EXPECTED = Path(__file__).resolve().parent / "data" / "expected"
+FIXTURES = sorted([p for p in CHARTS.iterdir() if p.is_dir()] + [p for p in EXPECTED.glob("*/*") if (p / "Chart.yaml").is_file()])
+
+
+@pytest.mark.parametrize("chart", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_chart_fixtures_accepted(oracle, chart: Path) -> None:  # noqa: F811
+    v = oracle.verdict(chart)
+    assert v.accepted, (str(chart), v.errors)
 
 
 # ---------------------------------------------------------------- refused fixtures: lint (1.12.6+) vs oac
