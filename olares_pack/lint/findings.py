@@ -119,10 +119,10 @@ RULES: dict[str, RuleInfo] = {
                                            f"{OAC}/internal/manifest/validate.go (workloadReplicas); {INSTALL_NOTE}", FROM_OAC),
     "manifest.olares-dependency": RuleInfo("error", "the olares system dependency exists and sits in its apiVersion's window",
                                            f"{OAC}/options.go (options.dependencies, type system): v3 needs >=1.12.6-0; "
-                                           f"{APP_SERVICE} checks the system dependency at install in every release"),
+                                           f"{APP_SERVICE} CheckDependencies matches the OS version against it at install (every release)"),
     "manifest.os-window": RuleInfo("error", "the target Olares version is inside the chart's olares dependency window",
-                                   f"{APP_SERVICE}: the install of an app whose olares system dependency excludes the OS "
-                                   "version is refused (every release); beclab/market filters catalogues by ?version="),
+                                   f"{APP_SERVICE} CheckDependencies: an olares system dependency the OS version does not "
+                                   "match (utils.MatchVersion) refuses the install, every release"),
     "manifest.options": RuleInfo("error", "options.dependencies and options.policies complete; templateOnly with allowMultipleInstall; "
                                  "shared on v3 only; permission.externalData from 0.12.0",
                                  f"{OAC}/internal/manifest/validate.go validateOptions, validateDependencyValue, "
