@@ -263,6 +263,9 @@ def test_cli_formats_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtur
     warn = build_file_tree(tmp_path / "warn" / NAME, CASES["image.unpinned"][1](base_files()))
     assert main(["lint", str(warn)]) == 0
     assert main(["lint", str(warn), "--strict"]) == 1
+    capsys.readouterr()
+    assert main(["lint", str(warn), "--format", "github"]) == 0
+    assert "title=image.unpinned (policy)" in capsys.readouterr().out  # olares-pack's own rule, marked
     assert main(["lint", str(tmp_path / "missing")]) == 2
 
 
