@@ -483,3 +483,11 @@ def test_several_installs_need_release_scoped_cluster_objects(tmp_path: Path) ->
     assert [(f.rule, f.path) for f in fixed if f.severity == "error"] == [("template.multiple-install", "ClusterRole/model-reader")]
     scoped = lint_files(tmp_path / "b", {**base, "templates/role.yaml": role.format(name="{{ .Release.Name }}-reader")})
     assert errors(scoped) == set()
+
+
+def test_a_manifest_that_does_not_decode_is_refused_by_every_release(tmp_path: Path) -> None:
+    # 1.12.3-1.12.5 ran no oac, but their app service decodes the manifest into its types first
+    files = edit(base_files("legacy"), M, "    port: 8000", '    port: "8000"')
+    found = lint_files(tmp_path / "a", files, olares_version="1.12.5")
+    assert ("manifest.parse", "entrances[0].port") in [(f.rule, f.path) for f in found if f.severity == "error"]
+    assert errors(lint_files(tmp_path / "b", base_files("legacy"), olares_version="1.12.5")) == set()

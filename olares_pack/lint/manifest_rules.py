@@ -414,6 +414,33 @@ def i18n(ctx: ChartContext) -> None:
             ctx.add("manifest.i18n", f"locale {m.group(1)} has an i18n file but is not in spec.locale", file=path, severity="info")
 
 
+_MAPPINGS = ("metadata", "spec", "permission", "options")
+_LISTS = ("entrances",)
+
+
+def decodes(ctx: ChartContext) -> None:
+    """The (rendered) manifest decodes into the installer's types: every release decodes it into
+    its AppConfiguration before anything else, and a mapping where a list belongs (or a port
+    written as text) fails that decode."""
+    m = ctx.manifest
+    for key in _MAPPINGS:
+        if m.get(key) is not None and not isinstance(m.get(key), dict):
+            ctx.add("manifest.parse", f"{key} is a {type(m[key]).__name__}, not a mapping: the installer cannot decode the manifest",
+                    file=MANIFEST, path=key, loc=(key,))
+    for key in _LISTS:
+        value = m.get(key)
+        if value is not None and not isinstance(value, list):
+            ctx.add("manifest.parse", f"{key} is a {type(value).__name__}, not a list: the installer cannot decode the manifest",
+                    file=MANIFEST, path=key, loc=(key,))
+        for i, e in enumerate(value if isinstance(value, list) else []):
+            if not isinstance(e, dict):
+                ctx.add("manifest.parse", f"{key}[{i}] is not a mapping: the installer cannot decode the manifest",
+                        file=MANIFEST, path=f"{key}[{i}]", loc=(key, i))
+            elif e.get("port") is not None and (isinstance(e.get("port"), bool) or not isinstance(e.get("port"), int)):
+                ctx.add("manifest.parse", f"{key}[{i}].port {e.get('port')!r} is not a number: the installer cannot decode the manifest",
+                        file=MANIFEST, path=f"{key}[{i}].port", loc=(key, i, "port"))
+
+
 _DURATION = re.compile(r"^((?:[-+]?\d+(?:\.\d+)?([smhdwy]|us|ns|ms))+)$")
 
 
@@ -455,6 +482,6 @@ def options(ctx: ChartContext) -> None:
                 path="permission.externalData", loc=("permission", "externalData"))
 
 
-RULES: list[Rule] = [chart_name, chart_version, schema_version, metadata, entrances, resources,
+RULES: list[Rule] = [decodes, chart_name, chart_version, schema_version, metadata, entrances, resources,
                      mode_arch, supported_gpu, workload_replicas, olares_dependency, provider, olares_user, i18n, options]
 POST_RENDER: list[Rule] = [api_timeout]
