@@ -179,15 +179,21 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: b
 @click.option("--force", is_flag=True, help="Allow a version that does not increase.")
 @click.option("--online", is_flag=True, help="Also check with the registry and Hugging Face that the pinned digest "
               "and commit still resolve and that the image tag still names the digest.")
+@click.option("--allow", "allow", multiple=True, metavar="RULE",
+              help="Release despite errors of this olares-pack policy rule (e.g. vram.budget); they are shown as "
+              "warnings. Installer rules cannot be allowed. Repeatable.")
 @lock_timeout_option
 @apps_dir_option
 def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: str | None, changes: tuple[str, ...],
                 notes: str, date_text: str | None, changes_from_diff: bool, edit: bool, dry_run: bool, force: bool,
-                online: bool, lock_timeout: float, apps_dir: Path) -> int:
+                online: bool, allow: tuple[str, ...], lock_timeout: float, apps_dir: Path) -> int:
     """Publish a version of APP: bump app.yaml (comments and order kept), add its changelog entry,
     render, lint (errors stop it), package reproducibly, write its release record under
     apps/<name>/releases/ and its entry in market-index.json, all in one transaction."""
     from . import console, releases
+    from .lint.findings import allowable
+    for rule in allow:
+        allowable(rule)
     app_dir = _app_dir(app_ref, apps_dir)
     repo = Repo.of_apps(apps_dir)
     parsed_changes = [_parse_change(c) for c in changes]
@@ -201,7 +207,8 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
         if changes_from_diff:
             parsed_changes += _changes_since_latest(app_ref, apps_dir)
         plan = releases.plan_release(repo, app_dir, version=version, bump=bump, summary=summary, changes=parsed_changes,
-                                     notes=notes, date=date, force=force, entry_override=entry)
+                                     notes=notes, date=date, force=force, entry_override=entry,
+                                     allow=tuple(sorted(set(allow))))
         errors = [f for f in plan.findings if f.severity == "error"]
         if errors:
             from .lint.output import print_findings
@@ -762,12 +769,14 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
               help="Flag registry for llama-server containers whose build olares-pack cannot tell (e.g. b11434).")
 @click.option("--helm-lint", is_flag=True, help="Also run Helm's own lint (warnings only: the installer renders, it does not lint).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Lint this many charts at once.")
+@click.option("--allow", "allow", multiple=True, metavar="RULE",
+              help="Report errors of this olares-pack policy rule as warnings (as `release --allow` does). Repeatable.")
 @click.option("--explain", "explain", metavar="RULE", help="Print what RULE checks, its source and its releases, and exit.")
 @click.option("--online", is_flag=True, help="Also ask the registries and Hugging Face whether the pinned digests and "
               "commits of app manifests still resolve, and whether image tags still name their digests.")
 def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tuple[str, ...],
              olares_version: str | None, kube_version: str, engine_build: str | None, helm_lint: bool, jobs: int,
-             explain: str | None, online: bool) -> int:
+             allow: tuple[str, ...], explain: str | None, online: bool) -> int:
     """Lint chart folders, .tgz charts, app manifests (rendered for each target) or folders of them."""
     from .lint import LintOptions, lint_charts
     from .lint.output import PRINTERS, print_rule
@@ -780,9 +789,12 @@ def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tupl
 
     if olares_version:
         targets.parse_os_version(olares_version)
+    from .lint.findings import allowable
+    for rule in allow:
+        allowable(rule)
     sources = resolve(list(paths), list(target_names) or None)
     options = LintOptions(kube_version=kube_version, olares_version=olares_version, engine_build=engine_build,
-                          strict=strict, helm_lint=helm_lint)
+                          strict=strict, helm_lint=helm_lint, allow=tuple(sorted(set(allow))))
     from .lint.place import place_results
 
     results = lint_charts(sources, options, jobs)

@@ -105,7 +105,10 @@ def render(chart: helm_python.Chart, values: dict[str, Any], *, namespace: str) 
 
 
 # Helm's own manifest separator (releaseutil.SplitManifests): tolerant of indentation before ---.
-_SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
+# `\s*\n---` needs '---' right after a newline; matching from the newline (and leaving the
+# whitespace before it to the previous document, where YAML ignores it) splits alike without
+# the backtracking of `\s*\n` over long runs of blank lines.
+_SEPARATOR = re.compile(r"(?:^|\n)---\s*")
 
 
 def objects(rendered: dict[str, str], cache: dict[str, Any] | None = None,

@@ -67,14 +67,14 @@ def build_packages(app: App, repo: Repo) -> list[BuiltPackage]:
     return out
 
 
-def lint_app(app: App, app_dir: Path, built: list[BuiltPackage]) -> list[Finding]:
+def lint_app(app: App, app_dir: Path, built: list[BuiltPackage], allow: tuple[str, ...] = ()) -> list[Finding]:
     from .lint import LintOptions, lint_source
     from .lint.source import ChartSource
 
     findings: list[Finding] = []
     for b in built:
         src = ChartSource(f"{app.name}@{b.target}", app.name, b.files, app=app, target=b.target, app_dir=app_dir)
-        findings.extend(lint_source(src, LintOptions()))
+        findings.extend(lint_source(src, LintOptions(allow=allow)))
     return findings
 
 
@@ -222,6 +222,7 @@ def plan_release(
     date: dt.date | None = None,
     force: bool = False,
     entry_override: Any = None,
+    allow: tuple[str, ...] = (),
 ) -> ReleasePlan:
     """Everything a release would write, computed without writing anything. It reads this app's
     manifest and records and the ledger, nothing of the other apps."""
@@ -295,7 +296,7 @@ def plan_release(
                   key=lambda e: semver.Version.parse(e.version))
 
     built = build_packages(app, repo)
-    findings = lint_app(app, app_dir, built)
+    findings = lint_app(app, app_dir, built, allow)
     rec = make_record(app, built, repo, adds, derived_fields(raw))
     return ReleasePlan(app, old_text, new_text, manifest_path, findings, False, built, rec,
                        records.path_of(repo, app.name, new_version), ledger_with(repo, rec))

@@ -11,8 +11,8 @@ import semver
 from .errors import InputError
 
 # Olares releases whose installer rules olares-pack knows, oldest first: the two targets' windows
-# (README, the target table) and 1.12.7 (README, "Serving the market": it expects an https source).
-# lint --olares picks a rule set among them; the newest is the default when a chart names no window.
+# (1.12.3-1.12.5 for v1/v2 manifests, 1.12.6+ for v3, the windows oac pins them to) and 1.12.7. lint --olares picks a rule
+# set among them; the newest is the default when a chart names no window.
 KNOWN_RELEASES = ("1.12.3", "1.12.4", "1.12.5", "1.12.6", "1.12.7")
 
 # Olares installs k3s v1.32 (installer DefaultK3sVersion v1.32.2-k3s): its schemas validate objects.

@@ -49,9 +49,8 @@ M, D = "OlaresManifest.yaml", "templates/deployment.yaml"
 
 # rule id -> (target, mutation of the rendered chart, options)
 CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str, object]]] = {
-    "chart.structure": ("current", lambda f: {k: v for k, v in f.items() if k != M}, {}),
     "chart.version": ("current", lambda f: edit(f, M, 'version: "1.0.10"', 'version: "1.0.8"'), {}),
-    "manifest.schema-version": ("legacy", lambda f: edit(f, M, 'apiVersion: "v1"', 'apiVersion: "v2"'), {}),
+    "manifest.schema-version": ("legacy", lambda f: edit(f, M, 'apiVersion: "v1"', 'apiVersion: "v2"'), {}),  # 1.12.5: a warning
     "manifest.metadata": ("current", lambda f: edit(f, M, 'title: "Qwen36 27B Long Context"', 'title: "Qwen3.6 27B with a very long context window"'), {}),
     "manifest.entrances": ("current", lambda f: edit(f, M, 'authLevel: "internal"', 'authLevel: "secret"'), {}),
     "manifest.static": ("current", lambda f: edit(f, M, "metadata:\n", "metadata:\n  # owner: {{ .Values.bfl.username }}\n"), {}),
@@ -67,26 +66,24 @@ CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str
     "manifest.i18n": ("current", lambda f: {**f, "i18n/en-US/OlaresManifest.yaml": "metadata: [unclosed\n"}, {}),
     "kube.schema": ("current", lambda f: edit(f, D, "initialDelaySeconds: 60", 'initialDelaySeconds: "sixty"'), {}),
     "template.namespace": ("current", lambda f: edit(f, "templates/service.yaml", 'namespace: "{{ .Release.Namespace }}"', "namespace: default"), {}),
-    "template.app-workload": ("legacy", lambda f: edit(f, D, f"  name: {NAME}\n", "  name: engine\n"), {}),
     "template.hostpath-recreate": ("current", lambda f: edit(f, D, "type: Recreate", "type: RollingUpdate"), {}),
     "template.resources": ("current", lambda f: edit(f, D, '              memory: "40Gi"\n', ""), {}),
     "template.envelope": ("current", lambda f: edit(f, D, 'cpu: "16"', 'cpu: "17"'), {}),
     "template.userspace-permission": ("current", lambda f: edit(f, M, "permission:\n  appCommon: true\n", ""), {}),
     "template.workload-replicas": ("current", lambda f: edit(f, M, f"workloadReplicas:\n  {NAME}: 1\n", f"workloadReplicas:\n  {NAME}: 1\n  ghost: 1\n"), {}),
     "template.replicas-wiring": ("current", lambda f: edit(f, D, f"replicas: {{{{ .Values.workloads.{NAME}.replicaCount }}}}", "replicas: 1"), {}),
-    "template.gpu-memory": ("current", lambda f: edit(f, D, "nvidia.com/gpumem: 23552", 'nvidia.com/gpumem: "23Gi"', 2), {}),
+    "template.gpu-memory": ("current", lambda f: edit(f, D, "nvidia.com/gpumem: 23552", "nvidia.com/gpumem: 20000"), {}),  # requests != limits
     "template.runtime-class": ("current", lambda f: edit(f, D, "      volumes:\n", "      runtimeClassName: nvidia\n      volumes:\n"), {}),
     "engine.flag": ("current", lambda f: edit(f, D, '            - "--jinja"\n', '            - "--jinja"\n            - "--draft-max"\n            - "4"\n'), {}),
     "engine.value": ("current", lambda f: edit(f, D, '"draft-mtp"', '"mtp"'), {}),
     "engine.defaults": ("current", lambda f: edit(f, D, '            - "--host"\n            - "0.0.0.0"\n', ""), {}),
     "engine.port": ("current", lambda f: edit(f, D, '            - "--port"\n            - "8000"\n', '            - "--port"\n            - "8001"\n'), {}),
     "image.unpinned": ("current", lambda f: {k: v.replace(f"@{DIGEST}", "") for k, v in f.items()}, {}),
-    "gpu.hami-limit": ("current", lambda f: edit(f, D, '            - name: CUDA_DEVICE_MEMORY_LIMIT_0\n              value: "23552m"\n', ""), {}),
+    "gpu.hami-limit": ("current", lambda f: edit(f, D, 'value: "23552m"', 'value: "30000m"'), {}),  # above the grant
     "template.raw-yaml": ("current", lambda f: edit(f, D, "imagePullPolicy: IfNotPresent\n", "imagePullPolicy: IfNotPresent\n          imagePullPolicy: IfNotPresent\n"), {}),
     "template.image-ref": ("current", lambda f: edit(f, D, f'image: "docker.io/aamsellem/llama-cpp-mtp:master-ad27757@{DIGEST}"',
-                                                       'image: "{{ .Values.repo | default \"docker.io/aamsellem/llama-cpp-mtp\" }}:master-ad27757@'
-                                                       f'{DIGEST}"', 2), {}),
-    "template.routing": ("current", lambda f: edit(f, D, "        app: llamacppqwen36mtpone\n", ""), {}),
+                                                       'image: "{{ .Values.noSuchImage }}"', 2), {}),
+    "template.routing": ("current", lambda f: edit(f, M, f"    host: {NAME}", "    host: nosuchservice"), {}),
     "secret.plaintext": ("current", lambda f: edit(f, D, "          env:\n            - name: CUDA", "          env:\n            - name: HF_TOKEN\n              value: hf_Abcdefghijklmnop1234567890\n            - name: CUDA"), {}),
 }
 
@@ -266,6 +263,9 @@ def test_cli_formats_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtur
     warn = build_file_tree(tmp_path / "warn" / NAME, CASES["image.unpinned"][1](base_files()))
     assert main(["lint", str(warn)]) == 0
     assert main(["lint", str(warn), "--strict"]) == 1
+    capsys.readouterr()
+    assert main(["lint", str(warn), "--format", "github"]) == 0
+    assert "title=image.unpinned (policy)" in capsys.readouterr().out  # olares-pack's own rule, marked
     assert main(["lint", str(tmp_path / "missing")]) == 2
 
 
@@ -330,3 +330,45 @@ def test_a_service_port_of_a_sidecar_is_not_the_engines(tmp_path: Path) -> None:
     # a Service port aimed at the engine's container on the wrong port is still an error
     wrong = edit(files, "templates/service.yaml", "      targetPort: http\n", "      targetPort: 8080\n")
     assert severities(lint_files(tmp_path / "b", wrong), "engine.port") == {"error"}
+
+
+# ---------------------------------------------------------------- policy class, --allow
+
+def test_policy_findings_are_a_class_of_their_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chart = build_file_tree(tmp_path / NAME, CASES["secret.plaintext"][1](base_files()))
+    assert main(["lint", str(chart), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    got = {(f["rule"], f["severity"], f["class"]) for f in doc["findings"] if f["severity"] != "info"}
+    assert got == {("secret.plaintext", "error", "policy")}
+    assert doc["summary"]["policy_errors"] == 1
+    # allowed: reported as a warning, and lint passes
+    assert main(["lint", str(chart), "--format", "json", "--allow", "secret.plaintext"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(f["severity"], f["message"].endswith("(allowed)")) for f in doc["findings"] if f["severity"] != "info"] == [("warning", True)]
+
+
+def test_an_installer_rule_cannot_be_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chart = build_file_tree(tmp_path / NAME, CASES["template.envelope"][1](base_files()))
+    assert main(["lint", str(chart), "--allow", "template.envelope"]) == 2
+    assert "only policy rules can be allowed" in capsys.readouterr().err
+
+
+def test_release_refuses_on_a_policy_error_unless_allowed(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conftest import tree_digest
+
+    app_yaml = repo / "apps" / NAME / "app.yaml"
+    app_yaml.write_text(app_yaml.read_text().replace("  CUDA_DEVICE_MEMORY_LIMIT_0: 30000m\n",
+                                                     "  CUDA_DEVICE_MEMORY_LIMIT_0: 30000m\n  API_TOKEN: hf_Abcdefghijklmnop1234567890\n"))
+    args = ["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "x", "--date", "2026-06-01"]
+    before = tree_digest(repo)
+    assert main(args) == 1
+    assert "secret.plaintext" in capsys.readouterr().out
+    assert tree_digest(repo) == before
+    assert main([*args, "--allow", "engine.value"]) == 2  # an installer's refusal is not the maintainer's to waive
+    assert main([*args, "--allow", "secret.plaintext"]) == 0
+
+
+def test_a_gpu_memory_suffix_is_a_warning(tmp_path: Path) -> None:
+    # Kubernetes takes "23Gi" (an integer quantity); HAMi counts nvidia.com/gpumem in MiB
+    files = edit(base_files(), D, "nvidia.com/gpumem: 23552", 'nvidia.com/gpumem: "23Gi"', 2)
+    assert {(f.rule, f.severity) for f in lint_files(tmp_path, files) if f.severity != "info"} == {("template.gpu-memory", "warning")}

@@ -28,6 +28,19 @@ def errors(findings: list) -> set[str]:
 
 # Refused charts of the error rules test_lint.CASES does not hold (rule -> target, mutation).
 MORE_REFUSED = {
+    # oac CheckReleaseNameWorkload: several installs need a workload named after the release
+    "template.multiple-install": ("current", lambda f: edit(f, M, "  apiTimeout: 0\n", "  apiTimeout: 0\n  allowMultipleInstall: true\n")),
+    # oac validatePolicyValue: validDuration is Go-duration-like ("1h30m"), not prose
+    "manifest.options": ("current", lambda f: edit(f, M, "  apiTimeout: 0\n", "  apiTimeout: 0\n  policies:\n    - uriRegex: /admin\n"
+                                                   "      level: two_factor\n      validDuration: 1 hour\n")),
+    # oac CheckUploadConfig: the upload folder is mounted by no primary container
+    "template.upload-mount": ("current", lambda f: edit(f, M, "  apiTimeout: 0\n", "  apiTimeout: 0\n  upload:\n    dest: /uploads\n")),
+    # oac CheckLayout; Helm then misses the chart's own values too
+    "chart.structure": ("current", lambda f: {k: v for k, v in f.items() if k != "values.yaml"}),
+    # renaming the app's workload also unlists it from workloadReplicas
+    "template.app-workload": ("current", lambda f: edit(f, D, f"  name: {NAME}\n", "  name: engine\n")),
+    # apiVersion v2 without subCharts: refused from 1.12.6 (the v3 window error comes with it)
+    "manifest.schema-version": ("current", lambda f: edit(f, M, 'apiVersion: "v3"', 'apiVersion: "v2"')),
     "chart.name": ("current", lambda f: edit(f, "Chart.yaml", f"name: {NAME}", "name: llama-cpp")),
     "manifest.parse": ("current", lambda f: {**f, M: "olaresManifest.version: '0.12.0'\nmetadata: [unclosed\n"}),
     "helm.render": ("current", lambda f: edit(f, D, "kind: Deployment\n", "kind: Deployment\n{{ fail \"no GPU\" }}\n")),
@@ -64,6 +77,12 @@ ACCEPTED = {
                                                      '              memory: "1Gi"\n', ""), {}),
     "template.envelope": ("current", lambda f: edit(edit(f, M, 'limitedCpu: "16"', 'limitedCpu: "-1"'), D, 'cpu: "16"', 'cpu: "40"'), {}),
     "template.userspace-permission": ("current", lambda f: edit(f, M, "permission:\n", "permission:\n  userData: []\n"), {}),
+    "manifest.options": ("current", lambda f: edit(f, M, "  apiTimeout: 0\n", "  apiTimeout: 0\n  policies:\n    - uriRegex: /admin\n"
+                                                   "      level: two_factor\n      validDuration: 1h30m\n"), {}),
+    "template.multiple-install": ("current", lambda f: edit(edit(f, M, "  apiTimeout: 0\n", "  apiTimeout: 0\n  allowMultipleInstall: true\n"),
+                                                            D, f"  name: {NAME}\n", "  name: {{ .Release.Name }}\n"), {}),
+    # the same folder, spelled with a trailing slash (oac compares cleaned paths)
+    "template.upload-mount": ("current", lambda f: edit(f, M, "  apiTimeout: 0\n", "  apiTimeout: 0\n  upload:\n    dest: /models/\n"), {}),
     "template.workload-replicas": ("current", lambda f: edit(f, M, f"workloadReplicas:\n  {NAME}: 1\n", f"workloadReplicas:\n  '{NAME}': 1\n"), {}),
     "template.replicas-wiring": ("current", lambda f: edit(f, D, f"replicas: {{{{ .Values.workloads.{NAME}.replicaCount }}}}",
                                                            f"replicas: {{{{ .Values.workloads.{NAME}.replicaCount | int }}}}"), {}),
@@ -120,8 +139,26 @@ def test_rules_of_a_later_release_do_not_apply_to_an_earlier_one(tmp_path: Path)
     files = CASES["manifest.static"][1](base_files("current"))
     assert "manifest.static" in errors(lint_files(tmp_path / "a", files, olares_version="1.12.6"))
     older = lint_files(tmp_path / "b", files, olares_version="1.12.5")
-    assert "manifest.static" not in flagged(older)  # 1.12.5's installer reads no 0.12.0 manifest...
+    # 1.12.5's installer runs no oac: the rule warns, saying from which release it refuses...
+    assert [(f.severity, f.message.endswith("(refused from 1.12.6)")) for f in older if f.rule == "manifest.static"] == [("warning", True)]
     assert "manifest.os-window" in errors(older)  # ...and refuses the chart for its window
+
+
+def test_a_v2_app_of_one_chart_installs_up_to_1_12_5(tmp_path: Path) -> None:
+    # Up to 1.12.5 an apiVersion v2 app with at most one chart falls back to the v1 install
+    # (app-service HelmOpsV2.Install); oac's subCharts rule refuses it from 1.12.6.
+    files = CASES["manifest.schema-version"][1](base_files("legacy"))
+    findings = lint_files(tmp_path, files, olares_version="1.12.5")
+    assert errors(findings) == set()
+    assert [f.severity for f in findings if f.rule == "manifest.schema-version"] == ["warning"]
+
+
+def test_oac_rules_are_errors_from_1_12_6(tmp_path: Path) -> None:
+    from olares_pack.lint.findings import FROM_OAC
+
+    oac_rules = {r for r, info in RULES.items() if info.olares == FROM_OAC}
+    assert {"template.envelope", "template.namespace", "chart.name", "manifest.static"} <= oac_rules
+    assert not {"helm.render", "kube.schema", "manifest.parse", "manifest.os-window", "engine.flag"} & oac_rules
 
 
 def test_a_window_no_known_release_admits_is_a_warning(tmp_path: Path) -> None:
@@ -313,19 +350,20 @@ spec:
 """
 
 
-def test_raw_yaml_findings_name_the_line(tmp_path: Path) -> None:
+def test_template_syntax_in_values_is_not_a_finding_a_duplicate_key_is(tmp_path: Path) -> None:
+    # Nothing reads a template as YAML before Helm renders it: '{{ a }}:{{ b }}' values, keys in
+    # both branches of one if/else and actions left of a block scalar's text all render fine.
     from olares_pack.lint.context import ChartContext
     from olares_pack.lint.raw_rules import raw_yaml
     from olares_pack.lint.source import ChartSource
 
     ctx = ChartContext(ChartSource("x", "x", {"templates/d.yaml": RAW.format(name="x")}), LintOptions())
     raw_yaml(ctx)
-    got = sorted((f.rule, f.severity, f.line) for f in ctx.findings)
-    assert got == [("template.image-ref", "warning", 11),  # unquoted: the pre-pull reads a mapping
-                   ("template.raw-yaml", "error", 11),  # '{{ a }}:{{ b }}' is not YAML until rendered
-                   ("template.raw-yaml", "warning", 15),  # args in both branches of one if/else
-                   ("template.raw-yaml", "warning", 22),  # actions left of the block scalar's text
-                   ("template.raw-yaml", "warning", 24)]  # line 6, replicas: {{ ... }}, is fine
+    assert ctx.findings == []
+    twice = RAW.format(name="x").replace("          command:\n", "          command: [a]\n          command:\n")
+    ctx = ChartContext(ChartSource("x", "x", {"templates/d.yaml": twice}), LintOptions())
+    raw_yaml(ctx)
+    assert [(f.rule, f.severity, f.line) for f in ctx.findings] == [("template.raw-yaml", "warning", 18)]
 
 
 @pytest.mark.parametrize(("text", "mib"), [("30000m", 30000), ("20g", 20480), ("20G", 20480), ("1048576", 1), ("512k", 0.5), ("2x", None)])
@@ -341,9 +379,16 @@ def test_a_hami_limit_below_the_estimate_is_a_warning(tmp_path: Path) -> None:
     assert [f.severity for f in found] == ["warning"] and "below the estimate" in found[0].message
 
 
-def test_routing_wants_an_entrance_named_after_the_app(tmp_path: Path) -> None:
+def test_routing_needs_no_entrance_named_after_the_app(tmp_path: Path) -> None:
+    # official charts name entrances freely; what routes is the Service the host names
     files = edit(base_files(), M, f"  - name: {NAME}\n    host: {NAME}", f"  - name: api\n    host: {NAME}")
-    assert [f.severity for f in lint_files(tmp_path, files) if f.rule == "template.routing"] == ["warning"]
+    assert "template.routing" not in flagged(lint_files(tmp_path, files))
+
+
+def test_a_gpu_container_needs_no_hami_limit_of_its_own(tmp_path: Path) -> None:
+    # beclab/HAMi's device plugin sets CUDA_DEVICE_MEMORY_LIMIT_<i> at Allocate from the grant
+    files = edit(base_files(), D, '            - name: CUDA_DEVICE_MEMORY_LIMIT_0\n              value: "23552m"\n', "")
+    assert flagged(lint_files(tmp_path, files)) == set()
 
 
 # ---------------------------------------------------------------- -j N
@@ -365,13 +410,24 @@ def test_json_output_names_the_rule_set_of_each_chart(tmp_path: Path, capsys: py
     assert doc["summary"]["errors"] == 0 and len(got) == len(list(CHARTS.iterdir()))
 
 
-def test_the_readme_lists_every_rule_with_its_severity_and_releases() -> None:
+def readme_row(rule: str) -> str:
     from olares_pack.lint.findings import ALL_RELEASES
 
+    info = RULES[rule]
+    releases = "all" if info.olares == ALL_RELEASES else info.olares
+    cells = [f"`{rule}`", info.severity, info.kind, releases, info.summary, info.source]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def test_the_readme_lists_every_rule_with_its_severity_class_releases_and_source() -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for rule in RULES:
+        assert readme_row(rule) in readme.splitlines(), f"README rule table: expected the row\n{readme_row(rule)}"
+
+
+def test_explain_cites_public_sources_only() -> None:
     for rule, info in RULES.items():
-        releases = "all" if info.olares == ALL_RELEASES else info.olares
-        assert f"| `{rule}` | {info.severity} | {releases} |" in readme, rule
+        assert "olares-format" not in info.source and "../shared" not in info.source, rule
 
 
 # ---------------------------------------------------------------- vLLM by release
@@ -418,3 +474,21 @@ def test_the_vllm_generator_reads_add_argument_and_frontend_dataclasses() -> Non
                                                "class FrontendArgs(BaseFrontendArgs):\n    host: str | None = None\n    _private: int = 0\n",
     }
     assert vllmargs.flags_of(sources) == {"--max-model-len", "-q", "--quantization", "-O", "--chat-template", "--host"}
+
+
+def test_several_installs_need_release_scoped_cluster_objects(tmp_path: Path) -> None:
+    # oac CheckClusterScopedFixedNames: a ClusterRole whose name ignores the release collides
+    role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {name}\nrules: []\n"
+    base = ACCEPTED["template.multiple-install"][1](base_files())
+    fixed = lint_files(tmp_path / "a", {**base, "templates/role.yaml": role.format(name="model-reader")})
+    assert [(f.rule, f.path) for f in fixed if f.severity == "error"] == [("template.multiple-install", "ClusterRole/model-reader")]
+    scoped = lint_files(tmp_path / "b", {**base, "templates/role.yaml": role.format(name="{{ .Release.Name }}-reader")})
+    assert errors(scoped) == set()
+
+
+def test_a_manifest_that_does_not_decode_is_refused_by_every_release(tmp_path: Path) -> None:
+    # 1.12.3-1.12.5 ran no oac, but their app service decodes the manifest into its types first
+    files = edit(base_files("legacy"), M, "    port: 8000", '    port: "8000"')
+    found = lint_files(tmp_path / "a", files, olares_version="1.12.5")
+    assert ("manifest.parse", "entrances[0].port") in [(f.rule, f.path) for f in found if f.severity == "error"]
+    assert errors(lint_files(tmp_path / "b", base_files("legacy"), olares_version="1.12.5")) == set()

@@ -21,6 +21,7 @@ from .findings import Finding, Severity, make
 from .source import ChartSource
 
 MANIFEST = "OlaresManifest.yaml"
+_NODE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 OWNERS = (("alice", "alice"), ("bob", "alice"))  # owner == admin, owner != admin
 LEGACY_WINDOW = ">=1.12.3-0,<1.12.6"  # where the installer pins v1/v2 manifests
 
@@ -32,6 +33,7 @@ class LintOptions:
     engine_build: str | None = None  # force a flag registry for hand-written charts
     strict: bool = False
     helm_lint: bool = False  # Helm's own lint: warnings only, and a fifth of lint's time (issue #14)
+    allow: tuple[str, ...] = ()  # policy rules whose errors are reported as warnings (--allow)
 
 
 @dataclass
@@ -71,8 +73,30 @@ class ChartContext:
     def add(self, rule: str, message: str, *, file: str = "", path: str = "", hint: str = "",
             severity: Severity | None = None, loc: tuple[Any, ...] | None = None, line: int | None = None) -> None:
         if loc is not None and self.manifest_doc is not None and file == MANIFEST:
-            line = self.manifest_doc.line_of(loc)
+            line = self._line_of(loc)
         self.findings.append(make(rule, self.label, message, file=file, path=path, hint=hint, line=line, severity=severity))
+
+    def _line_of(self, loc: tuple[Any, ...]) -> int | None:
+        """1-based line of the deepest node of `loc` in the manifest, from libyaml's node tree
+        (composed once: a round-trip parse per finding cost more than the rules)."""
+        if "nodes" not in self.memo:
+            try:
+                self.memo["nodes"] = yaml.compose(self.manifest_doc.text or "", Loader=_NODE_LOADER)  # type: ignore[union-attr]
+            except yaml.YAMLError:
+                self.memo["nodes"] = None
+        node, line = self.memo["nodes"], 1
+        for key in loc:
+            if isinstance(node, yaml.MappingNode):
+                hit = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(key)), None)
+                if hit is None:
+                    break
+                line, node = hit[0].start_mark.line + 1, hit[1]
+            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
+                node = node.value[key]
+                line = node.start_mark.line + 1
+            else:
+                break
+        return line if node is not None or line > 1 else None
 
     @property
     def name(self) -> str:
@@ -198,6 +222,7 @@ def build_context(source: ChartSource, options: LintOptions) -> ChartContext:
         ctx.add("manifest.parse", f"Chart.yaml is not valid YAML: {exc}", file="Chart.yaml")
     text = files.get(MANIFEST)
     if text is None:
+        ctx.add("manifest.parse", "no OlaresManifest.yaml: the installer has no manifest to read", file=MANIFEST)
         return ctx
     m = _VERSION_RE.search(text)
     declared_modern = ctx.declared_modern = bool(m) and _is_modern(m.group(1))
@@ -233,7 +258,7 @@ def _select_release(ctx: ChartContext) -> None:
     constraint = str(dep.get("version") or "") if dep else ""
     if not constraint and not ctx.declared_modern and ctx.manifest:
         # v1/v2 manifests install only inside the legacy window, whatever they declare
-        # (README, the target table: 1.12.6 and newer install manifest 0.12.0).
+        # (from 1.12.6 oac pins them to it; earlier installers accept nothing newer).
         constraint = LEGACY_WINDOW
     if not constraint:
         return
@@ -241,6 +266,11 @@ def _select_release(ctx: ChartContext) -> None:
         admitted = [v for v in targets.KNOWN_RELEASES if targets.admits(constraint, v)]
     except InputError:
         return
+    if not ctx.declared_modern:
+        # v1/v2 manifests install only inside the legacy window, whatever their own dependency
+        # admits: from 1.12.6 oac pins them there ("This app version has been deprecated").
+        constraint = f"{constraint} (and {LEGACY_WINDOW})"
+        admitted = [v for v in admitted if targets.admits(LEGACY_WINDOW, v)] or admitted
     if admitted:
         ctx.olares, ctx.olares_how = admitted[-1], f"the newest known release its olares dependency {constraint!r} admits"
         ctx.olares_explicit = ctx.source.target is not None
@@ -255,7 +285,10 @@ def _is_modern(text: str) -> bool:
 
 def run_helm(ctx: ChartContext) -> None:
     """Helm lint and the installer's renders (each owner/admin pairing, each mode)."""
-    if not ctx.manifest or "Chart.yaml" not in ctx.source.files:
+    if not ctx.manifest:
+        return
+    if "Chart.yaml" not in ctx.source.files:
+        ctx.add("helm.render", "no Chart.yaml: Helm cannot load the chart", file="Chart.yaml")
         return
     with tempfile.TemporaryDirectory(prefix="olares-pack-lint-", dir=fsio.scratch_dir()) as tmp:
         chart_dir = Path(tmp) / ctx.source.folder
@@ -291,8 +324,14 @@ def run_helm(ctx: ChartContext) -> None:
             return
         docs: dict[str, Any] = {}  # rendered document text -> object, shared by the renders
         try:
-            for owner, admin in OWNERS:
+            mode_blind = len(ctx.modes) > 1 and not _reads_gpu(ctx)
+            for owner, admin in _owner_scenarios(ctx):
+                first: Render | None = None
                 for mode in ctx.modes:
+                    if mode_blind and first is not None:
+                        # no template reads the GPU values: this mode renders what the first did
+                        ctx.renders.append(Render(owner, admin, mode, first.objects, first.files))
+                        continue
                     objects: list[dict[str, Any]] = []
                     files: dict[int, str] = {}
                     try:
@@ -306,11 +345,52 @@ def run_helm(ctx: ChartContext) -> None:
                         who = "owner == admin" if owner == admin else "owner != admin"
                         ctx.add("helm.render", f"render fails ({who}, GPU.Type={mode}): {_short(str(exc))}")
                         continue
-                    ctx.renders.append(Render(owner, admin, mode, objects, files))
+                    first = Render(owner, admin, mode, objects, files)
+                    ctx.renders.append(first)
             ctx.zero_replicas = _render_zero(ctx, loaded[0][1], name, docs) if ctx.modern and len(loaded) == 1 else None
+            if _allows_multiple(ctx) and len(loaded) == 1:
+                ctx.memo["probes"] = _render_probes(ctx, loaded[0][1], name)
         finally:
             for _, c, _ in loaded:
                 c.close()
+
+
+_WHOLE_VALUES = re.compile(r"\.Values\s*(\}\}|\||\))|(toYaml|toJson|toPrettyJson)\s+\$?\.Values\b")
+
+
+def _reads_gpu(ctx: ChartContext) -> bool:
+    """Whether a template can see the compute mode: through .Values.GPU / .Values.gpu (the only
+    values that differ between modes), or by dumping .Values whole."""
+    texts = [v for k, v in ctx.source.files.items() if "templates/" in k]
+    return any("gpu" in t.lower() or _WHOLE_VALUES.search(t) for t in texts)
+
+
+PROBES = ("oac-lint-probe-a", "oac-lint-probe-b")  # the release names oac renders with (cluster_scoped.go)
+
+
+def _allows_multiple(ctx: ChartContext) -> bool:
+    opts = ctx.manifest.get("options")
+    return isinstance(opts, dict) and opts.get("allowMultipleInstall") is True
+
+
+def _render_probes(ctx: ChartContext, chart: helm_python.Chart, name: str) -> list[list[dict[str, Any]]] | None:
+    """The chart rendered under two other release names, as oac does for options.allowMultipleInstall."""
+    out = []
+    for release in PROBES:
+        try:
+            rendered = chart.render(values=ctx.values(*OWNERS[0], ctx.modes[0]), name=release, namespace=f"{name}-alice")
+            out.append([o for _, o in helm.objects(rendered) if isinstance(o, dict)])
+        except (helm_python.HelmError, yaml.YAMLError):
+            return None
+    return out
+
+
+def _owner_scenarios(ctx: ChartContext) -> tuple[tuple[str, str], ...]:
+    """Both installs (owner == admin, owner != admin) when a template can tell them apart, which
+    it can only through .Values.admin; otherwise the second render would differ from the first
+    only in the owner's name, which changes no rule's verdict (see _as_owner), so it is skipped."""
+    texts = (v for k, v in ctx.source.files.items() if "templates/" in k)
+    return OWNERS if any("admin" in t for t in texts) else OWNERS[:1]
 
 
 def _as_owner(owner: str, first: str) -> Callable[[str], str] | None:

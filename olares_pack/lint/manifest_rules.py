@@ -41,7 +41,9 @@ def chart_name(ctx: ChartContext) -> None:
         ctx.add("chart.name", f"{name!r} is not an Olares app name (^[a-z0-9]{{1,30}}$, no hyphens)", file=MANIFEST,
                 path="metadata.name", loc=("metadata", "name"))
     if name in RESERVED_NAMES:
-        ctx.add("chart.name", f"{name!r} is reserved by Olares", file=MANIFEST, path="metadata.name", loc=("metadata", "name"))
+        # Only the official catalogue's pull-request check refuses reserved names, not the installer.
+        ctx.add("chart.name", f"{name!r} is a name the official catalogue reserves (its pull-request check refuses it)",
+                file=MANIFEST, path="metadata.name", loc=("metadata", "name"), severity="warning")
 
 
 def chart_version(ctx: ChartContext) -> None:
@@ -60,7 +62,7 @@ def chart_version(ctx: ChartContext) -> None:
                 return
             # Helm and the installer read versions loosely (Masterminds NewVersion): leading zeros
             # install; only the strict semver of `olares-cli market upgrade` refuses them
-            # (olares-format.md, "What devices do that no linter says").
+            # (Helm's chart loader and the installer use Masterminds semver NewVersion).
             ctx.add("chart.version", f"{label} {v!r} installs (read loosely) but is not strict semver: "
                     "`olares-cli market upgrade` refuses it", file=file, path=path, loc=loc, severity="warning",
                     hint="drop the leading zeros in the next version")
@@ -108,7 +110,7 @@ def metadata(ctx: ChartContext) -> None:
     if ctx.modern:
         for key in sorted(set(md) - METADATA_KEYS):
             # The installer's sources hold a check of metadata fields, but its Validate does not call
-            # it in the current release (olares-format.md): charts with extra keys install. A warning.
+            # it in the current release (framework/oac appconfig.go): charts with extra keys install. A warning.
             ctx.add("manifest.metadata", f"unknown metadata key {key!r}: installs today (the installer's metadata "
                     "field check is not called by its Validate), may be refused when it is", file=MANIFEST,
                     path=f"metadata.{key}", loc=("metadata", key), severity="warning")
@@ -144,6 +146,9 @@ def entrances(ctx: ChartContext) -> None:
             ctx.add("manifest.entrances", f"title {title!r} must be 1-30 characters", file=MANIFEST, path=f"{p}.title", loc=("entrances", i))
         if e.get("authLevel", "") not in ("", "public", "private", "internal"):
             ctx.add("manifest.entrances", f"authLevel {e.get('authLevel')!r} is not one of public, private, internal", file=MANIFEST, path=f"{p}.authLevel", loc=("entrances", i, "authLevel"))
+        icon = e.get("icon")
+        if icon and not URL_RE.match(str(icon)):
+            ctx.add("manifest.entrances", f"icon {icon!r} is not an http(s) URL", file=MANIFEST, path=f"{p}.icon", loc=("entrances", i, "icon"))
         if e.get("openMethod", "") not in ("", "default", "iframe", "window"):
             ctx.add("manifest.entrances", f"openMethod {e.get('openMethod')!r} is not one of default, iframe, window", file=MANIFEST, path=f"{p}.openMethod", loc=("entrances", i, "openMethod"))
 
@@ -270,9 +275,12 @@ def resources(ctx: ChartContext) -> None:
 
 def mode_arch(ctx: ChartContext) -> None:
     arches = ctx.spec.get("supportArch") or []
-    for a in arches:
+    for i, a in enumerate(arches):
         if a not in ("amd64", "arm64"):
             ctx.add("manifest.mode-arch", f"spec.supportArch entry {a!r} is not amd64 or arm64", file=MANIFEST, path="spec.supportArch", loc=("spec", "supportArch"))
+        elif a in arches[:i]:
+            ctx.add("manifest.mode-arch", f"spec.supportArch lists {a!r} twice", file=MANIFEST, path=f"spec.supportArch[{i}]",
+                    loc=("spec", "supportArch", i))
     if not ctx.modern:
         return
     for env in ctx.accelerators:
@@ -406,6 +414,74 @@ def i18n(ctx: ChartContext) -> None:
             ctx.add("manifest.i18n", f"locale {m.group(1)} has an i18n file but is not in spec.locale", file=path, severity="info")
 
 
-RULES: list[Rule] = [chart_name, chart_version, schema_version, metadata, entrances, resources,
-                     mode_arch, supported_gpu, workload_replicas, olares_dependency, provider, olares_user, i18n]
+_MAPPINGS = ("metadata", "spec", "permission", "options")
+_LISTS = ("entrances",)
+
+
+def decodes(ctx: ChartContext) -> None:
+    """The (rendered) manifest decodes into the installer's types: every release decodes it into
+    its AppConfiguration before anything else, and a mapping where a list belongs (or a port
+    written as text) fails that decode."""
+    m = ctx.manifest
+    for key in _MAPPINGS:
+        if m.get(key) is not None and not isinstance(m.get(key), dict):
+            ctx.add("manifest.parse", f"{key} is a {type(m[key]).__name__}, not a mapping: the installer cannot decode the manifest",
+                    file=MANIFEST, path=key, loc=(key,))
+    for key in _LISTS:
+        value = m.get(key)
+        if value is not None and not isinstance(value, list):
+            ctx.add("manifest.parse", f"{key} is a {type(value).__name__}, not a list: the installer cannot decode the manifest",
+                    file=MANIFEST, path=key, loc=(key,))
+        for i, e in enumerate(value if isinstance(value, list) else []):
+            if not isinstance(e, dict):
+                ctx.add("manifest.parse", f"{key}[{i}] is not a mapping: the installer cannot decode the manifest",
+                        file=MANIFEST, path=f"{key}[{i}]", loc=(key, i))
+            elif e.get("port") is not None and (isinstance(e.get("port"), bool) or not isinstance(e.get("port"), int)):
+                ctx.add("manifest.parse", f"{key}[{i}].port {e.get('port')!r} is not a number: the installer cannot decode the manifest",
+                        file=MANIFEST, path=f"{key}[{i}].port", loc=(key, i, "port"))
+
+
+_DURATION = re.compile(r"^((?:[-+]?\d+(?:\.\d+)?([smhdwy]|us|ns|ms))+)$")
+
+
+def options(ctx: ChartContext) -> None:
+    """oac validate.go validateOptions, validatePermission: dependencies and policies complete,
+    templateOnly with allowMultipleInstall, shared on v3 only, externalData from 0.12.0."""
+    opts = ctx.manifest.get("options")
+    opts = opts if isinstance(opts, dict) else {}
+    for i, d in enumerate(opts.get("dependencies") or []):
+        if not isinstance(d, dict):
+            continue
+        for key in ("name", "version", "type"):
+            if not d.get(key):
+                ctx.add("manifest.options", f"options.dependencies[{i}].{key} is required", file=MANIFEST,
+                        path=f"options.dependencies[{i}].{key}", loc=("options", "dependencies", i))
+        if d.get("type") and d.get("type") not in ("system", "application", "middleware"):
+            ctx.add("manifest.options", f"options.dependencies[{i}].type {d.get('type')!r} is not system, application or middleware",
+                    file=MANIFEST, path=f"options.dependencies[{i}].type", loc=("options", "dependencies", i, "type"))
+    for i, pol in enumerate(opts.get("policies") or []):
+        if not isinstance(pol, dict):
+            continue
+        for key in ("uriRegex", "level"):
+            if not pol.get(key):
+                ctx.add("manifest.options", f"options.policies[{i}].{key} is required", file=MANIFEST,
+                        path=f"options.policies[{i}].{key}", loc=("options", "policies", i))
+        duration = pol.get("validDuration")
+        if duration and not _DURATION.match(str(duration)):
+            ctx.add("manifest.options", f"options.policies[{i}].validDuration {duration!r} is malformed", file=MANIFEST,
+                    path=f"options.policies[{i}].validDuration", loc=("options", "policies", i, "validDuration"))
+    if opts.get("templateOnly") is True and opts.get("allowMultipleInstall") is not True:
+        ctx.add("manifest.options", "options.templateOnly needs options.allowMultipleInstall: true", file=MANIFEST,
+                path="options.allowMultipleInstall", loc=("options",))
+    if opts.get("shared") is True and ctx.api_version != "v3":
+        ctx.add("manifest.options", f"options.shared is only supported on apiVersion v3 (not {ctx.api_version})", file=MANIFEST,
+                path="options.shared", loc=("options", "shared"))
+    perm = ctx.manifest.get("permission")
+    if isinstance(perm, dict) and perm.get("externalData") is True and not ctx.modern:
+        ctx.add("manifest.options", "permission.externalData needs olaresManifest.version 0.12.0 or later", file=MANIFEST,
+                path="permission.externalData", loc=("permission", "externalData"))
+
+
+RULES: list[Rule] = [decodes, chart_name, chart_version, schema_version, metadata, entrances, resources,
+                     mode_arch, supported_gpu, workload_replicas, olares_dependency, provider, olares_user, i18n, options]
 POST_RENDER: list[Rule] = [api_timeout]

@@ -18,7 +18,14 @@ STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 def summary(findings: list[Finding], charts: int) -> dict[str, int]:
     counts = Counter(f.severity for f in findings)
-    return {"charts": charts, "errors": counts["error"], "warnings": counts["warning"], "info": counts["info"]}
+    policy = sum(f.severity == "error" and f.kind == "policy" for f in findings)
+    return {"charts": charts, "errors": counts["error"], "warnings": counts["warning"], "info": counts["info"],
+            "policy_errors": policy}
+
+
+def rule_label(f: Finding) -> str:
+    """The rule id, marked when it is olares-pack's own policy rather than an installer's refusal."""
+    return f"{f.rule} (policy)" if f.kind == "policy" else f.rule
 
 
 def print_text(results: list[ChartResult]) -> None:
@@ -38,10 +45,12 @@ def print_text(results: list[ChartResult]) -> None:
             if f.path:
                 where = f"{where} {f.path}".strip()
             msg = escape(f.message) + (f"\n[dim]hint: {escape(f.hint)}[/dim]" if f.hint else "")
-            table.add_row(f"[{STYLE[f.severity]}]{f.severity}[/{STYLE[f.severity]}]", escape(f.rule), escape(where), msg)
+            table.add_row(f"[{STYLE[f.severity]}]{f.severity}[/{STYLE[f.severity]}]", escape(rule_label(f)), escape(where), msg)
         console.out.print(table)
     s = summary([f for r in results for f in r.findings], len(results))
-    console.err.print(f"{s['charts']} chart(s): {s['errors']} error(s), {s['warnings']} warning(s), {s['info']} info", markup=False)
+    policy = f" ({s['policy_errors']} of olares-pack policy)" if s["policy_errors"] else ""
+    console.err.print(f"{s['charts']} chart(s): {s['errors']} error(s){policy}, {s['warnings']} warning(s), {s['info']} info",
+                      markup=False)
 
 
 def print_findings(findings: list[Finding], labels: list[str]) -> None:
@@ -68,7 +77,7 @@ def _escape_property(text: str) -> str:
 def print_github(results: list[ChartResult]) -> None:
     level = {"error": "error", "warning": "warning", "info": "notice"}
     for f in (f for r in results for f in r.findings):
-        props = [f"title={_escape_property(f.rule)}"]
+        props = [f"title={_escape_property(rule_label(f))}"]
         if f.file:
             chart_dir = f.chart.split("@")[0]
             # App manifests and archives are placed on repository files already (lint/place.py).
@@ -88,8 +97,9 @@ def print_rule(rule: str) -> int:
     info = RULES.get(rule)
     if info is None:
         raise InputError(f"no rule {rule!r} (rules: {', '.join(sorted(RULES))})")
-    releases = "every release olares-pack knows" if info.olares == ALL_RELEASES else f"Olares {info.olares}"
-    for label, value in (("rule", rule), ("severity", info.severity), ("checks", info.summary),
+    releases = "every release olares-pack knows" if info.olares == ALL_RELEASES else \
+        f"Olares {info.olares} (a warning for earlier releases)"
+    for label, value in (("rule", rule), ("severity", info.severity), ("class", info.kind), ("checks", info.summary),
                          ("applies to", releases), ("source", info.source)):
         console.out.print(f"{label + ':':<12}{value}", markup=False, highlight=False, soft_wrap=True)
     return 0

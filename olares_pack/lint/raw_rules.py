@@ -1,11 +1,9 @@
-"""Rules on the template files as text, the way the device's app service reads them: as raw YAML,
-before Helm renders anything (olares-format.md, "What devices do that no linter says").
+"""Rules on the template files as text: a key written twice in one mapping.
 
-A raw YAML reader sees template actions as text. Three things then go wrong although Helm renders
-the chart fine: a value that starts with `{{` and goes on after its closing `}}` is not YAML at
-all (`{{ a }}:{{ b }}` is a flow mapping followed by text); a key written twice in one mapping;
-and a line of template actions that sits left of a block scalar's content, which ends the scalar
-for the raw reader. `image:` values are read by the image pre-pull the same way.
+Nothing in the installer reads a template as YAML before Helm renders it (the app service decodes
+only rendered output; oac reads templates as text lines), so template syntax in values is fine.
+A key written twice, though, renders twice, and which value survives is the decoder's choice, not
+the author's: a warning. Keys in the two branches of one if/else render once and are not reported.
 """
 
 from __future__ import annotations
@@ -29,26 +27,6 @@ def _is_yaml_template(path: str) -> bool:
     """A template of the chart, or of an apiVersion v2 sub-chart (<sub>/templates/...)."""
     return bool(re.match(r"^(?:[^/]+/)?templates/", path)) and path.endswith((".yaml", ".yml")) \
         and not path.rsplit("/", 1)[-1].startswith("_")
-
-
-def _starts_unclosed(value: str) -> bool:
-    """True for a plain value that opens with '{{' and has text after the action that opened it."""
-    if not value.startswith("{{"):
-        return False
-    depth, i = 0, 0
-    while i < len(value):
-        if value.startswith("{{", i):
-            depth += 1
-            i += 2
-        elif value.startswith("}}", i):
-            depth -= 1
-            i += 2
-            if depth == 0:
-                rest = value[i:].strip()
-                return bool(rest) and not rest.startswith("#")
-        else:
-            i += 1
-    return False
 
 
 @dataclass
@@ -96,9 +74,6 @@ def _scan(ctx: ChartContext, path: str, text: str) -> None:
             if action_only and indent > block_indent:
                 continue
             if action_only:
-                ctx.add("template.raw-yaml", f"a template action left of the block scalar's text (indent {indent}, the text "
-                        f"is at {content_indent}): a raw YAML reader ends the scalar here", file=path, line=n,
-                        severity="warning", hint="indent the action like the text, e.g. '{{- if ... }}' at the text's column")
                 continue
             block_indent = content_indent = None
         if not stripped or stripped.startswith("#") or action_only:
@@ -115,7 +90,6 @@ def _scan(ctx: ChartContext, path: str, text: str) -> None:
         if not body:
             continue
         m = _KEY.match(body)
-        value = body[m.end():].strip() if m else body
         if m is not None:
             mappings = [x for x in mappings if x.indent <= at]
             if not mappings or mappings[-1].indent != at:
@@ -125,36 +99,12 @@ def _scan(ctx: ChartContext, path: str, text: str) -> None:
             seen = mappings[-1].keys.get(key)
             if seen is not None and "{{" not in key:
                 first, there = seen
-                if _diverge(here, there):
-                    ctx.add("template.raw-yaml", f"key {key!r} again (first on line {first}, in another if/else branch): "
-                            "Helm renders one of them, a raw YAML reader sees both", file=path, line=n,
-                            severity="warning", hint="move the condition into the value, or keep one key")
-                else:
+                if not _diverge(here, there):
                     ctx.add("template.raw-yaml", f"duplicate key {key!r} (first on line {first})", file=path,
                             line=n, hint="a mapping holds each key once")
             mappings[-1].keys.setdefault(key, (n, here))
-        if value.startswith("{{") and _starts_unclosed(value):
-            ctx.add("template.raw-yaml", f"the value {value[:60]!r} starts with an unquoted '{{{{ }}}}' and goes on "
-                    "after it: not YAML until rendered", file=path, line=n, hint="quote the whole value")
         if body[-1] in "|>-+0123456789#" and _BLOCK_START.search(body):
             block_indent, content_indent = (at if m is not None else indent), None
-        if m is not None and m.group("key").strip().strip("'\"") == "image":
-            _image_ref(ctx, path, n, value)
-
-
-def _image_ref(ctx: ChartContext, path: str, n: int, value: str) -> None:
-    value = value.split(" #", 1)[0].strip()
-    if "{{" not in value:
-        return
-    quoted = value[:1] in "\"'" and value[-1:] == value[:1]
-    inner = value[1:-1].strip() if quoted else value
-    whole_action = re.fullmatch(r"\{\{[^{}]*\}\}", inner) is not None
-    if not quoted:
-        ctx.add("template.image-ref", f"image {value[:60]!r} is not a quoted string: the image pre-pull reads raw YAML",
-                file=path, line=n, hint='image: "{{ .Values.image }}" (one quoted string)')
-    elif not whole_action:
-        ctx.add("template.image-ref", f"image {value[:60]!r} is assembled from template pieces and text: the image "
-                "pre-pull did not fetch such images", file=path, line=n, hint="one value holding repository:tag@digest")
 
 
 def raw_yaml(ctx: ChartContext) -> None:

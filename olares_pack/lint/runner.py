@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from . import engine_rules, manifest_rules, raw_rules, template_rules
 from .context import ChartContext, LintOptions, build_context, run_helm
-from .findings import Finding, applies
+from .findings import Finding, allow, for_release
 from .source import ChartSource
 
 
@@ -35,7 +35,8 @@ def lint_chart(source: ChartSource, options: LintOptions | None = None) -> Chart
         _apply(ctx, manifest_rules.RULES)
         run_helm(ctx)
         _apply(ctx, [*template_rules.RULES, *engine_rules.RULES, *manifest_rules.POST_RENDER])
-    kept = {f for f in ctx.findings if applies(f.rule, ctx.olares)}
+    allowed = frozenset(ctx.options.allow)
+    kept = {allow(for_release(f, ctx.olares), allowed) for f in ctx.findings}
     return ChartResult(source.label, ctx.olares, ctx.olares_how, sorted(kept, key=Finding.sort_key))
 
 

@@ -3,6 +3,8 @@ owner != admin, each compute mode), plus the Kubernetes schemas."""
 
 from __future__ import annotations
 
+import posixpath
+import re
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
@@ -72,17 +74,20 @@ def schemas(ctx: ChartContext) -> None:
 
 
 def namespace(ctx: ChartContext) -> None:
+    """framework/oac CheckResourceNamespace: workloads in the app's namespace; other namespaced
+    objects there or in a user-system-* namespace; objects that name none are skipped."""
     for r in ctx.renders:
         ns = f"{ctx.name or ctx.source.folder}-{r.owner}"
         for o in r.objects:
             if o.get("kind") in CLUSTER_SCOPED:
                 continue
             got = (o.get("metadata") or {}).get("namespace")
-            # No namespace: Helm places the object in the release namespace, and the installer's
-            # namespace check skips it (olares-format.md, issue #14): not a finding.
-            if got is not None and got != ns:
-                ctx.add("template.namespace", f"namespace is {got!r}, not the release namespace ({_describe(r)})",
-                        path=obj_name(o), file=ctx.file_of(o), hint='namespace: "{{ .Release.Namespace }}"')
+            if got is None or got == ns:
+                continue
+            if o.get("kind") not in ("Deployment", "StatefulSet", "DaemonSet") and str(got).startswith("user-system-"):
+                continue
+            ctx.add("template.namespace", f"namespace is {got!r}, not the release namespace ({_describe(r)})",
+                    path=obj_name(o), file=ctx.file_of(o), hint='namespace: "{{ .Release.Namespace }}"')
         return  # one render is enough: the namespace does not depend on the values
 
 
@@ -96,18 +101,22 @@ def app_workload(ctx: ChartContext) -> None:
 
 
 def hostpath_recreate(ctx: ChartContext) -> None:
+    """framework/oac CheckHostPath: a rolling update would start the new pod where the old pod's
+    hostPath is not (Deployments: Recreate; StatefulSets: OnDelete)."""
     r = ctx.primary_render()
     if r is None:
         return
     for o in r.objects:
-        if o.get("kind") != "Deployment":
+        kind = o.get("kind")
+        if kind not in ("Deployment", "StatefulSet"):
             continue
         vols = (pod_spec(o) or {}).get("volumes") or []
         if any(isinstance(v, dict) and "hostPath" in v for v in vols):
-            strategy = ((o.get("spec") or {}).get("strategy") or {}).get("type")
-            if strategy != "Recreate":
-                ctx.add("template.hostpath-recreate", f"hostPath volumes with strategy {strategy or 'RollingUpdate (default)'}",
-                        path=obj_name(o), file=ctx.file_of(o), hint="strategy: {type: Recreate}")
+            key, safe = ("strategy", "Recreate") if kind == "Deployment" else ("updateStrategy", "OnDelete")
+            strategy = ((o.get("spec") or {}).get(key) or {}).get("type")
+            if strategy not in (safe,):
+                ctx.add("template.hostpath-recreate", f"hostPath volumes with {key} {strategy or 'RollingUpdate (default)'}",
+                        path=obj_name(o), file=ctx.file_of(o), hint=f"{key}: {{type: {safe}}}")
 
 
 def _q(v: Any) -> Decimal | None:
@@ -238,9 +247,14 @@ def gpu_memory(ctx: ChartContext) -> None:
                 where = f"{obj_name(o)}: {key}[{c.get('name')}]"
                 for label, v in (("requests", req), ("limits", lim)):
                     if v is not None and not (isinstance(v, int) or (isinstance(v, str) and v.isdigit())):
-                        ctx.add("template.gpu-memory", f"{label}.nvidia.com/gpumem is {v!r}: a Mi/Gi suffix is misread (GPU.Type={r.mode})",
-                                path=where, file=ctx.file_of(o), hint="a bare integer of MiB, e.g. 23552")
-                if (req is None) != (lim is None) or (req is not None and str(req) != str(lim)):
+                        ctx.add("template.gpu-memory", f"{label}.nvidia.com/gpumem is {v!r}: HAMi counts it in MiB, so a Mi/Gi "
+                                f"suffix asks for far more (GPU.Type={r.mode})", path=where, file=ctx.file_of(o), severity="warning",
+                                hint="a bare integer of MiB, e.g. 23552")
+                if req is not None and lim is None:
+                    # the API server wants a limit for an extended resource; a mutating webhook may add one
+                    ctx.add("template.gpu-memory", f"nvidia.com/gpumem is requested ({req}) without a limit", path=where,
+                            file=ctx.file_of(o), severity="warning", hint="the same value in requests and limits")
+                elif lim is not None and req is not None and str(req) != str(lim):
                     ctx.add("template.gpu-memory", f"nvidia.com/gpumem differs between requests ({req}) and limits ({lim})", path=where, file=ctx.file_of(o),
                             hint="the same value in requests and limits")
                 if "nvidia.com/gpu" in (res.get("limits") or {}) or "nvidia.com/gpu" in (res.get("requests") or {}):
@@ -258,23 +272,73 @@ def runtime_class(ctx: ChartContext) -> None:
 
 
 def routing(ctx: ChartContext) -> None:
-    """The pattern of every chart known to route correctly on a device: an entrance whose name and
-    host are the app name, and the app's pod labelled app: <name> (olares-format.md, device notes)."""
+    """An entrance routes to the Service its host names."""
     r = ctx.primary_render()
-    name = ctx.name
-    if r is None or not name or ctx.manifest_type != "app":
+    if r is None or ctx.manifest_type != "app":
         return
-    ents = [e for e in ctx.manifest.get("entrances") or [] if isinstance(e, dict)]
-    if ents and not any(e.get("name") == name and e.get("host") == name for e in ents):
-        ctx.add("template.routing", f"no entrance has name and host {name!r} (the app name)", file="OlaresManifest.yaml",
-                path="entrances", hint=f"the main entrance: name: {name}, host: {name} (a Service named {name})")
-    for o in r.objects:
-        if o.get("kind") in ("Deployment", "StatefulSet") and (o.get("metadata") or {}).get("name") == name:
-            labels = ((((o.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")) or {}
-            if labels.get("app") != name:
-                ctx.add("template.routing", f"the pod template has no label app: {name}", path=obj_name(o), file=ctx.file_of(o),
-                        hint=f"spec.template.metadata.labels: {{app: {name}}}")
+    services = {(o.get("metadata") or {}).get("name"): o for o in r.objects if o.get("kind") == "Service"}
+    for i, e in enumerate(ctx.manifest.get("entrances") or []):
+        if isinstance(e, dict) and e.get("host") not in services:
+            # a Service that exists but lacks the entrance's port is engine.port's finding
+            ctx.add("template.routing", f"entrance {e.get('name')!r}: no rendered Service is named {e.get('host')!r}",
+                    file="OlaresManifest.yaml", path=f"entrances[{i}].host", hint="host names the Service in front of the app's pod")
+
+
+def multiple_install(ctx: ChartContext) -> None:
+    """options.allowMultipleInstall: a workload named after the release, and no cluster-scoped object
+    whose name stays the same under another release name (oac CheckReleaseNameWorkload,
+    CheckClusterScopedFixedNames)."""
+    from .context import PROBES
+
+    probes = ctx.memo.get("probes")
+    if not probes:
+        return
+    named = [any(o.get("kind") in ("Deployment", "StatefulSet") and (o.get("metadata") or {}).get("name") == release for o in objs)
+             for release, objs in zip(PROBES, probes, strict=True)]
+    if not all(named):
+        ctx.add("template.multiple-install", "options.allowMultipleInstall needs a Deployment or StatefulSet named "
+                "{{ .Release.Name }}: installs would collide on workload names", file="OlaresManifest.yaml",
+                path="options.allowMultipleInstall", hint="name: {{ .Release.Name }} on the main workload")
+    if ctx.api_version == "v2":
+        return
+    keys = [{obj_name(o) for o in objs if o.get("kind") in CLUSTER_SCOPED} for objs in probes]
+    for key in sorted(keys[0] & keys[1]):
+        ctx.add("template.multiple-install", f"cluster-scoped {key} keeps its name under another release name: a second "
+                "install collides with it", path=key, file=_template_of(ctx, {"kind": key.split("/")[0],
+                "metadata": {"name": key.split("/", 1)[1]}}), hint="a name built on {{ .Release.Name }}")
+
+
+def upload_mount(ctx: ChartContext) -> None:
+    """options.upload.dest names a folder some primary container mounts (oac CheckUploadConfig)."""
+    opts = ctx.manifest.get("options") if isinstance(ctx.manifest.get("options"), dict) else {}
+    upload = opts.get("upload") if isinstance(opts.get("upload"), dict) else {}
+    dest = str(upload.get("dest") or "")
+    r = ctx.primary_render()
+    if not dest or r is None:
+        return
+    want = posixpath.normpath(dest)
+    mounts = {posixpath.normpath(str(m.get("mountPath"))) for o in r.objects if o.get("kind") in ("Deployment", "StatefulSet")
+              for _, c in containers(o, init=False) for m in c.get("volumeMounts") or [] if isinstance(m, dict) and m.get("mountPath")}
+    if want not in mounts:
+        ctx.add("template.upload-mount", f"no container of a Deployment/StatefulSet mounts options.upload.dest {dest!r}",
+                file="OlaresManifest.yaml", path="options.upload.dest", hint="mount the upload folder in the app's container")
+
+
+_IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/:]*(@sha256:[0-9a-f]{64})?$")
+
+
+def image_ref(ctx: ChartContext) -> None:
+    """Every container of the render names an image a runtime can pull (the image pre-pull and
+    oac ListImages read images from a Helm dry run)."""
+    r = ctx.primary_render()
+    for o in (r.objects if r else []):
+        for key, c in containers(o):
+            image = c.get("image")
+            if not isinstance(image, str) or not _IMAGE_REF.match(image) or image.endswith((":", "/")):
+                ctx.add("template.image-ref", f"image {image!r} is not an image reference", path=f"{obj_name(o)}: {key}[{c.get('name')}]",
+                        file=ctx.file_of(o), hint="repository[:tag][@sha256:digest]")
 
 
 RULES: list[Rule] = [schemas, namespace, app_workload, hostpath_recreate, container_resources, envelope,
-                     userspace_permission, workload_replicas, replicas_wiring, gpu_memory, runtime_class, routing]
+                     userspace_permission, workload_replicas, replicas_wiring, gpu_memory, runtime_class, routing, image_ref,
+                     upload_mount, multiple_install]
