@@ -80,8 +80,8 @@ def test_github_annotations_name_the_app_yaml_line_a_maintainer_edits(repo: Path
     assert rows
     for row in rows:  # every annotation lands on a file of the repository
         assert (repo / row["file"]).is_file(), row
-    unpinned = [r for r in rows if r["title"] == "image.unpinned"]
-    flag = [r for r in rows if r["title"] == "engine.flag" and "--no-such-flag-here" in r["text"]]
+    unpinned = [r for r in rows if r["title"].split()[0] == "image.unpinned"]  # "image.unpinned (policy)"
+    flag = [r for r in rows if r["title"].split()[0] == "engine.flag" and "--no-such-flag-here" in r["text"]]
     assert unpinned and flag
     for r in unpinned:
         assert r["file"] == "apps/myqwen/app.yaml"
@@ -112,7 +112,7 @@ def test_a_published_archive_is_placed_on_its_app_and_a_stray_one_on_itself(repo
     rows = annotations(capsys.readouterr().out)
     assert rows and all((repo / r["file"]).is_file() for r in rows)
     assert all(r["text"].startswith(f"{tgz}: ") for r in rows)
-    assert {r["file"] for r in rows if r["title"] == "image.unpinned"} == {f"apps/{NAME}/app.yaml"}
+    assert {r["file"] for r in rows if r["title"].split()[0] == "image.unpinned"} == {f"apps/{NAME}/app.yaml"}
 
     stray = tmp_path / "elsewhere" / f"{NAME}-1.0.10-legacy.tgz"
     stray.parent.mkdir()
