@@ -77,13 +77,15 @@ class Imported:
 # ---------------------------------------------------------------- sources
 
 
-def find(source: str, *, os_versions: tuple[str, ...] = ("1.12.5", "1.12.7"), progress: Any = None) -> list[Found]:
+def find(source: str, *, os_versions: tuple[str, ...] = ("1.12.5", "1.12.7"), progress: Any = None,
+         report: list[str] | None = None) -> list[Found]:
     """Every chart version in `source`: a chart folder, a .tgz, a folder of those, or the base URL
-    of a market source (every app's details and every version it lets a device download)."""
+    of a market source (every app's details and every version it lets a device download; what it
+    lists, names in versionHistory and serves is said in `report`)."""
     if re.match(r"^https?://", source):
         from . import marketclient
 
-        return marketclient.fetch(source, os_versions, progress)
+        return marketclient.fetch(source, os_versions, progress, report)
     path = Path(source)
     if not path.exists():
         raise InputError(f"{source}: no such file or folder (or an http(s):// market source)")

@@ -469,3 +469,58 @@ def test_every_upgraded_fixture_is_accepted_by_the_official_checker(tmp_path: Pa
     files = render.render(load_app(root / "apps" / chart), targets.CURRENT)
     v = oracle.verdict_files(chart, files)  # type: ignore[attr-defined]
     assert v.accepted, v.errors
+
+
+# ---------------------------------------------------------------- what a new user hit (issue #25, Import)
+
+
+def test_notes_alone_do_not_fail_without_strict(tmp_path: Path) -> None:
+    """Charts a device installs import with notes (a lone }}, an empty website, an i18n file);
+    only --strict makes notes fail."""
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(CHARTS / "textsvone"), str(CHARTS / "gpuvtwo")) == 0
+    shutil.rmtree(root)
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(CHARTS / "textsvone"), str(CHARTS / "gpuvtwo"), extra=("--strict",)) == 1
+
+
+def test_dry_run_creates_no_lock_file(tmp_path: Path) -> None:
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(CHARTS / "notesui"), extra=("--dry-run",)) == 0
+    assert sorted(p.name for p in root.iterdir()) == ["apps"]
+
+
+def test_the_text_report_prints_notes_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "src" / "notes-ui"
+    shutil.copytree(CHARTS / "notesui", bad)
+    for rel in ("Chart.yaml", "OlaresManifest.yaml"):
+        (bad / rel).write_text((bad / rel).read_text().replace("name: notesui", "name: notes-ui"))
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(bad)) == 1
+    out = capsys.readouterr().out.replace("│", "").replace("\n", "").replace(" ", "")
+    assert "(^[a-z0-9]{1,30}$)" in out  # not read as rich markup
+
+
+def test_the_en_us_note_is_made_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(CHARTS / "gpuvtwo"), extra=("--format", "json")) == 0
+    notes = json.loads(capsys.readouterr().out)["charts"][0]["notes"]
+    assert [n for n in notes if "en-US" in n] == [
+        "i18n/en-US/OlaresManifest.yaml: en-US texts are the app's own (metadata/spec): this file is not kept"]
+
+
+def test_a_live_source_says_what_it_lists_names_and_serves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A source listing one version per app, naming older ones in versionHistory, and no longer
+    serving one of them: the report counts each and names the missing file."""
+    served = empty_repo(tmp_path / "served")
+    _versions(tmp_path)
+    assert run_import(served, str(tmp_path / "src")) == 0
+    capsys.readouterr()
+    root = empty_repo(tmp_path)
+    with serving(Source(served, served / "market-index.json")) as url:
+        (served / "packages" / "current" / "speechapp-1.0.0.tgz").unlink()  # gone since the source loaded
+        assert run_import(root, url, extra=("--format", "json")) == 0
+    said = json.loads(capsys.readouterr().out)["sources"]
+    assert said == [f"{url}: lists 1 chart(s) (one version per app); its versionHistory names 2 more; 2 of these 3 "
+                    "are served and taken; not served: speechapp-1.0.0.tgz"]
+    assert records.versions(Repo.of_apps(root / "apps"), "speechapp") == ["1.1.0", "1.2.0"]
