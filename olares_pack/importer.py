@@ -224,12 +224,16 @@ def to_app(found: Found, default_date: dt.date, *, rename: bool = False, notes: 
                              "notes": str(upgrade) if upgrade else "", "locales": locale_changes}
     files = {k: v for k, v in found.files.items()
              if k not in ("Chart.yaml", MANIFEST) and not re.match(r"^i18n/[^/]+/OlaresManifest\.yaml$", k)}
+    for k in sorted(k for k in files if k.startswith("i18n/")):
+        # the market and the installer read only i18n/<locale>/OlaresManifest.yaml
+        notes.append(f"{k}: not an i18n/<locale>/OlaresManifest.yaml file, which no device reads: not kept")
+        del files[k]
     for path in sorted(found.binary):
         notes.append(f"{path}: a binary file; an app manifest holds text only: not kept")
     data: dict[str, Any] = {
         "name": name, "version": version, "title": md.get("title"), "description": md.get("description"),
         "icon": md.get("icon"), "categories": md.get("categories") or [],
-        "developer": spec.get("developer") or "", "changelog": [entry], "locales": locales,
+        "developer": spec.get("developer") or _developer(spec, name, notes), "changelog": [entry], "locales": locales,
         "chart": {"manifest_version": str(manifest.get("olaresManifest.version") or ""), "manifest": rest,
                   "manifest_text": manifest_text,
                   "chart_yaml": {k: v for k, v in chart.items() if k not in chartrender.CHART_FIELDS},
@@ -293,6 +297,15 @@ def representable(data: dict[str, Any], notes: list[str]) -> None:
         if isinstance(texts, dict) and isinstance(texts.get("full_description"), str) and not texts["full_description"].strip():
             notes.append(f"locales.{loc}.full_description: empty, taken as absent")
             del texts["full_description"]
+
+
+def _developer(spec: dict[str, Any], name: str, notes: list[str]) -> str:
+    """A chart without spec.developer installs (the market shows none), while an app manifest
+    names one: the submitter, else the app's name, said in the report."""
+    who = str(spec.get("submitter") or "").strip() or name
+    notes.append(f"spec.developer: {'empty' if 'developer' in spec else 'absent'} (a device shows none); the app "
+                 f"manifest names {who!r} ({'the submitter' if spec.get('submitter') else 'the app name'})")
+    return who
 
 
 def _locales(found: Found, notes: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import copy
 import re
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 import semver
@@ -81,7 +81,7 @@ def _q(v: Any) -> Decimal | None:
 
 
 def _memory(v: Decimal) -> str:
-    n = int(v)
+    n = int(v.to_integral_value(rounding=ROUND_CEILING))
     for suffix, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
         if n and n % size == 0:
             return f"{n // size}{suffix}"
@@ -118,6 +118,18 @@ def _merge(base: dict[str, Any], extra: dict[str, Any], where: str) -> None:
 _DEFINE = re.compile(r"""\{\{-?\s*define\s+"([^"]+)"\s*-?\}\}""")
 
 
+_OWN_ACTION = re.compile(r"\{\{\s*\.(?:Release|Chart)\.Name\s*\}\}")
+_OWN = re.compile(r"\.(?:Release|Chart)\.Name\b")
+
+
+def _own_name(text: str, sub: str) -> tuple[str, int]:
+    """A sub-chart's `.Release.Name`/`.Chart.Name` as the name it had under v2: a whole action
+    becomes the literal name, one inside a pipeline the quoted string."""
+    text, n = _OWN_ACTION.subn(sub, text)
+    text, m = _OWN.subn(f'"{sub}"', text)
+    return text, n + m
+
+
 def _flatten(app: ChartApp, m: dict[str, Any], notes: list[str]) -> dict[str, str]:
     """The chart's files as one chart: each v2 sub-chart's templates under templates/<sub>/."""
     files = dict(app.chart.files)
@@ -137,7 +149,6 @@ def _flatten(app: ChartApp, m: dict[str, Any], notes: list[str]) -> dict[str, st
     for path, text in out.items():
         for d in _DEFINE.findall(text) if path.startswith("templates/") else []:
             defines[d] = path
-    own = re.compile(r"\.(?:Release|Chart)\.Name\b")
     for s in names:
         part = {k[len(s) + 1:]: v for k, v in files.items() if k.startswith(f"{s}/")}
         if not part:
@@ -160,7 +171,7 @@ def _flatten(app: ChartApp, m: dict[str, Any], notes: list[str]) -> dict[str, st
                 if d in defines:
                     raise Blocked(f"{s}/{path} defines the template {d!r}, which {defines[d]} defines too")
                 defines[d] = f"{s}/{path}"
-            new, n = own.subn(f'"{s}"', text) if text.count("{{") else (text, 0)
+            new, n = _own_name(text, s)
             if n:
                 notes.append(f"{s}/{path}: .Release.Name/.Chart.Name → \"{s}\" ({n}x): its release name under v2")
             out[f"templates/{s}/{path[len('templates/'):]}"] = new
@@ -251,7 +262,9 @@ def _user_env(m: dict[str, Any], files: dict[str, str], notes: list[str]) -> dic
 
 
 def _doc_name(doc: str, app_name: str) -> str | None:
-    m = re.search(r"(?m)^metadata:[ \t]*\n((?:[ \t]+.*\n|[ \t]*\n)*)", doc + "\n")
+    doc = doc.replace("\r\n", "\n")  # charts written on Windows
+    # the metadata block: indented lines, blank lines and template actions (if/else around a name)
+    m = re.search(r"(?m)^metadata:[ \t]*\n((?:[ \t]+.*\n|[ \t]*\n|\{\{.*\n)*)", doc + "\n")
     if not m:
         return None
     line = re.search(r"(?m)^[ \t]{1,4}name:[ \t]*(.+?)[ \t]*$", m.group(1))
@@ -270,7 +283,7 @@ def _wire_replicas(files: dict[str, str], names: list[str], app_name: str, notes
     for path, text in sorted(files.items()):
         if not path.startswith("templates/"):
             continue
-        docs = re.split(r"(?m)^---[ \t]*$", text)
+        docs = re.split(r"(?m)^---(?=[ \t]*\r?$)", text)
         changed = False
         for i, doc in enumerate(docs):
             kind = re.search(r"(?m)^kind:\s*['\"]?(Deployment|StatefulSet)\b", doc)
@@ -280,11 +293,11 @@ def _wire_replicas(files: dict[str, str], names: list[str], app_name: str, notes
             ref = f".Values.workloads.{name}.replicaCount" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) \
                 else f'(index .Values.workloads "{name}").replicaCount'
             wired_line = f"replicas: {{{{ {ref} }}}}"
-            old = re.search(r"(?m)^  replicas:(.*)$", doc)
+            old = re.search(r"(?m)^  replicas:([^\r\n]*)", doc)
             if old:
                 docs[i] = doc[:old.start()] + "  " + wired_line + doc[old.end():]
-            elif re.search(r"(?m)^spec:[ \t]*$", doc):
-                docs[i] = re.sub(r"(?m)^spec:[ \t]*$", "spec:\n  " + wired_line, doc, count=1)
+            elif re.search(r"(?m)^spec:[ \t]*\r?$", doc):
+                docs[i] = re.sub(r"(?m)^spec:[ \t]*(\r?)$", lambda mo: f"spec:{mo.group(1)}\n  {wired_line}{mo.group(1)}", doc, count=1)
             else:
                 continue
             changed = True

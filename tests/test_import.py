@@ -524,3 +524,27 @@ def test_a_live_source_says_what_it_lists_names_and_serves(tmp_path: Path, capsy
     assert said == [f"{url}: lists 1 chart(s) (one version per app); its versionHistory names 2 more; 2 of these 3 "
                     "are served and taken; not served: speechapp-1.0.0.tgz"]
     assert records.versions(Repo.of_apps(root / "apps"), "speechapp") == ["1.1.0", "1.2.0"]
+
+
+def test_forms_of_the_official_legacy_charts_import_and_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Forms that beclab/apps legacy charts use and devices install: no spec.developer (ytdlp),
+    an i18n file outside i18n/<locale>/ (wealthpilot), CRLF templates (cosyvoice), a workload
+    name chosen in an if/else inside metadata (cosyvoice's clientproxy)."""
+    src = tmp_path / "src" / "textsvone"
+    shutil.copytree(CHARTS / "textsvone", src)
+    m = src / "OlaresManifest.yaml"
+    m.write_text(m.read_text().replace("  developer: example\n", "  submitter: Example Org\n"))
+    (src / "i18n").mkdir()
+    (src / "i18n" / "en-US.yaml").write_text("title: Template Gallery\n")
+    tpl = src / "templates" / "app.yaml"
+    text = tpl.read_text().replace("metadata:\n  name: textsvone\n", "metadata:\n{{- if .Values.admin }}\n  name: textsvone\n"
+                                   "{{- else }}\n  name: textsvoneuser\n{{- end }}\n", 1)
+    tpl.write_bytes(text.replace("\n", "\r\n").encode())
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert "spec.developer: absent (a device shows none); the app manifest names 'Example Org' (the submitter)" in notes
+    assert "i18n/en-US.yaml: not an i18n/<locale>/OlaresManifest.yaml file, which no device reads: not kept" in notes
+    app = load_app(root / "apps" / "textsvone")
+    files = render.render(app, targets.CURRENT)
+    assert app.version == "2.1.1" and errors_for_1_12_6("textsvone", files) == []
+    assert "  replicas: {{ .Values.workloads.textsvone.replicaCount }}\r\n" in files["templates/app.yaml"]
