@@ -340,9 +340,15 @@ def errors_for_1_12_6(name: str, files: dict[str, str]) -> list[tuple[str, str]]
 def test_upgrade_converts_a_single_chart_v2_app_and_both_device_lines_see_their_chart(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The third-party form: apiVersion v2 without sub-charts, flat GPU resources with
-    requiredMemory below the containers' requests, OLARES_USER_* Hugging Face variables."""
+    requiredMemory below the containers' requests, OLARES_USER_* Hugging Face variables; read
+    from a live source as the README's flow does (import, lint, release, build --check, serve)."""
+    served = empty_repo(tmp_path / "source")
+    assert run_import(served, str(CHARTS / "gpuvtwo")) == 0
+    capsys.readouterr()
     root = empty_repo(tmp_path)
-    notes = upgrade_notes(root, CHARTS / "gpuvtwo", capsys)
+    with serving(Source(served, served / "market-index.json")) as source_url:
+        assert run_import(root, source_url, extra=("--upgrade", "--format", "json")) == 0
+    notes = json.loads(capsys.readouterr().out)["charts"][0]["notes"]
     assert "--upgrade to 1.0.6: spec.accelerator[nvidia].requiredMemory: 20Gi → 24Gi, the containers' requests summed " \
            "(1.12.6 refuses less)" in notes
     app = load_app(root / "apps" / "gpuvtwo")
@@ -370,7 +376,7 @@ def test_upgrade_converts_a_single_chart_v2_app_and_both_device_lines_see_their_
     # both lines: 1.0.5 stays published as it was; 1.0.6 is the next release, for 1.12.6+
     assert main(["release", "gpuvtwo", "--apps-dir", str(root / "apps"), "--version", "1.0.6", "--date", DATE]) == 0
     assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0
-    source_bytes = importer.find(str(CHARTS / "gpuvtwo"))[0].package
+    source_bytes = (served / "packages" / "legacy" / "gpuvtwo-1.0.5.tgz").read_bytes()
     with serving(Source(root, root / "market-index.json")) as url:
         old, new = offered(url, "1.12.5")["gpuvtwo"], offered(url, "1.12.6")["gpuvtwo"]
     assert old == ("1.0.5", source_bytes)
