@@ -554,3 +554,30 @@ def test_forms_of_the_official_legacy_charts_import_and_upgrade(tmp_path: Path, 
     files = render.render(app, targets.CURRENT)
     assert app.version == "2.1.1" and errors_for_1_12_6("textsvone", files) == []
     assert "  replicas: {{ .Values.workloads.textsvone.replicaCount }}\r\n" in files["templates/app.yaml"]
+
+
+def test_a_multi_chart_app_in_the_third_party_form_flattens(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Sub-charts that name workloads and paths after `.Release.Name` and render the shared part
+    for the admin only (the form of the public third-party Olares One market's shared apps)."""
+    src = tmp_path / "src" / "ragstack"
+    shutil.copytree(CHARTS / "ragstack", src)
+    dep = src / "ragstack" / "templates" / "deployment.yaml"
+    dep.write_text(dep.read_text().replace("  name: ragstack\n  namespace", "  name: {{ .Release.Name }}\n  namespace", 1)
+                   .replace("/ragstack\"", "/{{ .Release.Name }}/data\""))
+    sts = src / "ragdb" / "templates" / "statefulset.yaml"
+    sts.write_text("{{- if and .Values.admin .Values.bfl.username (eq .Values.admin .Values.bfl.username) }}\n"
+                   + sts.read_text() + "{{- end }}\n")
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert "--upgrade to 0.9.3: ragstack/templates/deployment.yaml: .Release.Name/.Chart.Name → \"ragstack\" (2x): " \
+           "its release name under v2" in notes
+    legacy = importer.to_app(importer.find(str(src))[0], dt.date(2026, 12, 3)).app
+    app = load_app(root / "apps" / "ragstack")
+    files = render.render(app, targets.CURRENT)
+    assert "  name: ragstack\n" in files["templates/ragstack/deployment.yaml"]
+    from olares_pack import chartrender
+
+    before, after = pods(chartrender.objects(legacy)), pods(chartrender.objects(app))
+    assert after["Deployment/ragstack"]["volumes"] == before["Deployment/ragstack"]["volumes"]  # same host path
+    assert after["StatefulSet/ragdb"] == before["StatefulSet/ragdb"]
+    assert errors_for_1_12_6("ragstack", files) == []
