@@ -62,6 +62,10 @@ USERSPACE = ("appData", "appCache", "userData", "appCommon")
 HUGGINGFACE = {"OLARES_USER_HUGGINGFACE_SERVICE": ("HF_ENDPOINT", "OLARES_SYSTEM_HUGGINGFACE_SERVICE"),
                "OLARES_USER_HUGGINGFACE_TOKEN": ("HF_TOKEN", "OLARES_SYSTEM_HUGGINGFACE_TOKEN")}
 _USER_VAR = re.compile(r"\bOLARES_USER_[A-Z0-9_]+\b")
+# Where a template reads an env value: `.Values.olaresEnv.NAME` or `index .Values.olaresEnv "NAME"`
+# (also through a variable holding .Values.olaresEnv). Elsewhere the name may be one a container
+# reads (an env var of its own): it is left as written and lint names it.
+_READ = re.compile(r"""(olaresEnv\.|olaresEnv\s+["']|\$[A-Za-z_][A-Za-z0-9_]*\.)(OLARES_USER_[A-Z0-9_]+)\b""")
 
 
 class Blocked(InputError):
@@ -233,8 +237,8 @@ def _user_env(m: dict[str, Any], files: dict[str, str], notes: list[str]) -> dic
             notes.append(f"envs[{i}].valueFrom.envName: {frm} → {HUGGINGFACE[frm][1]} (system-level on 0.12.0)")
         elif name.startswith("OLARES_USER_"):
             e["valueFrom"] = {**(src or {}), "envName": frm}
-    used = sorted({v for path, text in files.items() if path.startswith("templates/") or path == "values.yaml"
-                   for v in _USER_VAR.findall(text)})
+    used = sorted({mo.group(2) for path, text in files.items() if path.startswith("templates/") or path == "values.yaml"
+                   for mo in _READ.finditer(text)})
     for var in used:
         if var not in renames:
             local = _local_name(var)
@@ -250,11 +254,15 @@ def _user_env(m: dict[str, Any], files: dict[str, str], notes: list[str]) -> dic
     out = dict(files)
     for path, text in files.items():
         if path.startswith("templates/") or path == "values.yaml":
-            new, n = _USER_VAR.subn(lambda mo: renames.get(mo.group(), mo.group()), text)
+            read = sorted({mo.group(2) for mo in _READ.finditer(text)})
+            new, n = _READ.subn(lambda mo: mo.group(1) + renames.get(mo.group(2), mo.group(2)), text)
             if n:
                 out[path] = new
-                notes.append(f"{path}: {', '.join(sorted(set(_USER_VAR.findall(text))))} → "
-                             f"{', '.join(sorted({renames[v] for v in _USER_VAR.findall(text)}))} ({n}x)")
+                notes.append(f"{path}: .Values.olaresEnv.{{{', '.join(read)}}} → "
+                             f"{{{', '.join(renames[v] for v in read)}}} ({n}x)")
+            for var in sorted(set(_USER_VAR.findall(new))):
+                notes.append(f"{path}: {var} outside .Values.olaresEnv: left as written (a container may read it by "
+                             "that name); 1.12.6 refuses the string OLARES_USER in templates")
     return out
 
 

@@ -581,3 +581,27 @@ def test_a_multi_chart_app_in_the_third_party_form_flattens(tmp_path: Path, caps
     assert after["Deployment/ragstack"]["volumes"] == before["Deployment/ragstack"]["volumes"]  # same host path
     assert after["StatefulSet/ragdb"] == before["StatefulSet/ragdb"]
     assert errors_for_1_12_6("ragstack", files) == []
+
+
+def test_user_variables_keep_their_source_under_an_app_local_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A template reading OLARES_USER_SMTP_PORT through a variable: on v3 the app declares SMTP_PORT
+    from the user variable (oac envs.go; beclab/apps difyv3); a container's own env name is left."""
+    src = tmp_path / "src" / "textsvone"
+    shutil.copytree(CHARTS / "textsvone", src)
+    tpl = src / "templates" / "app.yaml"
+    tpl.write_text("{{- $oe := .Values.olaresEnv | default dict }}\n" + tpl.read_text().replace(
+        '              value: "{{ .Values.pageSize }}"\n',
+        '              value: "{{ .Values.pageSize }}"\n            - name: MAIL_PORT\n'
+        '              value: "{{ $oe.OLARES_USER_SMTP_PORT }}"\n'))
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert "--upgrade to 2.1.1: envs: SMTP_PORT from OLARES_USER_SMTP_PORT declared (the templates read " \
+           "OLARES_USER_SMTP_PORT)" in notes
+    app = load_app(root / "apps" / "textsvone")
+    files = render.render(app, targets.CURRENT)
+    assert manifest_of(files)["envs"] == [{"envName": "SMTP_PORT", "required": False, "applyOnChange": True,
+                                           "valueFrom": {"envName": "OLARES_USER_SMTP_PORT"}}]
+    original = importer.find(str(src))[0].files
+    assert rendered_pods(files, "textsvone", {"SMTP_PORT": "587"}) == \
+        rendered_pods(original, "textsvone", {"OLARES_USER_SMTP_PORT": "587"})
+    assert errors_for_1_12_6("textsvone", files) == []
