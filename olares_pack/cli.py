@@ -594,9 +594,11 @@ def _edit_entry(name: str, version: str, date: dt.date, summary: str, changes: l
               help="Publication date of versions whose source names none (default: today).")
 @click.option("--os-version", "os_versions", multiple=True, metavar="VERSION",
               help="OS versions to read a live source's catalogue for (default: 1.12.5 and 1.12.7).")
-@click.option("--strict", is_flag=True, help="Fail (exit 1) when anything could not be imported or kept.")
-@click.option("--upgrade", is_flag=True, help="Convert legacy charts (manifest 0.10.0) to 0.12.0/v3 for Olares 1.12.6+, "
-              "as the next version to release; the report says what that took.")
+@click.option("--strict", is_flag=True, help="Also fail (exit 1) on notes: anything mapped, changed or not kept "
+              "(without it, only a chart that was not imported fails).")
+@click.option("--upgrade", is_flag=True, help="Convert legacy charts (manifest 0.10.0/0.11.0, apiVersion v1 or v2, "
+              "sub-charts flattened) to 0.12.0/v3 for Olares 1.12.6+, as the next version to release; the imported "
+              "versions stay published for 1.12.3-1.12.5. The report says what that took, or what blocks it.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: a summary table; json: the same for scripts.")
 @click.option("--structured", is_flag=True, help="Give charts whose engine olares-pack models (llama.cpp, vLLM) "

@@ -24,6 +24,10 @@ from olares_pack.repo import Repo
 from olares_pack.server import Source
 
 CHARTS = Path(__file__).parent / "data" / "charts"
+# Hand-written charts in the forms of 1.12.3-1.12.5 catalogues (issue #24): a single-chart
+# apiVersion v2 app with flat GPU resources and OLARES_USER_* env, a 0.10.0/v1 app with a lone }}
+# and empty links. Kept apart from charts/, which lint's tests read as charts that lint clean.
+LEGACY = Path(__file__).parent / "data" / "import"
 DATE = "2026-12-03"
 
 
@@ -52,10 +56,11 @@ def manifest_of(files: dict[str, str]) -> dict:
 @pytest.mark.parametrize("chart", ["llamaupstream", "llamaturbo", "speechapp", "notesui", "vllmserve", "ragstack", "gpuvtwo"])
 def test_each_kind_of_chart_imports_and_renders_back_to_the_same_chart(tmp_path: Path, chart: str) -> None:
     root = empty_repo(tmp_path)
-    assert run_import(root, str(CHARTS / chart)) == 0
+    folder = CHARTS / chart if (CHARTS / chart).is_dir() else LEGACY / chart
+    assert run_import(root, str(folder)) == 0
     app = load_app(root / "apps" / chart)
     assert isinstance(app, ChartApp)
-    original = importer.find(str(CHARTS / chart))[0]
+    original = importer.find(str(folder))[0]
     line = targets.CURRENT.name if app.chart.manifest_version == "0.12.0" else targets.LEGACY.name
     rendered = render.render(app, targets.get(line))
     if chart == "llamaupstream":  # 26.08.1: imported as 26.8.1, to be released (not recorded as published)
@@ -77,7 +82,7 @@ def test_each_kind_of_chart_imports_and_renders_back_to_the_same_chart(tmp_path:
     # manifest.schema-version (oac checkSubCharts, run at install from 1.12.6 only) still names it.
     assert [f for f in findings if f.severity == "error" and (chart, f.rule) != ("gpuvtwo", "manifest.schema-version")] == []
     if chart != "llamaupstream":
-        assert main(["diff", str(CHARTS / chart), str(root / "apps" / chart / "app.yaml"), "--rendered",
+        assert main(["diff", str(folder), str(root / "apps" / chart / "app.yaml"), "--rendered",
                      "--target", line]) == 0  # the flag-aware diff sees nothing
 
 
@@ -343,7 +348,7 @@ def test_upgrade_converts_a_single_chart_v2_app_and_both_device_lines_see_their_
     requiredMemory below the containers' requests, OLARES_USER_* Hugging Face variables; read
     from a live source as the README's flow does (import, lint, release, build --check, serve)."""
     served = empty_repo(tmp_path / "source")
-    assert run_import(served, str(CHARTS / "gpuvtwo")) == 0
+    assert run_import(served, str(LEGACY / "gpuvtwo")) == 0
     capsys.readouterr()
     root = empty_repo(tmp_path)
     with serving(Source(served, served / "market-index.json")) as source_url:
@@ -368,7 +373,7 @@ def test_upgrade_converts_a_single_chart_v2_app_and_both_device_lines_see_their_
     assert yaml.safe_load(files["values.yaml"]) == {"workloads": {"gpuvtwo": {"replicaCount": 1}}}
     assert files["values.yaml"].startswith("# Filled in by the installer")  # its comment kept
     # the same containers: the variables' values reach the same env entries under their new names
-    original = importer.find(str(CHARTS / "gpuvtwo"))[0].files
+    original = importer.find(str(LEGACY / "gpuvtwo"))[0].files
     assert rendered_pods(files, "gpuvtwo", {"HF_ENDPOINT": "https://hf.example", "HF_TOKEN": "hf_secret"}) == \
         rendered_pods(original, "gpuvtwo", {v: k for k, v in HF.items()})
     assert errors_for_1_12_6("gpuvtwo", files) == []
@@ -428,7 +433,7 @@ def test_a_lone_closing_brace_pair_and_empty_links_are_imported_and_mapped(tmp_p
     """A 0.10.0/v1 chart a device installs: `}}` in its description is literal text to Go
     templates, and `website: ''` / `sourceCode: ''` are empty optional fields."""
     root = empty_repo(tmp_path)
-    assert run_import(root, str(CHARTS / "textsvone"), extra=("--format", "json")) == 0
+    assert run_import(root, str(LEGACY / "textsvone"), extra=("--format", "json")) == 0
     notes = json.loads(capsys.readouterr().out)["charts"][0]["notes"]
     assert "website: '' (empty) taken as absent, as a device shows it; the next render leaves it out" in notes
     assert any(n.startswith("full_description: '}}' in a text → '} }'") for n in notes)
@@ -436,12 +441,12 @@ def test_a_lone_closing_brace_pair_and_empty_links_are_imported_and_mapped(tmp_p
     assert app.website is None and app.full_description.startswith("Close an action with } } and a Jinja block with %}.")
     repo = Repo.of_apps(root / "apps")
     rec = records.read(repo, "textsvone", "2.1.0")
-    assert (root / rec.charts["legacy"].file).read_bytes() == importer.find(str(CHARTS / "textsvone"))[0].package
+    assert (root / rec.charts["legacy"].file).read_bytes() == importer.find(str(LEGACY / "textsvone"))[0].package
     assert main(["lint", str(root / "apps" / "textsvone"), "--olares", "1.12.5"]) == 0
     capsys.readouterr()
     shutil.rmtree(root)
     root = empty_repo(tmp_path)
-    upgrade_notes(root, CHARTS / "textsvone", capsys)
+    upgrade_notes(root, LEGACY / "textsvone", capsys)
     app = load_app(root / "apps" / "textsvone")
     files = render.render(app, targets.CURRENT)
     assert app.version == "2.1.1" and errors_for_1_12_6("textsvone", files) == []
@@ -450,7 +455,7 @@ def test_a_lone_closing_brace_pair_and_empty_links_are_imported_and_mapped(tmp_p
 
 def test_a_chart_renders_only_for_the_target_it_is_written_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = empty_repo(tmp_path)
-    assert run_import(root, str(CHARTS / "gpuvtwo")) == 0
+    assert run_import(root, str(LEGACY / "gpuvtwo")) == 0
     capsys.readouterr()
     out = tmp_path / "out"
     assert main(["render", "gpuvtwo", "--apps-dir", str(root / "apps"), "--target", "current", "--out", str(out)]) == 2
@@ -471,7 +476,7 @@ def test_every_upgraded_fixture_is_accepted_by_the_official_checker(tmp_path: Pa
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """The oracle (beclab's oac Lint, oracle/): skipped with its build error where it cannot be built."""
     root = empty_repo(tmp_path)
-    upgrade_notes(root, CHARTS / chart, capsys)
+    upgrade_notes(root, CHARTS / chart if (CHARTS / chart).is_dir() else LEGACY / chart, capsys)
     files = render.render(load_app(root / "apps" / chart), targets.CURRENT)
     v = oracle.verdict_files(chart, files)  # type: ignore[attr-defined]
     assert v.accepted, v.errors
@@ -484,10 +489,10 @@ def test_notes_alone_do_not_fail_without_strict(tmp_path: Path) -> None:
     """Charts a device installs import with notes (a lone }}, an empty website, an i18n file);
     only --strict makes notes fail."""
     root = empty_repo(tmp_path)
-    assert run_import(root, str(CHARTS / "textsvone"), str(CHARTS / "gpuvtwo")) == 0
+    assert run_import(root, str(LEGACY / "textsvone"), str(LEGACY / "gpuvtwo")) == 0
     shutil.rmtree(root)
     root = empty_repo(tmp_path)
-    assert run_import(root, str(CHARTS / "textsvone"), str(CHARTS / "gpuvtwo"), extra=("--strict",)) == 1
+    assert run_import(root, str(LEGACY / "textsvone"), str(LEGACY / "gpuvtwo"), extra=("--strict",)) == 1
 
 
 def test_dry_run_creates_no_lock_file(tmp_path: Path) -> None:
@@ -509,7 +514,7 @@ def test_the_text_report_prints_notes_as_written(tmp_path: Path, capsys: pytest.
 
 def test_the_en_us_note_is_made_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = empty_repo(tmp_path)
-    assert run_import(root, str(CHARTS / "gpuvtwo"), extra=("--format", "json")) == 0
+    assert run_import(root, str(LEGACY / "gpuvtwo"), extra=("--format", "json")) == 0
     notes = json.loads(capsys.readouterr().out)["charts"][0]["notes"]
     assert [n for n in notes if "en-US" in n] == [
         "i18n/en-US/OlaresManifest.yaml: en-US texts are the app's own (metadata/spec): this file is not kept"]
@@ -537,7 +542,7 @@ def test_forms_of_the_official_legacy_charts_import_and_upgrade(tmp_path: Path, 
     an i18n file outside i18n/<locale>/ (wealthpilot), CRLF templates (cosyvoice), a workload
     name chosen in an if/else inside metadata (cosyvoice's clientproxy)."""
     src = tmp_path / "src" / "textsvone"
-    shutil.copytree(CHARTS / "textsvone", src)
+    shutil.copytree(LEGACY / "textsvone", src)
     m = src / "OlaresManifest.yaml"
     m.write_text(m.read_text().replace("  developer: example\n", "  submitter: Example Org\n"))
     (src / "i18n").mkdir()
@@ -587,7 +592,7 @@ def test_user_variables_keep_their_source_under_an_app_local_name(tmp_path: Path
     """A template reading OLARES_USER_SMTP_PORT through a variable: on v3 the app declares SMTP_PORT
     from the user variable (oac envs.go; beclab/apps difyv3); a container's own env name is left."""
     src = tmp_path / "src" / "textsvone"
-    shutil.copytree(CHARTS / "textsvone", src)
+    shutil.copytree(LEGACY / "textsvone", src)
     tpl = src / "templates" / "app.yaml"
     tpl.write_text("{{- $oe := .Values.olaresEnv | default dict }}\n" + tpl.read_text().replace(
         '              value: "{{ .Values.pageSize }}"\n',
