@@ -610,3 +610,21 @@ def test_user_variables_keep_their_source_under_an_app_local_name(tmp_path: Path
     assert rendered_pods(files, "textsvone", {"SMTP_PORT": "587"}) == \
         rendered_pods(original, "textsvone", {"OLARES_USER_SMTP_PORT": "587"})
     assert errors_for_1_12_6("textsvone", files) == []
+
+
+def test_a_v2_app_with_one_sub_chart_becomes_one_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """apiVersion v2 with a single sub-chart (1.12.3-1.12.5 install it through the v1 path)."""
+    src = tmp_path / "src" / "ragstack"
+    shutil.copytree(CHARTS / "ragstack", src)
+    shutil.rmtree(src / "ragdb")
+    m = src / "OlaresManifest.yaml"
+    m.write_text(m.read_text().replace("    - name: ragdb\n      shared: true\n", ""))
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert not [n for n in notes if "not converted" in n or "still refused" in n]
+    app = load_app(root / "apps" / "ragstack")
+    files = render.render(app, targets.CURRENT)
+    manifest = manifest_of(files)
+    assert (manifest["apiVersion"], manifest["workloadReplicas"]) == ("v3", {"ragstack": 1})
+    assert "onlyAdmin" not in manifest["spec"] and "subCharts" not in manifest["spec"]
+    assert errors_for_1_12_6("ragstack", files) == []
