@@ -15,6 +15,7 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from olares_pack import importer, render, targets
 from olares_pack.errors import OlaresPackError
@@ -28,6 +29,41 @@ def legacy(folder: Path) -> bool:
     text = (folder / "OlaresManifest.yaml").read_text(encoding="utf-8", errors="replace")
     m = re.search(r"^olaresManifest\.version:\s*['\"]?([0-9.]+)", text, re.M)
     return bool(m) and tuple(int(p) for p in m.group(1).split(".")[:3] if p.isdigit()) < (0, 12, 0)
+
+
+def pods(app: ChartApp) -> dict[str, Any]:
+    """Each workload's containers (image, argv, env, resources, ports, probes, mounts) and volumes,
+    rendered as the installer renders them (owner == admin, GPU.Type nvidia, no olaresEnv values),
+    a v2 chart sub-chart by sub-chart."""
+    from olares_pack import chartrender
+
+    keys = ("name", "image", "command", "args", "env", "resources", "ports", "startupProbe", "livenessProbe",
+            "readinessProbe", "volumeMounts")
+    out = {}
+    for o in chartrender.objects(app):
+        if o.get("kind") in ("Deployment", "StatefulSet", "Job", "DaemonSet"):
+            spec = ((o.get("spec") or {}).get("template") or {}).get("spec") or {}
+            out[f"{o['kind']}/{(o.get('metadata') or {}).get('name')}"] = {
+                "containers": [{k: c.get(k) for k in keys} for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]],
+                "volumes": spec.get("volumes")}
+    return out
+
+
+def same_containers(before: ChartApp, after: ChartApp) -> str | None:
+    """None when the upgraded chart renders the same workloads and containers; else the first
+    differing lines. A shared sub-chart's namespace (`<sub>-shared`) reads as the release namespace
+    after the conversion, so it is compared as such. Values a chart draws at random on each render
+    (randAlphaNum secrets) differ between any two renders."""
+    import difflib
+    import json
+
+    ns = f"{before.name}-alice"
+    a = re.sub(r"\b[a-z0-9]+-shared\b", ns, json.dumps(pods(before), sort_keys=True, indent=1)).splitlines()
+    b = json.dumps(pods(after), sort_keys=True, indent=1).splitlines()
+    if a == b:
+        return None
+    lines = [x.strip() for x in difflib.unified_diff(a, b, lineterm="", n=0) if x[:1] in "+-" and x[:3] not in ("---", "+++")]
+    return " | ".join(lines[:4])[:300]
 
 
 def main() -> int:
@@ -72,6 +108,10 @@ def main() -> int:
 
             app = validate_data(safe_load(data), chart.name)
             assert isinstance(app, ChartApp)
+            same = same_containers(res.app, app)
+            tally["same containers" if same is None else "containers differ"] += 1
+            if same is not None:
+                print(f"{chart.name}: containers differ: {same}")
             files = render.render(app, targets.CURRENT)
             errors = [f for f in lint_chart(ChartSource(app.name, app.name, files), LintOptions(olares_version="1.12.6")).findings
                       if f.severity == "error" and f.rule not in args.ignore]
