@@ -416,9 +416,11 @@ def to_current(app: ChartApp, date: Any) -> tuple[ChartApp, list[str]]:
     if perm.pop("provider", None) is not None:
         notes.append("permission.provider: removed (0.12.0 has none)")
     for key in USERSPACE:
-        if f".Values.userspace.{key}" in text and not perm.get(key):
+        # oac appdata.go reads the lower-case spelling too: `.Values.userspace.appdata` needs appData
+        used = [f".Values.userspace.{k}" for k in {key, key.lower()} if re.search(rf"\.Values\.userspace\.{k}\b", text)]
+        if used and not perm.get(key):
             perm[key] = True
-            notes.append(f"permission.{key}: true (the templates use .Values.userspace.{key})")
+            notes.append(f"permission.{key}: true (the templates use {used[0]})")
     if perm:
         m["permission"] = perm
     opts = m.setdefault("options", {})

@@ -628,3 +628,30 @@ def test_a_v2_app_with_one_sub_chart_becomes_one_chart(tmp_path: Path, capsys: p
     assert (manifest["apiVersion"], manifest["workloadReplicas"]) == ("v3", {"ragstack": 1})
     assert "onlyAdmin" not in manifest["spec"] and "subCharts" not in manifest["spec"]
     assert errors_for_1_12_6("ragstack", files) == []
+
+
+def test_the_upgrade_grants_the_userspace_permissions_the_templates_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "src" / "textsvone"
+    shutil.copytree(LEGACY / "textsvone", src)
+    m = src / "OlaresManifest.yaml"
+    m.write_text(m.read_text().replace("permission:\n  appData: true\n", ""))
+    tpl = src / "templates" / "app.yaml"
+    tpl.write_text(tpl.read_text().replace('''            - name: data
+              mountPath: /data
+''', '''            - name: data
+              mountPath: /data
+            - name: cache
+              mountPath: /cache
+''').replace('''      volumes:
+''', '''      volumes:
+        - name: cache
+          hostPath:
+            path: "{{ .Values.userspace.appCache }}/textsvone"
+            type: DirectoryOrCreate
+'''))
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert "--upgrade to 2.1.1: permission.appData: true (the templates use .Values.userspace.appData)" in notes
+    files = render.render(load_app(root / "apps" / "textsvone"), targets.CURRENT)
+    assert manifest_of(files)["permission"] == {"appData": True, "appCache": True}
+    assert errors_for_1_12_6("textsvone", files) == []
