@@ -6,7 +6,8 @@ what that took, by path. Each mapping follows a public source:
   limitedDisk/requiredGpu/limitedGpu` become one `spec.accelerator` entry (nvidia when the chart
   asks for a GPU, else cpu) holding all six quantities and, for nvidia, requiredGPUMemory/
   limitedGPUMemory; the flat fields go (beclab/Olares framework/oac README "1.3 spec" and
-  "2.2 Rule 4 / Rule 7", internal/manifest/resources.go). Each value is raised to the sum of the
+  "2.2 Rule 4 / Rule 7", internal/manifest/resources.go; the YAML keys are those of beclab/api
+  manifest/types.go: AppSpec.Accelerator `accelerator`, ResourceRequirement `requiredGPUMemory`). Each value is raised to the sum of the
   Deployment/StatefulSet containers' requests (required*) or limits (limited*) where lower:
   oac internal/resources/limits.go CheckResourceLimits refuses less ("resources mode=<mode>").
   `nvidia` needs `amd64` in spec.supportArch (Rule 1).
@@ -29,7 +30,8 @@ what that took, by path. Each mapping follows a public source:
 - Sub-charts (apiVersion v2 `spec.subCharts`): beclab's own v2 -> v3 moves (beclab/apps
   acestep15v2 -> acestep15v3: "flattened the acestep15v2/acestep15v2server sub-charts into a
   single chart ... Cross-namespace backend references now resolve within the release
-  namespace"; fishspeechv3, deepseekocrwebuiv3: `spec.onlyAdmin: true`, no `options.appScope`)
+  namespace"; fishspeechv3, deepseekocrwebuiv3: `spec.onlyAdmin: true` (beclab/api AppSpec.OnlyAdmin),
+  no `options.appScope`)
   merge every sub-chart's templates into one chart (templates/<sub>/...), its values into
   values.yaml, name `.Release.Name`/`.Chart.Name` of a sub-chart by the sub-chart's name (its
   release name under v2), and rewrite the shared sub-chart's namespace (`<sub>-shared`) to the
