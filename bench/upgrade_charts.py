@@ -58,7 +58,11 @@ def same_containers(before: ChartApp, after: ChartApp) -> str | None:
     import json
 
     ns = f"{before.name}-alice"
-    a = re.sub(r"\b[a-z0-9]+-shared\b", ns, json.dumps(pods(before), sort_keys=True, indent=1)).splitlines()
+    a_text = json.dumps(pods(before), sort_keys=True, indent=1)
+    for sub in (c.get("name") for c in (before.chart.manifest.get("spec") or {}).get("subCharts") or []
+                if isinstance(c, dict) and c.get("shared")):
+        a_text = re.sub(rf"(?<![A-Za-z0-9-]){re.escape(str(sub))}-shared(?![A-Za-z0-9-])", ns, a_text)
+    a = a_text.splitlines()
     b = json.dumps(pods(after), sort_keys=True, indent=1).splitlines()
     if a == b:
         return None

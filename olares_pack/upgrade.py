@@ -43,6 +43,7 @@ only the names above change where they are written."""
 
 from __future__ import annotations
 
+import collections
 import copy
 import re
 from decimal import ROUND_CEILING, Decimal
@@ -150,11 +151,17 @@ def _flatten(app: ChartApp, m: dict[str, Any], notes: list[str]) -> dict[str, st
     shared = [str(c["name"]) for c in subs if c.get("shared")]
     names = [str(c["name"]) for c in subs]
     out = {k: v for k, v in files.items() if not any(k.startswith(f"{s}/") for s in names)}
-    values = safe_load(files.get("values.yaml", "")) or {}
+    # A multi-chart v2 app installs its sub-charts only, each from its own folder with its own
+    # values.yaml and the installer's values (framework/app-service HelmOpsV2.install:
+    # helm.InstallCharts(chart.Name, chart.ChartPath(app), chart.Namespace(owner), values)): the
+    # root chart's templates and values.yaml reach no device, so the one chart does not take them.
+    for path in sorted(p for p in out if p.startswith("templates/")):
+        if re.search(r"\.(ya?ml|tpl|json)$", path):
+            notes.append(f"{path}: the root chart's template, which v2 never installed: not kept")
+            del out[path]
+    root_values = safe_load(files.get("values.yaml", "")) or {}
+    values: dict[str, Any] = {}
     defines: dict[str, str] = {}
-    for path, text in out.items():
-        for d in _DEFINE.findall(text) if path.startswith("templates/") else []:
-            defines[d] = path
     for s in names:
         part = {k[len(s) + 1:]: v for k, v in files.items() if k.startswith(f"{s}/")}
         if not part:
@@ -189,9 +196,13 @@ def _flatten(app: ChartApp, m: dict[str, Any], notes: list[str]) -> dict[str, st
             if path.startswith("templates/") and pattern.search(text):
                 out[path], n = pattern.subn("{{ .Release.Namespace }}", text)
                 notes.append(f"{path}: the shared namespace {sh}-shared → the release namespace ({n}x): one chart, one namespace")
-    if values != (safe_load(files.get("values.yaml", "")) or {}):
-        out["values.yaml"] = yaml.safe_dump(values, sort_keys=False, allow_unicode=True)
-        notes.append("values.yaml: the sub-charts' values merged in (rewritten: its comments are gone)")
+    dropped = sorted(k for k in (root_values if isinstance(root_values, dict) else {}) if k not in values)
+    if dropped:
+        notes.append(f"values.yaml: the root chart's {', '.join(dropped)}, which v2 installs of the sub-charts never "
+                     "read: not kept (the render stays the one devices installed)")
+    if values != root_values:
+        out["values.yaml"] = yaml.safe_dump(values, sort_keys=False, allow_unicode=True) if values else "{}\n"
+        notes.append("values.yaml: the sub-charts' values (rewritten: comments are gone)")
     if shared:
         spec["onlyAdmin"] = True
         notes.append(f"spec.onlyAdmin: true: the shared sub-chart ({', '.join(shared)}) ran once for every user of the "
@@ -373,9 +384,17 @@ def to_current(app: ChartApp, date: Any) -> tuple[ChartApp, list[str]]:
     gpu = any(spec.get(k) for k in ("requiredGpu", "limitedGpu")) or "nvidia.com/" in text or "gpu-inject" in text
     mode = "nvidia" if gpu else "cpu"
     try:
-        workloads = [o for o in _render(app, m, files, mode) if o.get("kind") in ("Deployment", "StatefulSet")]
+        rendered = _render(app, m, files, mode)
     except Exception as exc:  # noqa: BLE001 - Helm's own message says what does not render
         raise Blocked(f"the converted chart does not render: {str(exc).splitlines()[0]}") from None
+    # Sub-charts installed in namespaces of their own may reuse a name; merged into one release
+    # namespace, Kubernetes (and Helm's install) refuse a second object of one kind and name.
+    seen = collections.Counter((str(o.get("kind")), str((o.get("metadata") or {}).get("name"))) for o in rendered)
+    twice = sorted(f"{kind} {name}" for (kind, name), n in seen.items() if n > 1)
+    if twice:
+        raise Blocked(f"merged into one namespace, the chart renders {', '.join(twice)} more than once (the sub-charts "
+                      "reuse the name in namespaces of their own); rename one of them in chart.files")
+    workloads = [o for o in rendered if o.get("kind") in ("Deployment", "StatefulSet")]
     sums = _sums(workloads)
     env: dict[str, Any] = {"mode": mode}
     for key in ENVELOPE:

@@ -655,3 +655,27 @@ def test_the_upgrade_grants_the_userspace_permissions_the_templates_use(tmp_path
     files = render.render(load_app(root / "apps" / "textsvone"), targets.CURRENT)
     assert manifest_of(files)["permission"] == {"appData": True, "appCache": True}
     assert errors_for_1_12_6("textsvone", files) == []
+
+
+def test_the_flattened_chart_takes_only_what_v2_installed_and_refuses_name_clashes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A multi-chart v2 app installs its sub-charts alone, each with its own values
+    (framework/app-service HelmOpsV2.install): root values are not carried over. Two sub-charts
+    that reuse a Service name in their own namespaces cannot share one: said, not converted."""
+    src = tmp_path / "src" / "ragstack"
+    shutil.copytree(CHARTS / "ragstack", src)
+    (src / "values.yaml").write_text("models:\n  - qdrant-snapshot\n")
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert "--upgrade to 0.9.3: values.yaml: the root chart's models, which v2 installs of the sub-charts never read: " \
+           "not kept (the render stays the one devices installed)" in notes
+    assert "models" not in (yaml.safe_load(render.render(load_app(root / "apps" / "ragstack"), targets.CURRENT)["values.yaml"]) or {})
+    sts = src / "ragdb" / "templates" / "statefulset.yaml"
+    sts.write_text(sts.read_text() + "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: ragstack\nspec:\n"
+                   "  selector:\n    app: ragdb\n  ports:\n    - port: 6333\n")
+    root = empty_repo(tmp_path / "again")
+    notes = upgrade_notes(root, src, capsys)
+    assert [n for n in notes if n.startswith("--upgrade")] == [
+        "--upgrade: not converted (the app stays 0.9.2 for 1.12.3-1.12.5): merged into one namespace, the chart renders "
+        "Service ragstack more than once (the sub-charts reuse the name in namespaces of their own); rename one of them "
+        "in chart.files"]
