@@ -86,6 +86,18 @@ def dump(data: Any) -> str:
 
 
 def render(app: ChartApp, target: TargetProfile) -> dict[str, str]:
+    own = own_target(app.chart.manifest_version)
+    if target.name != own:
+        # Written for one installer generation, a chart serves only that one: 1.12.6+ refuses
+        # 0.10.0/v1/v2 charts (oac pins them to >=1.12.3-0,<1.12.6), and 1.12.3-1.12.5 do not read
+        # 0.12.0 envelopes. Writing it under the other target's folder would be a silent lie.
+        from .errors import InputError
+
+        how = ("`olares-pack import --upgrade` converts it to 0.12.0/v3 as the next version, and the release "
+               "keeps the published legacy versions for 1.12.3-1.12.5") if own == "legacy" else (
+               "a 0.12.0 chart has no legacy form; keep its published legacy versions, or write the app for both targets")
+        raise InputError(f"{app.name}: its chart is written for manifest {app.chart.manifest_version or '?'} "
+                         f"(the {own} target) and cannot serve the {target.name} target ({target.olares}): {how}")
     files = dict(app.chart.files)
     # A chart app has one line (its own target), so its chart carries the release version itself.
     chart = {"apiVersion": "v2", "name": app.name, **{k: v for k, v in app.chart.chart_yaml.items() if k not in CHART_FIELDS},

@@ -691,9 +691,11 @@ def _edit_entry(name: str, version: str, date: dt.date, summary: str, changes: l
               help="Publication date of versions whose source names none (default: today).")
 @click.option("--os-version", "os_versions", multiple=True, metavar="VERSION",
               help="OS versions to read a live source's catalogue for (default: 1.12.5 and 1.12.7).")
-@click.option("--strict", is_flag=True, help="Fail (exit 1) when anything could not be imported or kept.")
-@click.option("--upgrade", is_flag=True, help="Convert legacy charts (manifest 0.10.0) to 0.12.0/v3 for Olares 1.12.6+, "
-              "as the next version to release; the report says what that took.")
+@click.option("--strict", is_flag=True, help="Also fail (exit 1) on notes: anything mapped, changed or not kept "
+              "(without it, only a chart that was not imported fails).")
+@click.option("--upgrade", is_flag=True, help="Convert legacy charts (manifest 0.10.0/0.11.0, apiVersion v1 or v2, "
+              "sub-charts flattened) to 0.12.0/v3 for Olares 1.12.6+, as the next version to release; the imported "
+              "versions stay published for 1.12.3-1.12.5. The report says what that took, or what blocks it.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: a summary table; json: the same for scripts.")
 @click.option("--structured", is_flag=True, help="Give charts whose engine olares-pack models (llama.cpp, vLLM) "
@@ -714,12 +716,19 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
     from . import console, importer
     from .journal import Transaction
 
+    from rich.markup import escape
+
     repo = Repo.of_apps(apps_dir)
     found = []
+    said: list[str] = []  # what a live source lists, names and serves
     with Progress(console=console.err, transient=True) as progress:
         for source in sources:
-            found += importer.find(source, os_versions=os_versions or ("1.12.5", "1.12.7"), progress=progress)
-    with repo.open(write=not dry_run, timeout=lock_timeout, purpose="import"):
+            found += importer.find(source, os_versions=os_versions or ("1.12.5", "1.12.7"), progress=progress, report=said)
+    # A dry run writes nothing, not even the lock file: without olares-pack state there is no
+    # other olares-pack run to keep out.
+    held = repo.open(write=not dry_run, timeout=lock_timeout, purpose="import") \
+        if not dry_run or repo.state_dir.exists() else contextlib.nullcontext(repo)
+    with held:
         plan = importer.plan(repo, found, (date or dt.datetime.now()).date(), upgrade=upgrade, rename=rename,
                              structured=structured)
         if not dry_run:
@@ -735,14 +744,18 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
                      "engine": r.engine_text if r.app else "", "status": status,
                      "notes": [r.problem] if r.problem else [plan.skipped[r.name]] if r.name in plan.skipped else r.notes})
     if fmt == "json":
-        console.out.print_json(json.dumps({"charts": rows, "apps": plan.apps}, ensure_ascii=False))
+        console.out.print_json(json.dumps({"charts": rows, "apps": plan.apps, "sources": said}, ensure_ascii=False))
     else:
         table = Table(title="import", title_justify="left")
         for col in ("app", "version", "from", "engine", "status", "notes"):
             table.add_column(col, overflow="fold")
         for row in rows:
-            table.add_row(*(str(row[k]) for k in ("app", "version", "from", "engine", "status")), "\n".join(row["notes"]))
+            # escaped: notes quote patterns such as ^[a-z0-9]{1,30}$, which rich would read as markup
+            table.add_row(*(escape(str(row[k])) for k in ("app", "version", "from", "engine", "status")),
+                          escape("\n".join(row["notes"])))
         console.out.print(table)
+    for line in said:
+        console.info(line)
     ok = sum(1 for r in plan.results if r.app is not None and r.name not in plan.skipped)
     noted = sum(1 for r in plan.results if r.notes)
     refused = sum(1 for r in plan.results if r.app is None or r.name in plan.skipped)

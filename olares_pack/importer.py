@@ -77,13 +77,15 @@ class Imported:
 # ---------------------------------------------------------------- sources
 
 
-def find(source: str, *, os_versions: tuple[str, ...] = ("1.12.5", "1.12.7"), progress: Any = None) -> list[Found]:
+def find(source: str, *, os_versions: tuple[str, ...] = ("1.12.5", "1.12.7"), progress: Any = None,
+         report: list[str] | None = None) -> list[Found]:
     """Every chart version in `source`: a chart folder, a .tgz, a folder of those, or the base URL
-    of a market source (every app's details and every version it lets a device download)."""
+    of a market source (every app's details and every version it lets a device download; what it
+    lists, names in versionHistory and serves is said in `report`)."""
     if re.match(r"^https?://", source):
         from . import marketclient
 
-        return marketclient.fetch(source, os_versions, progress)
+        return marketclient.fetch(source, os_versions, progress, report)
     path = Path(source)
     if not path.exists():
         raise InputError(f"{source}: no such file or folder (or an http(s):// market source)")
@@ -222,12 +224,16 @@ def to_app(found: Found, default_date: dt.date, *, rename: bool = False, notes: 
                              "notes": str(upgrade) if upgrade else "", "locales": locale_changes}
     files = {k: v for k, v in found.files.items()
              if k not in ("Chart.yaml", MANIFEST) and not re.match(r"^i18n/[^/]+/OlaresManifest\.yaml$", k)}
+    for k in sorted(k for k in files if k.startswith("i18n/")):
+        # the market and the installer read only i18n/<locale>/OlaresManifest.yaml
+        notes.append(f"{k}: not an i18n/<locale>/OlaresManifest.yaml file, which no device reads: not kept")
+        del files[k]
     for path in sorted(found.binary):
         notes.append(f"{path}: a binary file; an app manifest holds text only: not kept")
     data: dict[str, Any] = {
         "name": name, "version": version, "title": md.get("title"), "description": md.get("description"),
         "icon": md.get("icon"), "categories": md.get("categories") or [],
-        "developer": spec.get("developer") or "", "changelog": [entry], "locales": locales,
+        "developer": spec.get("developer") or _developer(spec, name, notes), "changelog": [entry], "locales": locales,
         "chart": {"manifest_version": str(manifest.get("olaresManifest.version") or ""), "manifest": rest,
                   "manifest_text": manifest_text,
                   "chart_yaml": {k: v for k, v in chart.items() if k not in chartrender.CHART_FIELDS},
@@ -240,6 +246,7 @@ def to_app(found: Found, default_date: dt.date, *, rename: bool = False, notes: 
         data["license"] = spec["license"]
     line = chartrender.own_target(data["chart"]["manifest_version"])
     data["targets"] = [line]
+    representable(data, notes)
     try:
         app = validate_data(data, found.label)
     except InputError as exc:
@@ -249,7 +256,56 @@ def to_app(found: Found, default_date: dt.date, *, rename: bool = False, notes: 
     notes += round_trip(found, app, line)
     from .releases import chart_engine
 
+    notes[:] = list(dict.fromkeys(notes))  # a renamed chart is read twice: each note once
     return Imported(found, app, line, notes, publishable=publishable, engine=chart_engine(app))
+
+
+# Texts an app manifest cannot hold but a device shows: template delimiters are refused in app
+# manifests (fields.TEMPLATE_DELIMITERS: olares-pack renders texts into Helm templates), while a
+# hand-written chart's manifest may hold them as text (a lone `}}` is literal to Go templates;
+# a 0.12.0 manifest is not rendered at all). A space between the two characters keeps the text
+# readable and representable.
+_DELIMITER = re.compile(r"\{\{|\}\}|\{%|\{#")
+# Optional fields whose empty value a device takes as unset (the market shows nothing).
+_OPTIONAL = ("version_name", "full_description", "developer", "submitter", "website", "source_code", "doc")
+
+
+def representable(data: dict[str, Any], notes: list[str]) -> None:
+    """Map device-accepted values an app manifest cannot hold into ones it can, each with a note:
+    an empty optional text is absent, template delimiters in texts are spaced."""
+    for key in _OPTIONAL:
+        if key in data and isinstance(data[key], str) and not data[key].strip():
+            notes.append(f"{key}: {data[key]!r} (empty) taken as absent, as a device shows it; the next render leaves it out")
+            del data[key]
+
+    def walk(value: Any, path: str) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, str) and _DELIMITER.search(value):
+            found = sorted(set(_DELIMITER.findall(value)))
+            notes.append(f"{path}: {', '.join(repr(d) for d in found)} in a text → "
+                         f"{', '.join(repr(d[0] + ' ' + d[1]) for d in found)} (app manifests hold no template "
+                         "delimiters; the published package keeps the original)")
+            return _DELIMITER.sub(lambda m: f"{m.group()[0]} {m.group()[1]}", value)
+        return value
+
+    for key in [k for k in data if k not in ("chart", "name", "version", "targets")]:
+        data[key] = walk(data[key], key)
+    for loc, texts in (data.get("locales") or {}).items():
+        if isinstance(texts, dict) and isinstance(texts.get("full_description"), str) and not texts["full_description"].strip():
+            notes.append(f"locales.{loc}.full_description: empty, taken as absent")
+            del texts["full_description"]
+
+
+def _developer(spec: dict[str, Any], name: str, notes: list[str]) -> str:
+    """A chart without spec.developer installs (the market shows none), while an app manifest
+    names one: the submitter, else the app's name, said in the report."""
+    who = str(spec.get("submitter") or "").strip() or name
+    notes.append(f"spec.developer: {'empty' if 'developer' in spec else 'absent'} (a device shows none); the app "
+                 f"manifest names {who!r} ({'the submitter' if spec.get('submitter') else 'the app name'})")
+    return who
 
 
 def _locales(found: Found, notes: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -301,6 +357,8 @@ def round_trip(found: Found, app: ChartApp, line: str) -> list[str]:
         if a == b:
             continue
         if a is None or b is None:
+            if b is None and re.match(r"^i18n/en-US/OlaresManifest\.yaml$", path):
+                continue  # said once already (_locales: the en-US texts are the app's own)
             out.append(f"{path}: {'added' if a is None else 'not kept'} by the import")
             continue
         if path in ("Chart.yaml", MANIFEST) or path.startswith("i18n/"):
@@ -426,7 +484,11 @@ def _upgraded(app_data: dict[str, Any], date: dt.date, newest: Imported) -> dict
 
     app = validate_data(app_data, newest.found.label)
     assert isinstance(app, ChartApp)
-    new, notes = upgrade.to_current(app, date)
+    try:
+        new, notes = upgrade.to_current(app, date)
+    except upgrade.Blocked as exc:
+        newest.notes.append(f"--upgrade: not converted (the app stays {app.version} for 1.12.3-1.12.5): {exc}")
+        return app_data
     newest.notes += [f"--upgrade to {new.version}: {n}" for n in notes]
     files = chartrender.render(new, targets.CURRENT)
     findings = lint_chart(ChartSource(f"{new.name}@current", new.name, files), LintOptions(olares_version="1.12.6")).findings

@@ -79,12 +79,17 @@ def _app_ids(base: str, os_version: str) -> tuple[list[str], bool]:
     return sorted(((info.get("data") or {}).get("apps") or {})), False
 
 
-def fetch(base: str, os_versions: tuple[str, ...], progress: Any = None) -> list[Any]:
+def fetch(base: str, os_versions: tuple[str, ...], progress: Any = None, report: list[str] | None = None) -> list[Any]:
+    """Every chart the source lets a device download: the version each app lists and every
+    version its versionHistory names, by file name. A source may serve older files it no longer
+    names anywhere; those cannot be known from its routes, and `report` says how many versions
+    it lists, names and serves."""
     from .importer import Found
 
     base = base.rstrip("/")
     entries: dict[str, dict[str, Any]] = {}  # chart file name -> (app name, version, date, upgrade)
     prefixes = ["/api/v1"]  # chart paths, tried in order
+    listed: set[str] = set()  # the file names of the versions the catalogue lists
     for os_version in os_versions:
         ids, v2 = _app_ids(base, os_version)
         if v2 and prefixes[0] != "/api/v2":
@@ -96,10 +101,12 @@ def fetch(base: str, os_versions: tuple[str, ...], progress: Any = None) -> list
                 history = entry.get("versionHistory") or []
                 known = {str(h.get("version")): h for h in history if isinstance(h, dict)}
                 known.setdefault(str(entry.get("version")), {"upgradeDescription": entry.get("upgradeDescription")})
+                listed.add(f"{name}-{entry.get('version')}.tgz")
                 for version, h in known.items():
                     entries.setdefault(f"{name}-{version}.tgz", {"name": name, "version": version, "date": _date(h.get("mergedAt")),
                                                                  "upgrade": _text(h.get("upgradeDescription")) or None})
     found = []
+    missing: list[str] = []
     task = progress.add_task("charts", total=len(entries)) if progress else None
     for file_name, e in sorted(entries.items()):
         q = urllib.parse.urlencode({"fileName": file_name, "version": e["version"]})
@@ -114,9 +121,17 @@ def fetch(base: str, os_versions: tuple[str, ...], progress: Any = None) -> list
                         raise
             folder, files, binary = package.read_archive_split(data)
         except (InputError, ValueError, OSError, EOFError, tarfile.TarError):
-            continue  # a version the source does not serve: the report lists what was imported
+            missing.append(file_name)
+            continue
         finally:
             if progress:
                 progress.advance(task)
         found.append(Found(url, folder, files, binary, data, e["date"], e["upgrade"]))
+    if report is not None:
+        named = len(entries) - len(listed & set(entries))
+        report.append(f"{base}: lists {len(listed)} chart(s) (one version per app); its versionHistory names {named} "
+                      f"more; {len(found)} of these {len(entries)} are served and taken"
+                      + (f"; not served: {', '.join(missing)}" if missing else "")
+                      + ("" if named else ": the source names no older version, so chart files it still serves under "
+                         "older names cannot be known from its routes (import them from its chart folders or .tgz files)"))
     return found

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, serving, tree_digest
+from oracle import oracle  # noqa: F401 - the fixture (the official checker, skipped where it cannot be built)
 
 from olares_pack import helm, importer, package, records, render, targets
 from olares_pack.cli import main
@@ -23,6 +24,10 @@ from olares_pack.repo import Repo
 from olares_pack.server import Source
 
 CHARTS = Path(__file__).parent / "data" / "charts"
+# Hand-written charts in the forms of 1.12.3-1.12.5 catalogues (issue #24): a single-chart
+# apiVersion v2 app with flat GPU resources and OLARES_USER_* env, a 0.10.0/v1 app with a lone }}
+# and empty links. Kept apart from charts/, which lint's tests read as charts that lint clean.
+LEGACY = Path(__file__).parent / "data" / "import"
 DATE = "2026-12-03"
 
 
@@ -48,13 +53,14 @@ def manifest_of(files: dict[str, str]) -> dict:
     return yaml.safe_load(files["OlaresManifest.yaml"])
 
 
-@pytest.mark.parametrize("chart", ["llamaupstream", "llamaturbo", "speechapp", "notesui", "vllmserve", "ragstack"])
+@pytest.mark.parametrize("chart", ["llamaupstream", "llamaturbo", "speechapp", "notesui", "vllmserve", "ragstack", "gpuvtwo"])
 def test_each_kind_of_chart_imports_and_renders_back_to_the_same_chart(tmp_path: Path, chart: str) -> None:
     root = empty_repo(tmp_path)
-    assert run_import(root, str(CHARTS / chart)) == 0
+    folder = CHARTS / chart if (CHARTS / chart).is_dir() else LEGACY / chart
+    assert run_import(root, str(folder)) == 0
     app = load_app(root / "apps" / chart)
     assert isinstance(app, ChartApp)
-    original = importer.find(str(CHARTS / chart))[0]
+    original = importer.find(str(folder))[0]
     line = targets.CURRENT.name if app.chart.manifest_version == "0.12.0" else targets.LEGACY.name
     rendered = render.render(app, targets.get(line))
     if chart == "llamaupstream":  # 26.08.1: imported as 26.8.1, to be released (not recorded as published)
@@ -69,12 +75,14 @@ def test_each_kind_of_chart_imports_and_renders_back_to_the_same_chart(tmp_path:
     if app.chart.manifest_text is None:
         assert manifest_of(rendered) == manifest_of(original.files)  # same texts, entrances, envelopes
     for path in original.files:
-        if path.startswith("i18n/"):
+        if path.startswith("i18n/") and not path.startswith("i18n/en-US/"):  # en-US: the app's own texts
             assert yaml.safe_load(rendered[path]) == yaml.safe_load(original.files[path])
     findings = lint_chart(ChartSource(chart, chart, rendered), LintOptions()).findings
-    assert [f for f in findings if f.severity == "error"] == []
+    # gpuvtwo: a v2 chart without sub-charts, which 1.12.3-1.12.5 install through the v1 path; lint's
+    # manifest.schema-version (oac checkSubCharts, run at install from 1.12.6 only) still names it.
+    assert [f for f in findings if f.severity == "error" and (chart, f.rule) != ("gpuvtwo", "manifest.schema-version")] == []
     if chart != "llamaupstream":
-        assert main(["diff", str(CHARTS / chart), str(root / "apps" / chart / "app.yaml"), "--rendered",
+        assert main(["diff", str(folder), str(root / "apps" / chart / "app.yaml"), "--rendered",
                      "--target", line]) == 0  # the flag-aware diff sees nothing
 
 
@@ -234,12 +242,12 @@ def test_upgrade_turns_a_legacy_chart_into_one_the_1_12_6_installer_accepts(tmp_
     root = empty_repo(tmp_path)
     assert run_import(root, str(src), extra=("--upgrade", "--format", "json")) == 0
     notes = json.loads(capsys.readouterr().out)["charts"][0]["notes"]
-    assert any("limitedMemory: 16Gi" in n and "the containers' sum" in n for n in notes)
+    assert any("limitedMemory: 16Gi → 32Gi, the containers' limits summed" in n for n in notes)
     app = load_app(root / "apps" / "llamaturbo")
     assert (app.version, app.targets, app.chart.manifest_version) == ("1.3.1", ["current"], "0.12.0")
     files = render.render(app, targets.CURRENT)
     envelope = manifest_of(files)["spec"]["accelerator"][0]
-    assert envelope["mode"] == "nvidia" and envelope["limitedMemory"] == str(32 << 30)
+    assert envelope["mode"] == "nvidia" and envelope["limitedMemory"] == "32Gi"
     findings = lint_chart(ChartSource("llamaturbo", "llamaturbo", files), LintOptions(olares_version="1.12.6")).findings
     assert [(f.rule, f.message) for f in findings if f.severity == "error"] == []
     # the published legacy version keeps its bytes; the upgrade is the next version to release
@@ -280,3 +288,394 @@ def test_structured_recovers_olares_packs_own_apps_from_their_served_charts(tmp_
         assert (got.engine.image.repository, got.engine.image.tag, got.engine.build) == \
             (want.engine.image.repository, want.engine.image.tag, want.engine.build)
         assert got.resources == want.resources and got.env == want.env
+
+
+# ---------------------------------------------------------------- 1.12.5 catalogues onto 1.12.6 (issue #24)
+
+HF = {"https://hf.example": "OLARES_USER_HUGGINGFACE_SERVICE", "hf_secret": "OLARES_USER_HUGGINGFACE_TOKEN"}
+
+
+def pods(objs: list[dict]) -> dict[str, dict]:
+    """What a user would notice of each workload: every container's image, argv, env values,
+    resources, ports, probes and mounts, and the pod's volumes."""
+    keys = ("name", "image", "command", "args", "env", "resources", "ports", "startupProbe", "livenessProbe",
+            "readinessProbe", "volumeMounts")
+    out = {}
+    for o in objs:
+        if o.get("kind") in ("Deployment", "StatefulSet", "Job"):
+            spec = o["spec"]["template"]["spec"]
+            out[f"{o['kind']}/{o['metadata']['name']}"] = {
+                "containers": [{k: c.get(k) for k in keys} for c in [*spec.get("initContainers", []), *spec["containers"]]],
+                "volumes": spec.get("volumes")}
+    return out
+
+
+def rendered_pods(files: dict[str, str], name: str, olares_env: dict[str, str]) -> dict[str, dict]:
+    with helm.load_bytes(package.build_archive(name, files)) as chart:
+        values = helm.installer_values(name, [name], owner="alice", admin="alice", gpu_type="nvidia", olares_env=olares_env)
+        return pods([o for _, o in helm.objects(chart.render(values=values, name=name, namespace=f"{name}-alice"))])
+
+
+def offered(url: str, os_version: str) -> dict[str, tuple[str, bytes]]:
+    """What a device of `os_version` is offered: each app's version and the chart bytes it downloads."""
+    with urllib.request.urlopen(f"{url}/api/v1/appstore/info?version={os_version}") as resp:
+        ids = sorted(json.load(resp)["data"]["apps"])
+    body = json.dumps({"app_ids": ids, "version": os_version}).encode()
+    req = urllib.request.Request(f"{url}/api/v1/applications/info", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as resp:
+        details = json.load(resp)["apps"]
+    out = {}
+    for e in details.values():
+        q = f"fileName={e['chartName']}&version={e['version']}"
+        with urllib.request.urlopen(f"{url}/api/v1/applications/{e['name']}/chart?{q}") as resp:
+            out[e["name"]] = (e["version"], resp.read())
+    return out
+
+
+def upgrade_notes(root: Path, source: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    assert run_import(root, str(source), extra=("--upgrade", "--format", "json")) == 0
+    return json.loads(capsys.readouterr().out)["charts"][0]["notes"]
+
+
+def errors_for_1_12_6(name: str, files: dict[str, str]) -> list[tuple[str, str]]:
+    findings = lint_chart(ChartSource(name, name, files), LintOptions(olares_version="1.12.6")).findings
+    return [(f.rule, f.message) for f in findings if f.severity == "error"]
+
+
+def test_upgrade_converts_a_single_chart_v2_app_and_both_device_lines_see_their_chart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The third-party form: apiVersion v2 without sub-charts, flat GPU resources with
+    requiredMemory below the containers' requests, OLARES_USER_* Hugging Face variables; read
+    from a live source as the README's flow does (import, lint, release, build --check, serve)."""
+    served = empty_repo(tmp_path / "source")
+    assert run_import(served, str(LEGACY / "gpuvtwo")) == 0
+    capsys.readouterr()
+    root = empty_repo(tmp_path)
+    with serving(Source(served, served / "market-index.json")) as source_url:
+        assert run_import(root, source_url, extra=("--upgrade", "--format", "json")) == 0
+    notes = json.loads(capsys.readouterr().out)["charts"][0]["notes"]
+    assert "--upgrade to 1.0.6: spec.accelerator[nvidia].requiredMemory: 20Gi → 24Gi, the containers' requests summed " \
+           "(1.12.6 refuses less)" in notes
+    app = load_app(root / "apps" / "gpuvtwo")
+    assert (app.version, app.targets, app.chart.manifest["apiVersion"]) == ("1.0.6", ["current"], "v3")
+    files = render.render(app, targets.CURRENT)
+    m = manifest_of(files)
+    assert m["spec"]["accelerator"] == [{"mode": "nvidia", "requiredCpu": "2", "limitedCpu": "8", "requiredMemory": "24Gi",
+                                         "limitedMemory": "32Gi", "requiredDisk": "20Gi", "limitedDisk": "40Gi",
+                                         "requiredGPUMemory": "12Gi", "limitedGPUMemory": "24Gi"}]
+    assert not {"requiredGpu", "limitedGpu", "requiredMemory"} & set(m["spec"])
+    assert m["options"]["dependencies"] == [{"name": "olares", "type": "system", "version": ">=1.12.6-0"}]
+    assert m["workloadReplicas"] == {"gpuvtwo": 1} and "provider" not in m and m["permission"] == {"appData": True}
+    assert [(e["envName"], e["valueFrom"]["envName"]) for e in m["envs"]] == [
+        ("HF_ENDPOINT", "OLARES_SYSTEM_HUGGINGFACE_SERVICE"), ("HF_TOKEN", "OLARES_SYSTEM_HUGGINGFACE_TOKEN")]
+    assert not [p for p, text in files.items() if "OLARES_USER" in text]
+    assert "replicas: {{ .Values.workloads.gpuvtwo.replicaCount }}" in files["templates/deployment.yaml"]
+    assert yaml.safe_load(files["values.yaml"]) == {"workloads": {"gpuvtwo": {"replicaCount": 1}}}
+    assert files["values.yaml"].startswith("# Filled in by the installer")  # its comment kept
+    # the same containers: the variables' values reach the same env entries under their new names
+    original = importer.find(str(LEGACY / "gpuvtwo"))[0].files
+    assert rendered_pods(files, "gpuvtwo", {"HF_ENDPOINT": "https://hf.example", "HF_TOKEN": "hf_secret"}) == \
+        rendered_pods(original, "gpuvtwo", {v: k for k, v in HF.items()})
+    assert errors_for_1_12_6("gpuvtwo", files) == []
+    assert main(["lint", str(root / "apps" / "gpuvtwo"), "--olares", "1.12.6"]) == 0
+    # both lines: 1.0.5 stays published as it was; 1.0.6 is the next release, for 1.12.6+
+    assert main(["release", "gpuvtwo", "--apps-dir", str(root / "apps"), "--version", "1.0.6", "--date", DATE]) == 0
+    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0
+    source_bytes = (served / "packages" / "legacy" / "gpuvtwo-1.0.5.tgz").read_bytes()
+    with serving(Source(root, root / "market-index.json")) as url:
+        old, new = offered(url, "1.12.5")["gpuvtwo"], offered(url, "1.12.6")["gpuvtwo"]
+    assert old == ("1.0.5", source_bytes)
+    assert new[0] == "1.0.6" and package.read_archive_split(new[1])[1]["OlaresManifest.yaml"] == files["OlaresManifest.yaml"]
+
+
+def test_upgrade_flattens_a_multi_chart_v2_app_as_beclab_did(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An app with a shared database sub-chart: one chart, the shared namespace becomes the
+    release namespace, installed by the admin (beclab/apps acestep15v2 -> acestep15v3)."""
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, CHARTS / "ragstack", capsys)
+    assert "--upgrade to 0.9.3: templates/ragstack/deployment.yaml: the shared namespace ragdb-shared → the release " \
+           "namespace (1x): one chart, one namespace" in notes
+    legacy = importer.to_app(importer.find(str(CHARTS / "ragstack"))[0], dt.date(2026, 12, 3)).app
+    app = load_app(root / "apps" / "ragstack")
+    files = render.render(app, targets.CURRENT)
+    m = manifest_of(files)
+    assert (m["apiVersion"], m["spec"]["onlyAdmin"], m["workloadReplicas"]) == ("v3", True, {"ragdb": 1, "ragstack": 1})
+    assert "subCharts" not in m["spec"] and sorted(p for p in files if p.startswith("templates/")) == [
+        "templates/NOTES.txt", "templates/ragdb/statefulset.yaml", "templates/ragstack/deployment.yaml"]
+    from olares_pack import chartrender
+
+    before, after = pods(chartrender.objects(legacy)), pods(chartrender.objects(app))
+    assert before.keys() == after.keys() == {"Deployment/ragstack", "StatefulSet/ragdb"}
+    assert after["StatefulSet/ragdb"] == before["StatefulSet/ragdb"]
+    [env] = after["Deployment/ragstack"]["containers"][0]["env"]
+    assert env == {"name": "DB_URL", "value": "http://ragdb.ragstack-alice:6333"}  # was ragdb.ragdb-shared
+    before["Deployment/ragstack"]["containers"][0]["env"] = [env]
+    assert after == before  # nothing else changed
+    assert errors_for_1_12_6("ragstack", files) == []
+
+
+def test_what_blocks_a_multi_chart_upgrade_is_said_and_the_app_stays_legacy(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "src" / "ragstack"
+    shutil.copytree(CHARTS / "ragstack", src)
+    for sub in ("ragdb", "ragstack"):
+        (src / sub / "templates" / "_helpers.tpl").write_text('{{- define "labels" -}}\napp: %s\n{{- end }}\n' % sub)
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert [n for n in notes if n.startswith("--upgrade")] == [
+        "--upgrade: not converted (the app stays 0.9.2 for 1.12.3-1.12.5): ragstack/templates/_helpers.tpl defines the "
+        "template 'labels', which ragdb/templates/_helpers.tpl defines too"]
+    app = load_app(root / "apps" / "ragstack")
+    assert (app.version, app.targets) == ("0.9.2", ["legacy"])
+
+
+def test_a_lone_closing_brace_pair_and_empty_links_are_imported_and_mapped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 0.10.0/v1 chart a device installs: `}}` in its description is literal text to Go
+    templates, and `website: ''` / `sourceCode: ''` are empty optional fields."""
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(LEGACY / "textsvone"), extra=("--format", "json")) == 0
+    notes = json.loads(capsys.readouterr().out)["charts"][0]["notes"]
+    assert "website: '' (empty) taken as absent, as a device shows it; the next render leaves it out" in notes
+    assert any(n.startswith("full_description: '}}' in a text → '} }'") for n in notes)
+    app = load_app(root / "apps" / "textsvone")
+    assert app.website is None and app.full_description.startswith("Close an action with } } and a Jinja block with %}.")
+    repo = Repo.of_apps(root / "apps")
+    rec = records.read(repo, "textsvone", "2.1.0")
+    assert (root / rec.charts["legacy"].file).read_bytes() == importer.find(str(LEGACY / "textsvone"))[0].package
+    assert main(["lint", str(root / "apps" / "textsvone"), "--olares", "1.12.5"]) == 0
+    capsys.readouterr()
+    shutil.rmtree(root)
+    root = empty_repo(tmp_path)
+    upgrade_notes(root, LEGACY / "textsvone", capsys)
+    app = load_app(root / "apps" / "textsvone")
+    files = render.render(app, targets.CURRENT)
+    assert app.version == "2.1.1" and errors_for_1_12_6("textsvone", files) == []
+    assert "website" not in manifest_of(files)["spec"]
+
+
+def test_a_chart_renders_only_for_the_target_it_is_written_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(LEGACY / "gpuvtwo")) == 0
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert main(["render", "gpuvtwo", "--apps-dir", str(root / "apps"), "--target", "current", "--out", str(out)]) == 2
+    assert "olares-pack import --upgrade" in capsys.readouterr().err
+    assert not (out / "current").exists()
+    assert main(["lint", str(root / "apps" / "gpuvtwo"), "--target", "current"]) == 2
+    assert "olares-pack import --upgrade" in capsys.readouterr().err
+    app_yaml = root / "apps" / "gpuvtwo" / "app.yaml"
+    app_yaml.write_text(app_yaml.read_text().replace("targets:\n- legacy", "targets:\n- current"))
+    assert main(["release", "gpuvtwo", "--apps-dir", str(root / "apps"), "--bump", "patch", "--summary", "s",
+                 "--date", DATE]) == 2
+    assert "olares-pack import --upgrade" in capsys.readouterr().err
+    assert records.versions(Repo.of_apps(root / "apps"), "gpuvtwo") == ["1.0.5"]
+
+
+@pytest.mark.parametrize("chart", ["gpuvtwo", "llamaturbo", "ragstack", "textsvone"])
+def test_every_upgraded_fixture_is_accepted_by_the_official_checker(tmp_path: Path, chart: str, oracle: object,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The oracle (beclab's oac Lint, oracle/): skipped with its build error where it cannot be built."""
+    root = empty_repo(tmp_path)
+    upgrade_notes(root, CHARTS / chart if (CHARTS / chart).is_dir() else LEGACY / chart, capsys)
+    files = render.render(load_app(root / "apps" / chart), targets.CURRENT)
+    v = oracle.verdict_files(chart, files)  # type: ignore[attr-defined]
+    assert v.accepted, v.errors
+
+
+# ---------------------------------------------------------------- what a new user hit (issue #25, Import)
+
+
+def test_notes_alone_do_not_fail_without_strict(tmp_path: Path) -> None:
+    """Charts a device installs import with notes (a lone }}, an empty website, an i18n file);
+    only --strict makes notes fail."""
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(LEGACY / "textsvone"), str(LEGACY / "gpuvtwo")) == 0
+    shutil.rmtree(root)
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(LEGACY / "textsvone"), str(LEGACY / "gpuvtwo"), extra=("--strict",)) == 1
+
+
+def test_dry_run_creates_no_lock_file(tmp_path: Path) -> None:
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(CHARTS / "notesui"), extra=("--dry-run",)) == 0
+    assert sorted(p.name for p in root.iterdir()) == ["apps"]
+
+
+def test_the_text_report_prints_notes_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "src" / "notes-ui"
+    shutil.copytree(CHARTS / "notesui", bad)
+    for rel in ("Chart.yaml", "OlaresManifest.yaml"):
+        (bad / rel).write_text((bad / rel).read_text().replace("name: notesui", "name: notes-ui"))
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(bad)) == 1
+    out = capsys.readouterr().out.replace("│", "").replace("\n", "").replace(" ", "")
+    assert "(^[a-z0-9]{1,30}$)" in out  # not read as rich markup
+
+
+def test_the_en_us_note_is_made_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(LEGACY / "gpuvtwo"), extra=("--format", "json")) == 0
+    notes = json.loads(capsys.readouterr().out)["charts"][0]["notes"]
+    assert [n for n in notes if "en-US" in n] == [
+        "i18n/en-US/OlaresManifest.yaml: en-US texts are the app's own (metadata/spec): this file is not kept"]
+
+
+def test_a_live_source_says_what_it_lists_names_and_serves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A source listing one version per app, naming older ones in versionHistory, and no longer
+    serving one of them: the report counts each and names the missing file."""
+    served = empty_repo(tmp_path / "served")
+    _versions(tmp_path)
+    assert run_import(served, str(tmp_path / "src")) == 0
+    capsys.readouterr()
+    root = empty_repo(tmp_path)
+    with serving(Source(served, served / "market-index.json")) as url:
+        (served / "packages" / "current" / "speechapp-1.0.0.tgz").unlink()  # gone since the source loaded
+        assert run_import(root, url, extra=("--format", "json")) == 0
+    said = json.loads(capsys.readouterr().out)["sources"]
+    assert said == [f"{url}: lists 1 chart(s) (one version per app); its versionHistory names 2 more; 2 of these 3 "
+                    "are served and taken; not served: speechapp-1.0.0.tgz"]
+    assert records.versions(Repo.of_apps(root / "apps"), "speechapp") == ["1.1.0", "1.2.0"]
+
+
+def test_forms_of_the_official_legacy_charts_import_and_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Forms that beclab/apps legacy charts use and devices install: no spec.developer (ytdlp),
+    an i18n file outside i18n/<locale>/ (wealthpilot), CRLF templates (cosyvoice), a workload
+    name chosen in an if/else inside metadata (cosyvoice's clientproxy)."""
+    src = tmp_path / "src" / "textsvone"
+    shutil.copytree(LEGACY / "textsvone", src)
+    m = src / "OlaresManifest.yaml"
+    m.write_text(m.read_text().replace("  developer: example\n", "  submitter: Example Org\n"))
+    (src / "i18n").mkdir()
+    (src / "i18n" / "en-US.yaml").write_text("title: Template Gallery\n")
+    tpl = src / "templates" / "app.yaml"
+    text = tpl.read_text().replace("metadata:\n  name: textsvone\n", "metadata:\n{{- if .Values.admin }}\n  name: textsvone\n"
+                                   "{{- else }}\n  name: textsvoneuser\n{{- end }}\n", 1)
+    tpl.write_bytes(text.replace("\n", "\r\n").encode())
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert "spec.developer: absent (a device shows none); the app manifest names 'Example Org' (the submitter)" in notes
+    assert "i18n/en-US.yaml: not an i18n/<locale>/OlaresManifest.yaml file, which no device reads: not kept" in notes
+    app = load_app(root / "apps" / "textsvone")
+    files = render.render(app, targets.CURRENT)
+    assert app.version == "2.1.1" and errors_for_1_12_6("textsvone", files) == []
+    assert "  replicas: {{ .Values.workloads.textsvone.replicaCount }}\r\n" in files["templates/app.yaml"]
+
+
+def test_a_multi_chart_app_in_the_third_party_form_flattens(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Sub-charts that name workloads and paths after `.Release.Name` and render the shared part
+    for the admin only (the form of the public third-party Olares One market's shared apps)."""
+    src = tmp_path / "src" / "ragstack"
+    shutil.copytree(CHARTS / "ragstack", src)
+    dep = src / "ragstack" / "templates" / "deployment.yaml"
+    dep.write_text(dep.read_text().replace("  name: ragstack\n  namespace", "  name: {{ .Release.Name }}\n  namespace", 1)
+                   .replace("/ragstack\"", "/{{ .Release.Name }}/data\""))
+    sts = src / "ragdb" / "templates" / "statefulset.yaml"
+    sts.write_text("{{- if and .Values.admin .Values.bfl.username (eq .Values.admin .Values.bfl.username) }}\n"
+                   + sts.read_text() + "{{- end }}\n")
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert "--upgrade to 0.9.3: ragstack/templates/deployment.yaml: .Release.Name/.Chart.Name → \"ragstack\" (2x): " \
+           "its release name under v2" in notes
+    legacy = importer.to_app(importer.find(str(src))[0], dt.date(2026, 12, 3)).app
+    app = load_app(root / "apps" / "ragstack")
+    files = render.render(app, targets.CURRENT)
+    assert "  name: ragstack\n" in files["templates/ragstack/deployment.yaml"]
+    from olares_pack import chartrender
+
+    before, after = pods(chartrender.objects(legacy)), pods(chartrender.objects(app))
+    assert after["Deployment/ragstack"]["volumes"] == before["Deployment/ragstack"]["volumes"]  # same host path
+    assert after["StatefulSet/ragdb"] == before["StatefulSet/ragdb"]
+    assert errors_for_1_12_6("ragstack", files) == []
+
+
+def test_user_variables_keep_their_source_under_an_app_local_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A template reading OLARES_USER_SMTP_PORT through a variable: on v3 the app declares SMTP_PORT
+    from the user variable (oac envs.go; beclab/apps difyv3); a container's own env name is left."""
+    src = tmp_path / "src" / "textsvone"
+    shutil.copytree(LEGACY / "textsvone", src)
+    tpl = src / "templates" / "app.yaml"
+    tpl.write_text("{{- $oe := .Values.olaresEnv | default dict }}\n" + tpl.read_text().replace(
+        '              value: "{{ .Values.pageSize }}"\n',
+        '              value: "{{ .Values.pageSize }}"\n            - name: MAIL_PORT\n'
+        '              value: "{{ $oe.OLARES_USER_SMTP_PORT }}"\n'))
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert "--upgrade to 2.1.1: envs: SMTP_PORT from OLARES_USER_SMTP_PORT declared (the templates read " \
+           "OLARES_USER_SMTP_PORT)" in notes
+    app = load_app(root / "apps" / "textsvone")
+    files = render.render(app, targets.CURRENT)
+    assert manifest_of(files)["envs"] == [{"envName": "SMTP_PORT", "required": False, "applyOnChange": True,
+                                           "valueFrom": {"envName": "OLARES_USER_SMTP_PORT"}}]
+    original = importer.find(str(src))[0].files
+    assert rendered_pods(files, "textsvone", {"SMTP_PORT": "587"}) == \
+        rendered_pods(original, "textsvone", {"OLARES_USER_SMTP_PORT": "587"})
+    assert errors_for_1_12_6("textsvone", files) == []
+
+
+def test_a_v2_app_with_one_sub_chart_becomes_one_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """apiVersion v2 with a single sub-chart (1.12.3-1.12.5 install it through the v1 path)."""
+    src = tmp_path / "src" / "ragstack"
+    shutil.copytree(CHARTS / "ragstack", src)
+    shutil.rmtree(src / "ragdb")
+    m = src / "OlaresManifest.yaml"
+    m.write_text(m.read_text().replace("    - name: ragdb\n      shared: true\n", ""))
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert not [n for n in notes if "not converted" in n or "still refused" in n]
+    app = load_app(root / "apps" / "ragstack")
+    files = render.render(app, targets.CURRENT)
+    manifest = manifest_of(files)
+    assert (manifest["apiVersion"], manifest["workloadReplicas"]) == ("v3", {"ragstack": 1})
+    assert "onlyAdmin" not in manifest["spec"] and "subCharts" not in manifest["spec"]
+    assert errors_for_1_12_6("ragstack", files) == []
+
+
+def test_the_upgrade_grants_the_userspace_permissions_the_templates_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "src" / "textsvone"
+    shutil.copytree(LEGACY / "textsvone", src)
+    m = src / "OlaresManifest.yaml"
+    m.write_text(m.read_text().replace("permission:\n  appData: true\n", ""))
+    tpl = src / "templates" / "app.yaml"
+    tpl.write_text(tpl.read_text().replace('''            - name: data
+              mountPath: /data
+''', '''            - name: data
+              mountPath: /data
+            - name: cache
+              mountPath: /cache
+''').replace('''      volumes:
+''', '''      volumes:
+        - name: cache
+          hostPath:
+            path: "{{ .Values.userspace.appCache }}/textsvone"
+            type: DirectoryOrCreate
+'''))
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert "--upgrade to 2.1.1: permission.appData: true (the templates use .Values.userspace.appData)" in notes
+    files = render.render(load_app(root / "apps" / "textsvone"), targets.CURRENT)
+    assert manifest_of(files)["permission"] == {"appData": True, "appCache": True}
+    assert errors_for_1_12_6("textsvone", files) == []
+
+
+def test_the_flattened_chart_takes_only_what_v2_installed_and_refuses_name_clashes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A multi-chart v2 app installs its sub-charts alone, each with its own values
+    (framework/app-service HelmOpsV2.install): root values are not carried over. Two sub-charts
+    that reuse a Service name in their own namespaces cannot share one: said, not converted."""
+    src = tmp_path / "src" / "ragstack"
+    shutil.copytree(CHARTS / "ragstack", src)
+    (src / "values.yaml").write_text("models:\n  - qdrant-snapshot\n")
+    root = empty_repo(tmp_path)
+    notes = upgrade_notes(root, src, capsys)
+    assert "--upgrade to 0.9.3: values.yaml: the root chart's models, which v2 installs of the sub-charts never read: " \
+           "not kept (the render stays the one devices installed)" in notes
+    assert "models" not in (yaml.safe_load(render.render(load_app(root / "apps" / "ragstack"), targets.CURRENT)["values.yaml"]) or {})
+    sts = src / "ragdb" / "templates" / "statefulset.yaml"
+    sts.write_text(sts.read_text() + "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: ragstack\nspec:\n"
+                   "  selector:\n    app: ragdb\n  ports:\n    - port: 6333\n")
+    root = empty_repo(tmp_path / "again")
+    notes = upgrade_notes(root, src, capsys)
+    assert [n for n in notes if n.startswith("--upgrade")] == [
+        "--upgrade: not converted (the app stays 0.9.2 for 1.12.3-1.12.5): merged into one namespace, the chart renders "
+        "Service ragstack more than once (the sub-charts reuse the name in namespaces of their own); rename one of them "
+        "in chart.files"]
