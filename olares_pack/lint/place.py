@@ -164,32 +164,17 @@ class _Lines:
     app.yaml, and only lines are wanted here)."""
 
     def __init__(self, text: str) -> None:
-        import yaml
-
-        from ..yamlsrc import safe_load
+        from ..yamlsrc import compose_lines, safe_load
 
         self.lines = text.splitlines()
         self.data = safe_load(text)
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        self.root = yaml.compose(text, Loader=loader)
+        self.root = compose_lines(text)
 
     def line_of(self, loc: tuple[Any, ...]) -> int | None:
         """1-based line of the deepest key of `loc` that the file holds (1 for none)."""
-        import yaml
+        from ..yamlsrc import node_line
 
-        node, line = self.root, 1
-        for key in loc:
-            if isinstance(node, yaml.MappingNode):
-                hit = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(key)), None)
-                if hit is None:
-                    break
-                line, node = hit[0].start_mark.line + 1, hit[1]
-            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
-                node = node.value[key]
-                line = node.start_mark.line + 1
-            else:
-                break
-        return line
+        return node_line(self.root, loc)
 
 
 def _find(text: str, f: Finding) -> int | None:
