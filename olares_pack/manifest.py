@@ -121,11 +121,18 @@ class ModelFile(Model_):
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
 
+Capability = Literal["tools", "thinking", "vision", "embedding"]
+
+
 class HFModel(Model_):
     """Weights on Hugging Face. `file`/`size`/`sha256` is the one-file shorthand of `files`."""
 
     repo: HfRepo
     revision: HfRevision = "main"
+    # What the model can do, for the device's LLM gateway (shared apps: MODEL_SUPPORTS, expanded
+    # to supports_* keys as the official llm-init.yaml of beclab/apps llamacppllmbasev3 does).
+    # embedding makes it an embedding model (MODEL_MODE embedding).
+    capabilities: list[Capability] = Field(default_factory=list)
     file: HfPath | None = None
     size: FileSize | None = Field(default=None, description="bytes")
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
@@ -140,6 +147,12 @@ class HFModel(Model_):
         elif self.size is not None or self.sha256 is not None:
             raise ValueError("size and sha256 belong to file; with several files give them per file")
         return self
+
+    _caps = field_validator("capabilities")(classmethod(lambda cls, v: _unique(v)))
+
+    @property
+    def mode(self) -> str:
+        return "embedding" if "embedding" in self.capabilities else "chat"
 
     @property
     def total_size(self) -> int | None:
@@ -233,12 +246,21 @@ class VllmServer(_ExtraArgs):
     tool_call_parser: str | None = None
 
 
+# The model-serving helper of the official catalogue's LLM apps (beclab/apps llamacppllmbasev3
+# templates/llm-init.yaml, 1.2.33): the newest tag an official chart runs.
+LLM_INIT_IMAGE = {"repository": "docker.io/beclab/llm-init", "tag": "v1.3.8"}
+
+
 class Engine(Model_):
     kind: Literal["llamacpp", "vllm"]
     image: Image
     build: str | None = Field(
         default=None, description="engine build whose flag registry applies, e.g. b11434 (llama.cpp)"
     )
+    # One engine for every user of the device, behind llm-init (the official llmbase pattern);
+    # false: today's per-user chart (one engine per user who installs it).
+    shared: Flag = True
+    llm_init: Image = Field(default_factory=lambda: Image(**LLM_INIT_IMAGE))
 
 
 # ---------------------------------------------------------------- resources, entrance, probes
@@ -501,6 +523,12 @@ class AppManifestBase(AppTexts):
             out.append(
                 f"{self.name}: image {image.repository}:{image.tag} is not pinned by digest "
                 "(add engine.image.digest: sha256:...)"
+            )
+        helper = self.engine.llm_init  # type: ignore[attr-defined]
+        if self.engine.shared and "current" in self.targets and not helper.pinned:  # type: ignore[attr-defined]
+            out.append(
+                f"{self.name}: image {helper.repository}:{helper.tag} is not pinned by digest "
+                "(add engine.llm_init.digest: sha256:...)"
             )
         if self.model.revision == "main" or not re.fullmatch(r"[0-9a-f]{40}", self.model.revision):
             out.append(f"{self.name}: model revision {self.model.revision!r} is a branch, not a commit")
