@@ -24,16 +24,12 @@ from .targets import TargetProfile
 # the Service comments of llamacppllmbasev3/templates/llamacpp.yaml and vllm.yaml), so the
 # engine's Service name and port are fixed by the kind.
 ENGINE_PORT = {"llamacpp": 8081, "vllm": 8000}
-ENTRANCE_HOST = "download-svc"
 ENTRANCE_PORT = 8090
 SHARED_HOST = "sharedentrances-api"
 LLM_INIT_WORKLOAD = "llminit"
 HF_CACHE = "/cache/hf/hub"
 RUN_DIR = "/run/llm-init"
 VERIFY_DIR = "/var/lib/olares-pack/verified"
-# The init container that hands the hostPath folders to llm-init's user (UID 1000), as the
-# official charts do it.
-CHOWN_IMAGE = "docker.io/beclab/aboveos-busybox:1.37.0"
 # llm-init's own container: the official concrete app's figures (llamacppqwen3627bmtpq4kxlv3
 # 1.0.8: "llm-init limit 2Gi").
 LLM_INIT_CPU = ("200m", "1")
@@ -64,10 +60,6 @@ def active(app: App, target: TargetProfile) -> bool:
 
 def env_prefix(app: App) -> str:
     return "LLAMACPP" if app.engine.kind == "llamacpp" else "VLLM"
-
-
-def entrance_name(app: App) -> str:
-    return app.entrance.name or f"{app.engine.kind}client"
 
 
 def model_name(app: App) -> str:
@@ -177,13 +169,16 @@ def context(app: App) -> dict[str, object]:
         "kind": kind,
         "prefix": env_prefix(app),
         "engine_port": ENGINE_PORT[kind],
-        "entrance_name": entrance_name(app),
-        "entrance_host": ENTRANCE_HOST,
+        # The entrance is named after the app and served by a Service of its name (the pattern of
+        # charts known to route on devices); the official charts call theirs <kind>client on
+        # download-svc, a name nothing else depends on.
+        "entrance_name": app.entrance_name,
+        "entrance_host": app.service_name,
         "entrance_port": ENTRANCE_PORT,
         "shared_host": SHARED_HOST,
         "llminit": LLM_INIT_WORKLOAD,
         "llm_init_image": app.engine.llm_init.ref,
-        "chown_image": CHOWN_IMAGE,
+        "chown_image": app.engine.chown_image.ref,
         "llm_init_cpu": LLM_INIT_CPU,
         "llm_init_memory": LLM_INIT_MEMORY,
         "hf_cache": HF_CACHE,

@@ -249,6 +249,9 @@ class VllmServer(_ExtraArgs):
 # The model-serving helper of the official catalogue's LLM apps (beclab/apps llamacppllmbasev3
 # templates/llm-init.yaml, 1.2.33): the newest tag an official chart runs.
 LLM_INIT_IMAGE = {"repository": "docker.io/beclab/llm-init", "tag": "v1.3.8"}
+# The init container that hands the hostPath folders to llm-init's user (UID 1000), the
+# official charts' image.
+CHOWN_IMAGE = {"repository": "docker.io/beclab/aboveos-busybox", "tag": "1.37.0"}
 
 
 class Engine(Model_):
@@ -261,6 +264,7 @@ class Engine(Model_):
     # false: today's per-user chart (one engine per user who installs it).
     shared: Flag = True
     llm_init: Image = Field(default_factory=lambda: Image(**LLM_INIT_IMAGE))
+    chown_image: Image = Field(default_factory=lambda: Image(**CHOWN_IMAGE))
 
 
 # ---------------------------------------------------------------- resources, entrance, probes
@@ -524,12 +528,17 @@ class AppManifestBase(AppTexts):
                 f"{self.name}: image {image.repository}:{image.tag} is not pinned by digest "
                 "(add engine.image.digest: sha256:...)"
             )
-        helper = self.engine.llm_init  # type: ignore[attr-defined]
-        if self.engine.shared and "current" in self.targets and not helper.pinned:  # type: ignore[attr-defined]
-            out.append(
-                f"{self.name}: image {helper.repository}:{helper.tag} is not pinned by digest "
-                "(add engine.llm_init.digest: sha256:...)"
-            )
+        if self.engine.shared and "current" in self.targets:  # type: ignore[attr-defined]
+            for key in ("llm_init", "chown_image"):
+                helper = getattr(self.engine, key)  # type: ignore[attr-defined]
+                if not helper.pinned:
+                    out.append(f"{self.name}: image {helper.repository}:{helper.tag} is not pinned by digest "
+                               f"(add engine.{key}.digest: sha256:...)")
+        if self.engine.shared and "current" in self.targets:  # type: ignore[attr-defined]
+            unchecked = [f.name for f in self.model.files if not f.sha256] or ([] if self.model.files else [self.model.repo])
+            if unchecked:
+                out.append(f"{self.name}: the model is not verified before the engine starts: {', '.join(unchecked)} "
+                           "has no sha256 (give model.size and model.sha256, or model.files with them)")
         if self.model.revision == "main" or not re.fullmatch(r"[0-9a-f]{40}", self.model.revision):
             out.append(f"{self.name}: model revision {self.model.revision!r} is a branch, not a commit")
         return out

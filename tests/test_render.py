@@ -254,9 +254,9 @@ def test_cpu_mode_drops_the_gpu(tmp_path: Path) -> None:
     chart_dir = tmp_path / "chart" / "llamacppqwen36mtpone"
     fsio.write_tree(files, chart_dir)
     for gpu, annotated, layers in (("nvidia", True, None), ("cpu", False, "--n-gpu-layers 0")):
-        values = helm.installer_values("llamacppqwen36mtpone", ["llamacppclient"], gpu_type=gpu)
-        objs = {o["metadata"]["name"]: o for _, o in helm.objects(helm.render(helm.load(chart_dir), values, namespace="ns"))}
-        dep = objs["llamacppqwen36mtpone"]
+        values = helm.installer_values("llamacppqwen36mtpone", ["llamacppqwen36mtpone"], gpu_type=gpu)
+        objs = {(o["kind"], o["metadata"]["name"]): o for _, o in helm.objects(helm.render(helm.load(chart_dir), values, namespace="ns"))}
+        dep = objs["Deployment", "llamacppqwen36mtpone"]
         assert ("applications.app.bytetrade.io/gpu-inject" in dep["metadata"].get("annotations", {})) is annotated
         engine = dep["spec"]["template"]["spec"]["containers"][0]
         assert ("nvidia.com/gpumem" in engine["resources"]["limits"]) is annotated

@@ -359,8 +359,14 @@ def _gpu_containers(o: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def hami_limit(ctx: ChartContext) -> None:
-    """Under Olares' HAMi the GPU memory a container may allocate is bounded by
-    CUDA_DEVICE_MEMORY_LIMIT_0, not by nvidia.com/gpumem (olares-format.md, device notes)."""
+    """A hand-set CUDA_DEVICE_MEMORY_LIMIT_0 against the GPU memory the container declares.
+
+    HAMi-core bounds a container's GPU memory by CUDA_DEVICE_MEMORY_LIMIT_<i>, and Olares' HAMi
+    device plugin sets it itself, from the nvidia.com/gpumem the scheduler granted, when it
+    allocates the GPU (beclab/HAMi pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go,
+    Allocate: response.Envs["CUDA_DEVICE_MEMORY_LIMIT_%v"] = "<Usedmem>m"). A chart need not set
+    it; a value set by hand replaces that bound, so it is checked against the declaration and the
+    estimate."""
     from ..engines.detect import configmaps, resolve_env
 
     r = next((x for x in ctx.renders if x.mode in ("nvidia", None) and x.owner == x.admin), None)
@@ -376,10 +382,7 @@ def hami_limit(ctx: ChartContext) -> None:
             env = resolve_env(c, maps)
             value = env.get(HAMI_ENV)
             if value is None:
-                ctx.add("gpu.hami-limit", f"no {HAMI_ENV} on a GPU container: HAMi does not bound GPU memory by nvidia.com/gpumem, "
-                        "and allocations fail without it", path=where, file=ctx.file_of(o),
-                        hint=f"env: {HAMI_ENV}=<MiB>m (olares-pack apps: env: {{{HAMI_ENV}: ...}} in app.yaml)")
-                continue
+                continue  # HAMi's device plugin sets it from nvidia.com/gpumem
             mib = hami_mib(value)
             if mib is None:
                 ctx.add("gpu.hami-limit", f"{HAMI_ENV}={value!r} is not a number with an optional k/m/g suffix", path=where,
