@@ -141,3 +141,119 @@ def test_engine_args_refuse_white_space(tmp_path: Path) -> None:
     (app_dir / "app.yaml").write_text(text)
     with pytest.raises(InputError, match="white space"):
         llmbase.engine_args(load_app(app_dir))
+
+
+# ---- against the official chart of the same model, field by field
+
+OFFICIAL = Path(__file__).parent / "data" / "charts" / "official"
+
+
+def _helm_objects(chart: Path, name: str, gpu: str = "nvidia") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    manifest = yaml.safe_load((chart / "OlaresManifest.yaml").read_text())
+    # the installer passes each env's value (here: its default) as .Values.olaresEnv
+    olares_env = {e["envName"]: str(e["default"]) for e in manifest["envs"] if "default" in e}
+    values = helm.installer_values(name, [e["name"] for e in manifest["entrances"]], gpu_type=gpu, olares_env=olares_env)
+    return manifest, [o for _, o in helm.objects(helm.render(helm.load(chart), values, namespace="ns"))]
+
+
+def _shape(manifest: dict[str, Any], objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    """The fields the pattern is made of, the app's own name replaced by APP."""
+    def n(x: Any) -> Any:
+        return yaml.safe_load(yaml.safe_dump(x).replace(name, "APP"))
+
+    out: dict[str, Any] = {}
+    deps = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
+    for key, dep in ((k if k == "llminit" else "engine", d) for k, d in deps.items()):
+        pod = dep["spec"]["template"]["spec"]
+        c = pod["containers"][0]
+        out[f"{key}.name"] = n(dep["metadata"]["name"])
+        out[f"{key}.replicas"] = dep["spec"]["replicas"]
+        out[f"{key}.strategy"] = dep["spec"]["strategy"]
+        out[f"{key}.gpu-inject"] = (dep["metadata"].get("annotations") or {}).get("applications.app.bytetrade.io/gpu-inject")
+        out[f"{key}.container"] = c["name"]
+        out[f"{key}.command"] = c.get("command")
+        out[f"{key}.env"] = sorted(e["name"] for e in c.get("env", []))
+        out[f"{key}.ports"] = [p["containerPort"] for p in c.get("ports", [])]
+        out[f"{key}.probes"] = {p: c[p]["httpGet"]["path"] for p in ("startupProbe", "livenessProbe", "readinessProbe") if p in c}
+        out[f"{key}.mounts"] = sorted((m["mountPath"], bool(m.get("readOnly"))) for m in c.get("volumeMounts", []))
+        out[f"{key}.hostPaths"] = sorted(n(v["hostPath"]["path"]) for v in pod["volumes"] if "hostPath" in v)
+        out[f"{key}.gpumem"] = [c["resources"][s].get("nvidia.com/gpumem") for s in ("requests", "limits")]
+        out[f"{key}.init"] = [i["name"] for i in pod.get("initContainers", [])]
+    services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
+    out["services"] = sorted((n(s), [(p["port"], p["targetPort"]) for p in o["spec"]["ports"]]) for s, o in services.items())
+    for field in ("entrances", "sharedEntrances"):
+        out[field] = [{k: n(v) for k, v in e.items() if k not in ("title", "icon")} for e in manifest.get(field, [])]
+    out["workloadReplicas"] = n(manifest["workloadReplicas"])
+    out["onlyAdmin"] = manifest["spec"].get("onlyAdmin")
+    out["options"] = {k: manifest["options"].get(k) for k in ("shared", "LLMGatewaySupported", "apiTimeout")}
+    out["permission"] = manifest.get("permission")
+    envs = {e["envName"]: e for e in manifest["envs"]}
+    out["envs"] = {k: (e.get("editable"), "valueFrom" in e) for k, e in envs.items()}
+    out["locale"] = manifest["spec"]["locale"]
+    return out
+
+
+# Each difference from the official chart, and why. A change on either side that is not listed here
+# fails the test.
+INTENDED = {
+    "engine.command": "the wrapper is olares-pack's (engine.sh): it verifies the model files before the engine starts",
+    "engine.env": "MODEL_REPO/MODEL_REVISION/MODEL_FILES/VERIFY_DIR/RUN_DIR for the verification; HF_HUB_OFFLINE: the "
+                  "engine never reaches the hub; MODEL_MODE as in the official base chart; no PGID/PUID/TZ/PYTHONUNBUFFERED "
+                  "(conventions the llama.cpp image does not read)",
+    "engine.mounts": "the verification verdicts folder (read-write): each file is hashed once",
+    "engine.hostPaths": "the same, on the App Common store",
+    "llminit.env": "HF_ENDPOINT and HF_TOKEN always declared (the token from the Secret, optional) instead of only when set",
+    "llminit.init": "unchanged name",
+    "services": "the entrance Service is named after the app (the pattern of charts known to route on devices), "
+                "not download-svc",
+    "entrances": "the same: entrance name and host are the app's",
+    "permission": "appData is not asked for: nothing of this app lives there",
+}
+
+
+def test_the_bundled_llama_app_follows_the_official_chart_field_by_field(tmp_path: Path) -> None:
+    name = "llamacppqwen36mtpone"
+    files = render.render(load_app(APPS / name), targets.CURRENT)
+    ours_dir = tmp_path / name
+    fsio.write_tree(files, ours_dir)
+    ours = _shape(*_helm_objects(ours_dir, name), name)
+    official_name = "llamacppqwen3627bmtpq4kxlv3"
+    theirs = _shape(*_helm_objects(OFFICIAL / official_name, official_name), official_name)
+    differ = {k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k)}
+    assert differ == set(INTENDED) - {"llminit.init"}, {k: (ours.get(k), theirs.get(k)) for k in differ}
+    # what is the same, said explicitly for the pattern's six features
+    assert ours["engine.name"] == "APP" and ours["llminit.name"] == "llminit"
+    assert ours["engine.probes"] == {} and ours["llminit.probes"] == {"livenessProbe": "/livez", "readinessProbe": "/livez"}
+    assert ours["engine.gpumem"] == [23552, 23552] and ours["llminit.gpumem"] == [None, None]
+    assert ours["sharedEntrances"] == [{"name": "APP", "host": "sharedentrances-api", "port": 0, "invisible": True, "authLevel": "internal"}]
+    assert ours["onlyAdmin"] is True and ours["options"] == {"shared": True, "LLMGatewaySupported": True, "apiTimeout": 0}
+    assert ours["envs"]["ENGINE_ARGS"] == ours["envs"]["LOG_LEVEL"] == (True, False)
+    assert all(ours["envs"][k] == (False, False) for k in ("MODEL_SOURCE", "MODEL_NAME", "MODEL_MODE", "MODEL_SUPPORTS",
+                                                          "LLAMACPP_CPU_REQUEST", "LLAMACPP_REQUIRED_GPU_MEMORY"))
+    assert ours["workloadReplicas"] == {"APP": 1, "llminit": 1}
+    assert ours["locale"] == ["en-US", "zh-CN"]
+
+
+def test_the_clone_dialog_values_reach_both_workloads(tmp_path: Path) -> None:
+    name = "vllmqwen36turbo27bone"
+    files = render.render(load_app(APPS / name), targets.CURRENT)
+    fsio.write_tree(files, tmp_path / name)
+    manifest = yaml.safe_load(files["OlaresManifest.yaml"])
+    env = {e["envName"]: str(e["default"]) for e in manifest["envs"] if "default" in e}
+    assert env["ENGINE_ARGS"] == llmbase.engine_args(load_app(APPS / name))
+    env.update(ENGINE_ARGS="--max-model-len 32768", LOG_LEVEL="debug", MODEL_SUPPORTS="tools,vision")
+    values = helm.installer_values(name, [name], olares_env=env)
+    objs = {(o["kind"], o["metadata"]["name"]): o for _, o in helm.objects(helm.render(helm.load(tmp_path / name), values, namespace="ns"))}
+    engine = {e["name"]: e.get("value") for e in objs["Deployment", name]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    helper = {e["name"]: e.get("value") for e in objs["Deployment", "llminit"]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert engine["ENGINE_ARGS"] == helper["ENGINE_ARGS"] == "--max-model-len 32768"
+    assert helper["LOG_LEVEL"] == "debug"
+    # the gateway's keys: groups expanded as the official llm-init.yaml does
+    assert helper["MODEL_SUPPORTS"] == ("supports_function_calling,supports_parallel_function_calling,supports_tool_choice,"
+                                        "supports_vision")
+    assert engine["MODEL_NAME"] == helper["MODEL_NAME"] == "Lorbus/Qwen3.6-27B-int4-AutoRound"
+    res = objs["Deployment", name]["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert res["limits"]["nvidia.com/gpumem"] == 23552 and res["requests"]["cpu"] == "4"
+    # the envelope is the sum of both workloads' containers
+    acc = manifest["spec"]["accelerator"][0]
+    assert (acc["requiredCpu"], acc["limitedCpu"], acc["requiredMemory"], acc["limitedMemory"]) == ("4200m", "17", "20736Mi", "43008Mi")
