@@ -83,11 +83,17 @@ def _model(objects: list[dict[str, Any]], inv: Invocation | None, flags: dict[st
     """The model as olares-pack's download step names it, else as the engine's arguments do."""
     for o in objects:
         pod = ((o.get("spec") or {}).get("template") or {}).get("spec") or {}
-        for c in pod.get("initContainers") or []:
+        # the download step (per-user form) or the engine's wrapper (shared form) names the files
+        for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
             env = {e.get("name"): e.get("value") for e in c.get("env") or [] if "value" in e}
             if env.get("MODEL_REPO"):
                 files = [line.split("|")[0] for line in (env.get("MODEL_FILES") or "").splitlines() if line]
                 return {"repo": env["MODEL_REPO"], "files": files, "revision": env.get("MODEL_REVISION")}
+    from .llmbase_import import download_env
+
+    if env := download_env(objects):  # llm-init's MODEL_SOURCE (the official llmbase charts)
+        return {"repo": env["MODEL_REPO"], "files": [f for f in env.get("MODEL_FILES", "").splitlines() if f],
+                "revision": env.get("MODEL_REVISION")}
     model: dict[str, Any] = {}
     if inv is not None:
         for key in ("--hf-repo", "-hf"):
@@ -104,6 +110,13 @@ def _model(objects: list[dict[str, Any]], inv: Invocation | None, flags: dict[st
             if inv.env.get(k) and "repo" not in model:
                 model["repo"] = inv.env[k]
     return model
+
+
+def _command(objects: list[dict[str, Any]], inv: Invocation) -> list[str]:
+    workload = next((o for o in objects if f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}" == inv.workload), {})
+    pod = ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
+    c = next((c for c in pod.get("containers") or [] if c.get("name") == inv.container), {})
+    return [str(w) for w in c.get("command") or []]
 
 
 def _resources(manifest: dict[str, Any], inv: Invocation | None, objects: list[dict[str, Any]]) -> dict[str, str]:
@@ -174,6 +187,9 @@ def facts(source: ChartSource, options: LintOptions | None = None) -> Facts:
             argv = inv.argv[1:] if inv.argv[:1] == ["serve"] else inv.argv
             flags = normalize_generic(argv).values()
             env = dict(inv.env)
+    if inv is not None and "/llm-init/wrappers/" in " ".join(_command(objects, inv)):
+        # The llmbase form: ENGINE_ARGS is the arguments, compared flag by flag above.
+        env.pop("ENGINE_ARGS", None)
     flags = {k: ("(set)" if v else "(empty)") if k in SECRET_FLAGS else v for k, v in flags.items()}
     return Facts(
         label=source.label,
