@@ -4,6 +4,7 @@ the rendered Kubernetes objects matched by kind and name."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,6 +113,16 @@ def _model(objects: list[dict[str, Any]], inv: Invocation | None, flags: dict[st
     return model
 
 
+def _json_value(value: str) -> str:
+    """A JSON argument in one spelling ({"a": 1} and {"a":1} are the same argument)."""
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.dumps(json.loads(value), separators=(",", ":"), sort_keys=True)
+        except ValueError:
+            pass
+    return value
+
+
 def _command(objects: list[dict[str, Any]], inv: Invocation) -> list[str]:
     workload = next((o for o in objects if f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}" == inv.workload), {})
     pod = ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
@@ -188,8 +199,10 @@ def facts(source: ChartSource, options: LintOptions | None = None) -> Facts:
             flags = normalize_generic(argv).values()
             env = dict(inv.env)
     if inv is not None and "/llm-init/wrappers/" in " ".join(_command(objects, inv)):
-        # The llmbase form: ENGINE_ARGS is the arguments, compared flag by flag above.
-        env.pop("ENGINE_ARGS", None)
+        # The llmbase form: ENGINE_ARGS is the arguments, compared flag by flag above; the model's
+        # env is compared in the model section.
+        for k in ("ENGINE_ARGS", "MODEL_NAME", "MODEL_REPO", "MODEL_REVISION", "MODEL_FILES", "MODEL_SOURCE"):
+            env.pop(k, None)
     flags = {k: ("(set)" if v else "(empty)") if k in SECRET_FLAGS else v for k, v in flags.items()}
     return Facts(
         label=source.label,
@@ -299,8 +312,8 @@ def compare(a: Facts, b: Facts, *, rendered: bool = False) -> DiffResult:
         res.changes.extend(pair[0])
         res.unchanged.extend(pair[1])
 
-    flags_a = {k: v for k, v in a.flags.items() if k not in MODEL_FLAGS}
-    flags_b = {k: v for k, v in b.flags.items() if k not in MODEL_FLAGS}
+    flags_a = {k: _json_value(v) for k, v in a.flags.items() if k not in MODEL_FLAGS}
+    flags_b = {k: _json_value(v) for k, v in b.flags.items() if k not in MODEL_FLAGS}
     add(_dict_changes("arguments", flags_a, flags_b, lambda k, o, n: _flag_note(k, o, n, a.build, b.build)))
     for spelled, flag in sorted({**a.renamed_flags, **b.renamed_flags}.items()):
         res.unchanged.append(Change("arguments", spelled, spelled, flag, f"{spelled} was renamed {flag} upstream"))

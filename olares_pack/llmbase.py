@@ -116,6 +116,16 @@ def engine_args(app: App) -> str:
     return " ".join(out)
 
 
+def wrapper_argv(app: App) -> list[str]:
+    """The engine's arguments as the wrapper runs them and lint reads them (engines.detect): the
+    served name, host and port it sets, then ENGINE_ARGS' default split on white space."""
+    kind = app.engine.kind
+    fixed = ["--host", "0.0.0.0", "--port", str(ENGINE_PORT[kind])]
+    if kind == "vllm":
+        return ["serve", model_name(app), "--served-model-name", model_name(app), *fixed, *engine_args(app).split()]
+    return ["--alias", model_name(app), *fixed, *engine_args(app).split()]
+
+
 def model_files(app: App) -> str:
     """One `name|size|sha256` line per model file: what the engine's wrapper checks each file
     against before the engine starts (empty fields: not checked)."""

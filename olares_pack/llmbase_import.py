@@ -102,7 +102,8 @@ def extras(data: dict[str, Any], app: ChartApp, objects: list[dict[str, Any]], i
         model.pop("file", None)
         model["files"] = [{"name": p[0], **({"size": int(p[1])} if len(p) > 1 and p[1] else {}),
                            **({"sha256": p[2]} if len(p) > 2 and p[2] else {})} for p in lines]
-    server = {k: v for k, v in data["server"].items() if k not in ("host", "port")}
+    # the wrapper's own: where the engine listens, and the served name (MODEL_NAME)
+    server = {k: v for k, v in data["server"].items() if k not in ("host", "port", "alias")}
     dropped = sorted(k for k in _env(next(iter(c for c in _containers(objects) if c.get("name") == inv.container), {}))
                      if k in FORM_ENV)
     if dropped:

@@ -99,8 +99,8 @@ def _llmbase_argv(command: list[str], env: dict[str, str]) -> tuple[str, list[st
     port = env.get(_WRAPPER_PORT_ENV[kind], "8081" if kind == "llamacpp" else "8000")
     fixed = ["--host", "0.0.0.0", "--port", port]
     if kind == "vllm":
-        return kind, ["serve", env.get("MODEL_NAME", "model"), *fixed, *args]
-    return kind, [*fixed, *args]
+        return kind, ["serve", env.get("MODEL_NAME", "model"), "--served-model-name", env.get("MODEL_NAME", "model"), *fixed, *args]
+    return kind, ["--alias", env.get("MODEL_NAME", "model"), *fixed, *args]
 
 
 def find_engines(objects: list[dict[str, Any]]) -> list[Invocation]:
