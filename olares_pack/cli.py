@@ -403,6 +403,11 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
         fsio.write_bytes_atomic(save_header, gguf_meta.header_excerpt(gguf_file))
         console.info(f"wrote the header excerpt of {gguf_file.name} to {save_header}")
     estimates = [budget.app_estimate(app, app_dir, dev, c) for c in (ctxs or [None])]
+    from .llmbase import edited_args_note
+
+    if note := edited_args_note(app):
+        for e in estimates:
+            e.notes.append(note)
     extra: dict[str, object] = {}
     if isinstance(app, LlamaCppApp) and (largest_ctx or quants):
         meta = budget.model_meta(app, app_dir)

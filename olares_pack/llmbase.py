@@ -126,6 +126,16 @@ def wrapper_argv(app: App) -> list[str]:
     return ["--alias", model_name(app), *fixed, *engine_args(app).split()]
 
 
+def edited_args_note(app: App) -> str | None:
+    """What `vram` says of a shared app: it estimates ENGINE_ARGS' default, which the installer may
+    edit in the clone dialog."""
+    if isinstance(app, ChartApp) or not app.engine.shared or "current" not in app.targets:
+        return None
+    return (f"estimated for the default ENGINE_ARGS (Olares 1.12.6+: `{engine_args(app)}`); the clone dialog lets "
+            "the installer edit ENGINE_ARGS, and an edited value is the installer's own risk: this estimate does not "
+            f"cover it and the GPU memory request stays {app.resources.gpu_memory_mib} MiB")
+
+
 def model_files(app: App) -> str:
     """One `name|size|sha256` line per model file: what the engine's wrapper checks each file
     against before the engine starts (empty fields: not checked)."""

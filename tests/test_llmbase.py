@@ -302,3 +302,19 @@ def test_import_of_an_official_llmbase_app_renders_back_to_an_equivalent_chart(t
     res = diff.compare(diff.facts(ChartSource("official", official_name, found.files)),
                        diff.facts(ChartSource("typed", official_name, files)))
     assert [c for c in res.changes if c.section in ("arguments", "image", "model")] == []
+
+
+def test_vram_estimates_the_default_engine_args_and_says_an_edit_is_the_installers_risk(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from olares_pack.cli import main
+
+    capsys.readouterr()
+    main(["vram", "llamacppqwen36mtpone", "--apps-dir", str(APPS), "--format", "json"])
+    est = json.loads(capsys.readouterr().out)["estimates"][0]
+    assert est["settings"]["ctx"] == 262144  # the default ENGINE_ARGS' --ctx-size
+    assert any("an edited value is the installer's own risk" in n and "--ctx-size 262144" in n for n in est["notes"])
+    # a per-user app has no clone surface: nothing to say
+    app = load_app(APPS / "llamacppqwen36mtpone")
+    app.engine.shared = False
+    assert llmbase.edited_args_note(app) is None
