@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import APPS
+from oracle import oracle  # noqa: F401 - the fixture
 
 from olares_pack import fsio, helm, llmbase, render, targets
 from olares_pack.manifest import load_app
@@ -145,7 +146,7 @@ def test_engine_args_refuse_white_space(tmp_path: Path) -> None:
 
 # ---- against the official chart of the same model, field by field
 
-OFFICIAL = Path(__file__).parent / "data" / "charts" / "official"
+OFFICIAL = Path(__file__).parent / "data" / "official"
 
 
 def _helm_objects(chart: Path, name: str, gpu: str = "nvidia") -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -318,3 +319,9 @@ def test_vram_estimates_the_default_engine_args_and_says_an_edit_is_the_installe
     app = load_app(APPS / "llamacppqwen36mtpone")
     app.engine.shared = False
     assert llmbase.edited_args_note(app) is None
+
+
+def test_the_official_checker_accepts_the_official_llmbase_fixtures(oracle) -> None:  # noqa: F811
+    for chart in ("llamacppqwen3627bmtpq4kxlv3", "vllmllmbasev3"):
+        v = oracle.verdict(OFFICIAL / chart)
+        assert v.accepted, (chart, v.errors)
