@@ -51,6 +51,8 @@ class ModelMeta:
     # published size and the model card's architecture; tensor split estimated, see notes)
     provenance: str = "gguf-header"
     notes: str = ""
+    # the whole file's sha256: hashed from a local file, or the hub's X-Linked-Etag (LFS files)
+    sha256: str | None = None
     repo: str | None = None
     file: str | None = None
     revision: str | None = None
@@ -208,9 +210,44 @@ def from_file(path: Path) -> ModelMeta:
     m.file = path.name
     if size > header:
         m.file_size = size
+        m.sha256 = _sha256_file(path)
     else:
         m.notes = "read from a header excerpt: file size unknown"
     return m
+
+
+def _sha256_file(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def hub_sha256(url: str, headers: dict[str, str]) -> tuple[str | None, int | None]:
+    """A file's sha256 and size as the hub states them, without following its redirect: the
+    `resolve` answer of an LFS file carries X-Linked-Etag (the sha256) and X-Linked-Size, which
+    huggingface_hub's get_hf_file_metadata reads the same way. (None, None) when it states none."""
+    import urllib.error
+
+    class _Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:  # noqa: ANN401
+            return None
+
+    req = urllib.request.Request(url, headers=headers, method="HEAD")
+    try:
+        resp = urllib.request.build_opener(_Stay).open(req, timeout=60)
+        got = resp.headers
+    except urllib.error.HTTPError as exc:  # a 3xx answer, not followed
+        got = exc.headers
+    except OSError:
+        return None, None
+    etag = str(got.get("X-Linked-Etag") or "").strip().strip('"').removeprefix("W/").strip('"')
+    size = str(got.get("X-Linked-Size") or "")
+    return (etag if len(etag) == 64 and all(c in "0123456789abcdef" for c in etag) else None,
+            int(size) if size.isdigit() else None)
 
 
 def header_excerpt(path: Path) -> bytes:
@@ -275,7 +312,8 @@ def from_hub(repo: str, file: str, revision: str = "main", *, endpoint: str | No
     base = (endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
     token = token or get_token()
     headers = {"User-Agent": "olares-pack"} | ({"Authorization": f"Bearer {token}"} if token else {})
-    stream = _HttpRange(f"{base}/{repo}/resolve/{revision}/{file}", headers)
+    url = f"{base}/{repo}/resolve/{revision}/{file}"
+    stream = _HttpRange(url, headers)
     try:
         meta, tensors = read_header(stream)  # type: ignore[arg-type]
     except OSError as exc:
@@ -283,6 +321,9 @@ def from_hub(repo: str, file: str, revision: str = "main", *, endpoint: str | No
     m = meta_from(meta, tensors)
     m.file_size, m.repo, m.file = stream.size, repo, file
     m.revision = stream.commit or revision
+    sha, linked_size = hub_sha256(url, headers)
+    if sha and (linked_size is None or linked_size == m.file_size):
+        m.sha256 = sha
     return m
 
 

@@ -28,6 +28,27 @@ class FakeHub:
             def log_message(self, *args: object) -> None:
                 pass
 
+            def do_HEAD(self) -> None:
+                # The hub answers a resolve of an LFS file with a redirect to its storage, stating
+                # the file's sha256 and size (X-Linked-Etag, X-Linked-Size).
+                import hashlib
+
+                hub.requests.append({"path": self.path, "range": None, "auth": self.headers.get("Authorization"),
+                                     "method": "HEAD"})
+                path = urllib.parse.unquote(self.path)
+                prefix = f"/{REPO}/resolve/{REVISION}/"
+                data = hub.files.get(path[len(prefix):]) if path.startswith(prefix) else None
+                if data is None:
+                    self.send_error(404)
+                    return
+                self.send_response(302)
+                self.send_header("Location", self.path + "?storage=1")
+                self.send_header("X-Linked-Etag", f'"{hashlib.sha256(data).hexdigest()}"')
+                self.send_header("X-Linked-Size", str(len(data)))
+                self.send_header("X-Repo-Commit", COMMIT)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
             def do_GET(self) -> None:
                 hub.requests.append({"path": self.path, "range": self.headers.get("Range"),
                                      "auth": self.headers.get("Authorization")})

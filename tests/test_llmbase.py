@@ -325,3 +325,31 @@ def test_the_official_checker_accepts_the_official_llmbase_fixtures(oracle) -> N
     for chart in ("llamacppqwen3627bmtpq4kxlv3", "vllmllmbasev3"):
         v = oracle.verdict(OFFICIAL / chart)
         assert v.accepted, (chart, v.errors)
+
+
+def test_locking_the_model_records_its_sha256_and_the_chart_checks_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`vram --lock` over the hub (a faithful fake: X-Linked-Etag on the resolve redirect) writes
+    the file's size and sha256 into app.yaml; the render's MODEL_FILES carries them."""
+    from fakehub import REPO as HUB_REPO
+    from fakehub import serve
+    from test_vram import write_hybrid
+
+    from olares_pack.cli import main
+
+    write_hybrid(tmp_path / "m.gguf")
+    data = (tmp_path / "m.gguf").read_bytes()
+    text = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text()
+    text = text.replace("file: Qwen3.6-27B-UD-Q3_K_XL.gguf", "file: m.gguf").replace("repo: unsloth/Qwen3.6-27B-MTP-GGUF", f"repo: {HUB_REPO}")
+    app_dir = tmp_path / "apps" / "llamacppqwen36mtpone"
+    app_dir.mkdir(parents=True)
+    (app_dir / "app.yaml").write_text(text)
+    with serve() as (hub, url):
+        hub.files["m.gguf"] = data
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        monkeypatch.setenv("HF_TOKEN", "")
+        assert main(["vram", str(app_dir), "--lock"]) in (0, 1)
+    app = load_app(app_dir)
+    assert (app.model.files[0].size, app.model.files[0].sha256) == (len(data), hashlib.sha256(data).hexdigest())
+    assert "# RTX 5090 Laptop GPU" in (app_dir / "app.yaml").read_text()  # comments kept
+    files = render.render(app, targets.CURRENT)
+    assert f"m.gguf|{len(data)}|{hashlib.sha256(data).hexdigest()}" in files["templates/engine.yaml"]
