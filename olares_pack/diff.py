@@ -266,6 +266,18 @@ def _manifest_facts(m: dict[str, Any]) -> dict[str, Any]:
     for e in m.get("entrances") or []:
         if isinstance(e, dict):
             out[f"entrance {e.get('name')}"] = f"{e.get('host')}:{e.get('port')} {e.get('authLevel', '')}/{e.get('openMethod', '')} {e.get('title', '')!r}"
+    # the shared form (one engine for every user) and the gateway
+    options = m.get("options") if isinstance(m.get("options"), dict) else {}
+    for key, value in (("shared", options.get("shared")), ("onlyAdmin", spec.get("onlyAdmin")),
+                       ("LLM gateway", options.get("LLMGatewaySupported"))):
+        if value is not None:
+            out[key] = value
+    for e in m.get("sharedEntrances") or []:
+        if isinstance(e, dict):
+            out[f"shared entrance {e.get('name')}"] = f"{e.get('host')}:{e.get('port')} {e.get('authLevel', '')}"
+    replicas = m.get("workloadReplicas")
+    if isinstance(replicas, dict):
+        out["workloads"] = ", ".join(sorted(str(k) for k in replicas))
     return out
 
 

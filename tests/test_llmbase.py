@@ -353,3 +353,16 @@ def test_locking_the_model_records_its_sha256_and_the_chart_checks_it(tmp_path: 
     assert "# RTX 5090 Laptop GPU" in (app_dir / "app.yaml").read_text()  # comments kept
     files = render.render(app, targets.CURRENT)
     assert f"m.gguf|{len(data)}|{hashlib.sha256(data).hexdigest()}" in files["templates/engine.yaml"]
+
+
+def test_engine_shared_false_keeps_the_per_user_chart(tmp_path: Path) -> None:
+    text = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text().replace("  build: ad27757", "  shared: false\n  build: ad27757")
+    app_dir = tmp_path / "apps" / "llamacppqwen36mtpone"
+    app_dir.mkdir(parents=True)
+    (app_dir / "app.yaml").write_text(text)
+    files = render.render(load_app(app_dir), targets.CURRENT)
+    manifest = yaml.safe_load(files["OlaresManifest.yaml"])
+    assert "templates/deployment.yaml" in files and "templates/llm-init.yaml" not in files
+    assert "sharedEntrances" not in manifest and "onlyAdmin" not in manifest["spec"]
+    assert "shared" not in manifest["options"] and manifest["workloadReplicas"] == {"llamacppqwen36mtpone": 1}
+    assert not [e for e in manifest["envs"] if e["envName"] == "ENGINE_ARGS"]
