@@ -366,3 +366,19 @@ def test_engine_shared_false_keeps_the_per_user_chart(tmp_path: Path) -> None:
     assert "sharedEntrances" not in manifest and "onlyAdmin" not in manifest["spec"]
     assert "shared" not in manifest["options"] and manifest["workloadReplicas"] == {"llamacppqwen36mtpone": 1}
     assert not [e for e in manifest["envs"] if e["envName"] == "ENGINE_ARGS"]
+
+
+def test_lint_checks_the_flags_of_the_engine_args_default(tmp_path: Path) -> None:
+    from olares_pack.lint import lint_chart
+    from olares_pack.lint.source import from_folder
+
+    name = "vllmqwen36turbo27bone"
+    files = render.render(load_app(APPS / name), targets.CURRENT)
+    # --language-model-only arrived after vLLM 0.11: an upstream 0.11.0 image refuses it
+    files = {k: v.replace("docker.io/aamsellem/vllm-qwen36-blackwell:0.20.0-genesis-v3", "vllm/vllm-openai:v0.11.0")
+             for k, v in files.items()}
+    fsio.write_tree(files, tmp_path / name)
+    findings = lint_chart(from_folder(tmp_path / name)).findings
+    assert [(f.severity, f.message) for f in findings if f.rule == "engine.flag"] == \
+        [("error", "vLLM 0.11.0 does not accept --language-model-only: vllm serve exits at start")]
+    assert "templates/engine.yaml" in [f.file for f in findings if f.rule == "engine.flag"][0]
