@@ -73,10 +73,9 @@ def model_name(app: App) -> str:
 
 
 def model_source(app: App) -> str:
-    """llm-init's MODEL_SOURCE: hf://<repo> --include <file>, comma-separated per file (official)."""
-    if app.engine.kind == "llamacpp" or app.model.files:
-        if app.engine.kind == "vllm":
-            return f"hf://{app.model.repo}"
+    """llm-init's MODEL_SOURCE: hf://<repo> --include <file>, comma-separated per file, for
+    llama.cpp; hf://<repo> (the whole repository) for vLLM, as the official base charts write it."""
+    if app.engine.kind == "llamacpp":
         return ",".join(f"hf://{app.model.repo} --include {f.name}" for f in app.model.files)
     return f"hf://{app.model.repo}"
 

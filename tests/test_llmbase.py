@@ -382,3 +382,19 @@ def test_lint_checks_the_flags_of_the_engine_args_default(tmp_path: Path) -> Non
     assert [(f.severity, f.message) for f in findings if f.rule == "engine.flag"] == \
         [("error", "vLLM 0.11.0 does not accept --language-model-only: vllm serve exits at start")]
     assert "templates/engine.yaml" in [f.file for f in findings if f.rule == "engine.flag"][0]
+
+
+def test_a_cpu_only_shared_app_asks_for_no_gpu(tmp_path: Path) -> None:
+    text = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text().replace("targets: [current, legacy]", "targets: [current]\nmodes: [cpu]")
+    text = text.replace("  gpu_memory_mib: 23552\n", "")
+    app_dir = tmp_path / "apps" / "llamacppqwen36mtpone"
+    app_dir.mkdir(parents=True)
+    (app_dir / "app.yaml").write_text(text)
+    for gpu in ("nvidia", "cpu", None):
+        objs = _objects(app_dir, tmp_path / str(gpu), gpu)
+        dep = next(o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"] != "llminit")
+        assert "applications.app.bytetrade.io/gpu-inject" not in (dep["metadata"].get("annotations") or {})
+        res = dep["spec"]["template"]["spec"]["containers"][0]["resources"]
+        assert "nvidia.com/gpumem" not in res["requests"] and "nvidia.com/gpumem" not in res["limits"]
+    manifest = yaml.safe_load(render.render(load_app(app_dir), targets.CURRENT)["OlaresManifest.yaml"])
+    assert "LLAMACPP_REQUIRED_GPU_MEMORY" not in [e["envName"] for e in manifest["envs"]]
