@@ -86,10 +86,8 @@ def supports(app: App) -> str:
     return ",".join(groups) or "none"
 
 
-def engine_args(app: App) -> str:
-    """The manifest's validated engine arguments as ENGINE_ARGS: the argv olares-pack builds, less
-    what the wrapper sets, one string the wrapper word-splits. A JSON value is written without
-    spaces; any other argument with white space cannot travel in ENGINE_ARGS."""
+def _args(app: App) -> list[str]:
+    """The engine's argv less what the wrapper sets, JSON values written without spaces."""
     argv = engines.build_argv(app)
     if app.engine.kind == "vllm":
         argv = argv[2:]  # "serve <model>": the wrapper serves the verified snapshot
@@ -101,18 +99,31 @@ def engine_args(app: App) -> str:
         if a in owned:
             i += 2
             continue
-        if any(ch.isspace() for ch in a) or a == "":
+        if any(ch.isspace() for ch in a) and a[:1] in "{[":
             try:
                 a = json.dumps(json.loads(a), separators=(",", ":"))
             except ValueError:
-                raise InputError(f"{app.name}: engine argument {a!r} holds white space: ENGINE_ARGS is split on "
-                                 "white space by the engine's wrapper (write it without spaces, or set "
-                                 "engine.shared: false)") from None
+                pass
         out.append(a)
         i += 1
     if app.engine.kind == "llamacpp" and app.model.mode == "embedding" and "--embedding" not in out:
         out.append("--embedding")
-    return " ".join(out)
+    return out
+
+
+def bad_argument(app: App) -> str | None:
+    """An engine argument that cannot travel in ENGINE_ARGS (empty, or with white space)."""
+    return next((a for a in _args(app) if a == "" or any(ch.isspace() for ch in a)), None)
+
+
+def engine_args(app: App) -> str:
+    """The manifest's validated engine arguments as ENGINE_ARGS: the argv olares-pack builds, less
+    what the wrapper sets, one string the wrapper splits on white space (the manifest refuses an
+    argument that cannot travel so: bad_argument)."""
+    if (bad := bad_argument(app)) is not None:
+        raise InputError(f"{app.name}: the engine argument {bad!r} is empty or holds white space (ENGINE_ARGS is "
+                         "split on white space): write it without, or set engine.shared: false")
+    return " ".join(_args(app))
 
 
 def wrapper_argv(app: App) -> list[str]:

@@ -504,6 +504,18 @@ class AppManifestBase(AppTexts):
             raise ValueError("resources.gpu_memory_mib is required when modes include nvidia")
         return self
 
+    @model_validator(mode="after")
+    def _shared_args(self) -> AppManifestBase:
+        # The shared form passes the engine arguments as one ENGINE_ARGS string its wrapper splits
+        # on white space: an argument that cannot travel that way is refused here, at load.
+        if getattr(self, "engine", None) is not None and self.engine.shared and "current" in self.targets:  # type: ignore[attr-defined]
+            from .llmbase import bad_argument
+
+            if (bad := bad_argument(self)) is not None:  # type: ignore[arg-type]
+                raise ValueError(f"server: the engine argument {bad!r} is empty or holds white space, and ENGINE_ARGS "
+                                 "(the shared form) is split on white space: write it without, or set engine.shared: false")
+        return self
+
     # ---- derived values every renderer needs
 
     @property

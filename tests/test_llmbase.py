@@ -140,8 +140,11 @@ def test_engine_args_refuse_white_space(tmp_path: Path) -> None:
     app_dir = tmp_path / "apps" / "llamacppqwen36mtpone"
     app_dir.mkdir(parents=True)
     (app_dir / "app.yaml").write_text(text)
-    with pytest.raises(InputError, match="white space"):
-        llmbase.engine_args(load_app(app_dir))
+    with pytest.raises(InputError) as exc:
+        load_app(app_dir)  # refused at load, naming the field and the argument
+    (problem,) = exc.value.problems
+    assert "'two words' is empty or holds white space" in problem.message and "engine.shared: false" in problem.message
+    assert problem.file.endswith("app.yaml")
 
 
 # ---- against the official chart of the same model, field by field
