@@ -471,8 +471,13 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
     if lock:
         if not isinstance(app, LlamaCppApp):
             raise InputError("--lock reads a GGUF header: llama.cpp apps only")
+        had = app.model.files[0].sha256
         meta = budget.lock_model(app, app_dir, gguf_file)
         console.info(f"locked {meta.repo}/{meta.file}@{meta.revision} in {app_dir / gguf_meta.LOCK_FILE}")
+        if meta.sha256 and had is None:
+            console.info(f"{meta.file}: {meta.file_size} bytes, sha256 {meta.sha256}: recorded in app.yaml "
+                         "(the engine starts only on these bytes)")
+            app = resolve_app(app_ref, apps_dir)
     if save_header:
         if gguf_file is None:
             raise click.UsageError("--save-header needs --gguf FILE")
@@ -481,6 +486,11 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
         fsio.write_bytes_atomic(save_header, gguf_meta.header_excerpt(gguf_file))
         console.info(f"wrote the header excerpt of {gguf_file.name} to {save_header}")
     estimates = [budget.app_estimate(app, app_dir, dev, c) for c in (ctxs or [None])]
+    from .llmbase import edited_args_note
+
+    if note := edited_args_note(app):
+        for e in estimates:
+            e.notes.append(note)
     extra: dict[str, object] = {}
     if isinstance(app, LlamaCppApp) and (largest_ctx or quants):
         meta = budget.model_meta(app, app_dir)

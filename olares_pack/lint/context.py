@@ -155,7 +155,8 @@ class ChartContext:
         return wr if isinstance(wr, dict) else {}
 
     def values(self, owner: str, admin: str, mode: str | None, **extra: Any) -> dict[str, Any]:
-        v = helm.installer_values(self.name or self.source.folder, self.entrance_names, owner=owner, admin=admin, gpu_type=mode)
+        v = helm.installer_values(self.name or self.source.folder, self.entrance_names, owner=owner, admin=admin, gpu_type=mode,
+                                  olares_env=helm.env_defaults(self.manifest))
         if extra:
             v.update(extra)
         return v
