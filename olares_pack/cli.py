@@ -720,13 +720,12 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
     """Import hand-written charts: chart folders, .tgz packages, folders of them, or the base URL
     of a live market source. Each app becomes apps/<name>/app.yaml (the chart as written) and one
     release record per version whose package is the source's own bytes."""
+    from rich.markup import escape
     from rich.progress import Progress
     from rich.table import Table
 
     from . import console, importer
     from .journal import Transaction
-
-    from rich.markup import escape
 
     repo = Repo.of_apps(apps_dir)
     found = []

@@ -22,7 +22,8 @@ from importlib.resources.abc import Traversable
 # 4: the app's pod carries the label app: <name>, the pattern of charts that route on devices.
 # 5: current-target LLM apps render the official llmbase pattern (engine + llm-init, shared, the
 #    clone surface, the gateway, the model checked before the engine starts; llmbase.py).
-GENERATION = 5
+# 6: the per-user form's pod-label comment cites no working notes (a comment only).
+GENERATION = 6
 
 
 def templates_root() -> Traversable:

@@ -282,14 +282,14 @@ def device_lifecycle_v2(base: str, verify: Any = True) -> V2Device:
     range, and the v2 chart route answering the v1 route's bytes."""
     old = Device(base, "1.12.6", verify=verify)
     assert old.sync()
-    assert old.install(NAME) == "1.0.10"
+    assert old.install(NAME) == "1.0.11"
     dev = V2Device(base, "1.12.7", charts=dict(old.charts), verify=verify)
     assert dev.sync()
     assert dev.requests[:4] == ["catalog", "taxonomy", "applications 1", "applications 2"]
-    assert {i["name"]: i["version"] for i in dev.items.values()} == {NAME: "1.0.10", VLLM: "2.5.8"}
+    assert {i["name"]: i["version"] for i in dev.items.values()} == {NAME: "1.0.11", VLLM: "2.5.9"}
     assert set(dev.items) == {e["id"] for e in dev.apps.values()}
-    assert dev.install(NAME) == "1.0.10" and f"chart {NAME}-1.0.10.tgz" not in dev.requests  # cached by file name
-    assert dev.install(VLLM) == "2.5.8"
+    assert dev.install(NAME) == "1.0.11" and f"chart {NAME}-1.0.11.tgz" not in dev.requests  # cached by file name
+    assert dev.install(VLLM) == "2.5.9"
     for i in dev.items.values():
         entry = dev.apps[i["app_id"]]
         data = dev.charts[entry["chartName"]]

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, serving, tree_digest
-from oracle import oracle  # noqa: F401 - the fixture (the official checker, skipped where it cannot be built)
 
 from olares_pack import helm, importer, package, records, render, targets
 from olares_pack.cli import main
@@ -22,6 +21,7 @@ from olares_pack.lint.source import ChartSource
 from olares_pack.manifest import ChartApp, load_app
 from olares_pack.repo import Repo
 from olares_pack.server import Source
+from oracle import oracle  # noqa: F401 - the fixture (the official checker, skipped where it cannot be built)
 
 CHARTS = Path(__file__).parent / "data" / "charts"
 # Hand-written charts in the forms of 1.12.3-1.12.5 catalogues (issue #24): a single-chart

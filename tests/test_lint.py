@@ -49,7 +49,6 @@ M, D = "OlaresManifest.yaml", "templates/deployment.yaml"
 
 # rule id -> (target, mutation of the rendered chart, options)
 CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str, object]]] = {
-    "chart.structure": ("current", lambda f: {k: v for k, v in f.items() if k != M}, {}),
     "chart.version": ("current", lambda f: edit(f, M, 'version: "1.0.11"', 'version: "1.0.8"'), {}),
     "manifest.schema-version": ("legacy", lambda f: edit(f, M, 'apiVersion: "v1"', 'apiVersion: "v2"'), {}),  # 1.12.5: a warning
     "manifest.metadata": ("current", lambda f: edit(f, M, 'title: "Qwen36 27B Long Context"', 'title: "Qwen3.6 27B with a very long context window"'), {}),
@@ -359,8 +358,7 @@ def test_release_refuses_on_a_policy_error_unless_allowed(repo: Path, capsys: py
     from conftest import tree_digest
 
     app_yaml = repo / "apps" / NAME / "app.yaml"
-    app_yaml.write_text(app_yaml.read_text().replace("  CUDA_DEVICE_MEMORY_LIMIT_0: 30000m\n",
-                                                     "  CUDA_DEVICE_MEMORY_LIMIT_0: 30000m\n  API_TOKEN: hf_Abcdefghijklmnop1234567890\n"))
+    app_yaml.write_text(app_yaml.read_text().replace("\nresources:", "\nenv:\n  API_TOKEN: hf_Abcdefghijklmnop1234567890\n\nresources:", 1))
     args = ["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "x", "--date", "2026-06-01"]
     before = tree_digest(repo)
     assert main(args) == 1

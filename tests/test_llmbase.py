@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 from conftest import APPS
-from oracle import oracle  # noqa: F401 - the fixture
 
 from olares_pack import fsio, helm, llmbase, render, targets
 from olares_pack.manifest import load_app
+from oracle import oracle  # noqa: F401 - the fixture
 
 REPO = "example/tiny-GGUF"
 FILE = "tiny-Q4_K_M.gguf"

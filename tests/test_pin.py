@@ -18,7 +18,16 @@ from pathlib import Path
 import pytest
 from conftest import APPS
 from fakehub import COMMIT, REPO, FakeHub, serve
-from registry import MISSING, REQUIRED, SKIP_REASON, Layout, Registry, free_port, run_registry, token_front
+from registry import (
+    MISSING,
+    REQUIRED,
+    SKIP_REASON,
+    Layout,
+    Registry,
+    free_port,
+    run_registry,
+    token_front,
+)
 from test_vram import write_hybrid
 
 from olares_pack import oci

@@ -4,7 +4,6 @@ read over HTTP range requests, and the example app's real history."""
 from __future__ import annotations
 
 import hashlib
-
 import json
 import math
 from dataclasses import replace

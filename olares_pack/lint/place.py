@@ -52,6 +52,8 @@ _RULE_FIELDS: dict[str, tuple[tuple[Any, ...], ...]] = {
     "chart.app-version": (("version_name",), ("engine", "image", "tag")),
 }
 _CONTAINER = re.compile(r"(initContainers|containers)\[([^\]]+)\]")
+# containers of the shared form whose image is not engine.image (templates/llmbase/llm-init.yaml.j2)
+_HELPER_IMAGES = {"llm-init": "llm_init", "init-chown": "chown_image"}
 
 
 def place_results(results: list[ChartResult], sources: list[ChartSource], cwd: Path | None = None) -> list[ChartResult]:
@@ -127,7 +129,12 @@ class _Placer:
         return app_yaml, self._line(("name",)) if not f.file else None
 
     def _item(self, f: Finding, loc: tuple[Any, ...]) -> tuple[Any, ...]:
-        """An engine flag written in server.extra_args: that item."""
+        """An engine flag written in server.extra_args: that item; a helper container's image
+        (the shared form's llm-init and its chown step): its own field, or `engine` when it keeps
+        the default."""
+        helper = _HELPER_IMAGES.get(m.group(2)) if loc == ("engine", "image") and (m := _CONTAINER.search(f.path)) else None
+        if helper is not None:
+            return ("engine", helper) if self._has(("engine", helper)) else ("engine",)
         if loc == ("server",) and self._has(("server", "extra_args")):
             for i, arg in enumerate(self.doc.data["server"]["extra_args"] or []):
                 flag = str(arg).split("=", 1)[0]
