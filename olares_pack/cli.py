@@ -270,12 +270,14 @@ def pin_cmd(app_refs: tuple[str, ...], all_apps: bool, only_image: bool, only_mo
         for plan in plans:
             for note in plan.notes:
                 console.info(note)
-            for change in (plan.image, plan.model):
+            images = [c for c in (plan.image, *plan.helpers.values()) if c is not None]
+            for change in (*images, plan.model):
                 if change is not None:
                     console.info(f"{plan.app.name}: {change.describe()}")
-            if plan.image and plan.image.old_digest and plan.image.old_digest != plan.image.digest:
-                console.warn(f"{plan.app.name}: {plan.image.repository}:{plan.image.tag} moved from "
-                             f"{plan.image.old_digest} to {plan.image.digest}")
+            for image in images:
+                if image.old_digest and image.old_digest != image.digest:
+                    console.warn(f"{plan.app.name}: {image.repository}:{image.tag} moved from "
+                                 f"{image.old_digest} to {image.digest}")
         if dry_run:
             text = "".join(p.diff(repo.root) for p in plans)
             if text:
