@@ -387,6 +387,14 @@ def test_routing_needs_no_entrance_named_after_the_app(tmp_path: Path) -> None:
     assert "template.routing" not in flagged(lint_files(tmp_path, files))
 
 
+def test_an_omitted_replicas_is_a_warning(tmp_path: Path) -> None:
+    # beclab/apps gitlab and grafana (v3, installed on 1.12.6) write no spec.replicas: the 1.12.6
+    # template scan (beclab/Olares PR #3500) lets that pass; only the later rendered check refuses it
+    files = edit(base_files(), D, f"  replicas: {{{{ .Values.workloads.{NAME}.replicaCount }}}}\n", "")
+    found = {(f.rule, f.severity) for f in lint_files(tmp_path, files) if f.rule == "template.replicas-wiring"}
+    assert found == {("template.replicas-wiring", "warning")}
+
+
 def test_a_gpu_container_needs_no_hami_limit_of_its_own(tmp_path: Path) -> None:
     # beclab/HAMi's device plugin sets CUDA_DEVICE_MEMORY_LIMIT_<i> at Allocate from the grant:
     # the bundled chart requests nvidia.com/gpumem and sets no limit of its own

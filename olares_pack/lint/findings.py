@@ -168,9 +168,13 @@ RULES: dict[str, RuleInfo] = {
                                               f"{OAC}/appdata.go checkAppDataUsage; {INSTALL_NOTE}", FROM_OAC),
     "template.workload-replicas": RuleInfo("error", "workloadReplicas lists exactly the rendered Deployments/StatefulSets",
                                            f"{OAC}/internal/resources/workloads.go CheckWorkloadReplicas; {INSTALL_NOTE}", FROM_OAC),
-    "template.replicas-wiring": RuleInfo("error", "spec.replicas follows .Values.workloads.<name>.replicaCount (stop/resume); omitted counts as 1",
-                                         f"{OAC}/internal/resources/workloads.go CheckWorkloadReplicasRendered (newest oac: the "
-                                         "app service stops an app by rendering replicaCount = 0, HelmOps.Scale)", FROM_OAC),
+    "template.replicas-wiring": RuleInfo("error", "spec.replicas follows .Values.workloads.<name>.replicaCount (stop/resume); "
+                                         "an omitted replicas is a warning",
+                                         f"{OAC} template scan of replicas: lines (beclab/Olares PR #3500, for 1.12.6 and 1.12.7: a "
+                                         "template that omits replicas: passes it); the app service stops an app by rendering "
+                                         "replicaCount = 0 (HelmOps.Scale). An omitted replicas (1 whatever the value) is refused "
+                                         "only by the later rendered check, internal/resources/workloads.go "
+                                         "CheckWorkloadReplicasRendered (PR #4040), which no release is known to run yet", FROM_OAC),
     "template.gpu-memory": RuleInfo("error", "nvidia.com/gpumem is set equally in requests and limits (a Mi/Gi suffix: a warning)",
                                     "kubernetes pkg/apis/core/validation ValidateResourceRequirements: an extended resource "
                                     "needs a limit and requests equal to it; beclab/HAMi counts nvidia.com/gpumem in MiB"),

@@ -230,9 +230,12 @@ def replicas_wiring(ctx: ChartContext) -> None:
         got = (o.get("spec") or {}).get("replicas")
         if got != 0:
             name = (o.get("metadata") or {}).get("name")
+            # an omitted replicas passes the 1.12.6/1.12.7 template scan (PR #3500); only the newer
+            # rendered check (PR #4040) refuses it: a warning until a release is known to run that
             ctx.add("template.replicas-wiring", f"spec.replicas rendered as {got if got is not None else 'unset (1)'} with "
                     f"workloads.{name}.replicaCount = 0: the app cannot be stopped", path=obj_name(o), file=_template_of(ctx, o),
-                    hint=f"replicas: {{{{ .Values.workloads.{name}.replicaCount }}}} (no default filter)")
+                    hint=f"replicas: {{{{ .Values.workloads.{name}.replicaCount }}}} (no default filter)",
+                    severity="warning" if got is None else None)
 
 
 def gpu_memory(ctx: ChartContext) -> None:
