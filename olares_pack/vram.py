@@ -250,14 +250,17 @@ def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = 
     est.terms.append(Term("growth while filling", growth, note, when="run"))
 
     # 8. growth at run time, request after request (calibrated on the run-time runs, which all
-    # drafted with MTP: the same slopes are used without it, where they can only overstate)
+    # drafted with MTP: the same slopes are used without it, where they can only overstate). Each
+    # slope alone accounts for the whole measured growth, so the term is the largest projection,
+    # not their sum.
     if "runtime_mib_per_request" in fit["constants"]:
         requests, tokens = ASSUMED["runtime_requests"][0], ASSUMED["runtime_tokens_per_request"][0]
         accepted = tokens * s.draft_n_max / (s.draft_n_max + 1) if mtp else 0.0  # every draft accepted: the most
         per_req, per_tok, per_acc = c("runtime_mib_per_request"), c("runtime_mib_per_1k_tokens"), c("runtime_mib_per_1k_accepted")
-        est.terms.append(Term("growth at run time", requests * (per_req + per_tok * tokens / 1000 + per_acc * accepted / 1000),
-                              f"calibrated: {requests:,.0f} requests × ({per_req:g} + {per_tok:g} × {tokens / 1000:g}k tokens"
-                              + (f" + {per_acc:g} × {accepted / 1000:.2f}k accepted drafts" if mtp else "") + ") MiB",
+        est.terms.append(Term("growth at run time", requests * max(per_req, per_tok * tokens / 1000, per_acc * accepted / 1000),
+                              f"calibrated: {requests:,.0f} requests × the largest of {per_req:g} MiB a request, "
+                              f"{per_tok:g} MiB × {tokens / 1000:g}k tokens"
+                              + (f", {per_acc:g} MiB × {accepted / 1000:.2f}k accepted drafts" if mtp else ""),
                               when="run"))
         est.runtime_band_mib = c("runtime_growth_max_mib")
     if not measured_gpu:
