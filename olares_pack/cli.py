@@ -629,7 +629,8 @@ def _print_estimate(title: str, e: Estimate) -> None:
     table.add_row("headroom", f"{e.headroom_mib:,.0f}", "", f"[{color}]{e.verdict}[/{color}]")
     table.add_row("uncertainty", f"±{e.uncertainty_mib:,.0f}", "",
                   f"the fit's worst residual {e.uncertainty_pct:g} % (bench/vram) + {e.extra_uncertainty_mib:,.0f} MiB for a "
-                  "GPU that was not measured; 'tight' when the headroom is smaller")
+                  f"GPU that was not measured + {e.runtime_band_mib:,.0f} MiB, the largest growth a measured run showed after "
+                  "its first request; 'tight' when the headroom is smaller")
     console.out.print(table)
     for n in e.notes:
         console.out.print(f"  note: {n}", markup=False)

@@ -38,7 +38,15 @@ ASSUMED: dict[str, tuple[float, str]] = {
                            "tools/server/server.cpp main(), 'setting n_parallel = 4 and kv_unified = true' (PR #16736)"),
     "other_gpu_context_mib": (256.0, "how far the CUDA context of a GPU other than the measured H200 may differ "
                                      "(driver 580, CUDA 13); added to the uncertainty, not to the total"),
+    "runtime_requests": (1000.0, "requests a server answers between restarts, for the run-time growth term: "
+                                 "an assumption, 100 times the longest measured sequence"),
+    "runtime_tokens_per_request": (2000.0, "generated tokens per request, for the run-time growth term: as measured"),
 }
+# What neither the estimate nor its band holds, because nothing here measured it (named in every
+# estimate for a GPU other than the measured one).
+NOT_MEASURED = ("the chart's engine build where it is not the measured one", "sm_120 kernels against the measured sm_90",
+                "the device's driver", "HAMi's own use of the GPU", "the desktop reserve (assumed, see the device)",
+                "run-time growth under memory pressure (measured only with the GPU's memory free)")
 MTP_TYPES = {"mtp", "draft-mtp"}
 
 
@@ -103,6 +111,7 @@ class Estimate:
     notes: list[str] = field(default_factory=list)
     uncertainty_pct: float = 0.0  # the fit's worst relative residual over the measurements
     extra_uncertainty_mib: float = 0.0  # what was not measured (another GPU's CUDA context)
+    runtime_band_mib: float = 0.0  # the largest growth any measured run showed after its first request
 
     @property
     def boot_mib(self) -> float:
@@ -114,7 +123,7 @@ class Estimate:
 
     @property
     def uncertainty_mib(self) -> float:
-        return self.total_mib * self.uncertainty_pct / 100 + self.extra_uncertainty_mib
+        return self.total_mib * self.uncertainty_pct / 100 + self.extra_uncertainty_mib + self.runtime_band_mib
 
     @property
     def headroom_mib(self) -> float:
@@ -240,14 +249,34 @@ def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = 
         note += f", + {c('nofa_growth_of_kq'):.2f} × the KQ matrix without flash attention"
         est.notes.append("without flash attention the process grows after boot while the context fills")
     est.terms.append(Term("growth while filling", growth, note, when="run"))
+
+    # 8. growth at run time, request after request (calibrated on the run-time runs, which all
+    # drafted with MTP: the same slopes are used without it, where they can only overstate). Each
+    # slope alone accounts for the whole measured growth, so the term is the largest projection,
+    # not their sum.
+    if "runtime_mib_per_request" in fit["constants"]:
+        requests, tokens = ASSUMED["runtime_requests"][0], ASSUMED["runtime_tokens_per_request"][0]
+        accepted = tokens * s.draft_n_max / (s.draft_n_max + 1) if mtp else 0.0  # every draft accepted: the most
+        per_req, per_tok, per_acc = c("runtime_mib_per_request"), c("runtime_mib_per_1k_tokens"), c("runtime_mib_per_1k_accepted")
+        est.terms.append(Term("growth at run time", requests * max(per_req, per_tok * tokens / 1000, per_acc * accepted / 1000),
+                              f"calibrated: {requests:,.0f} requests × the largest of {per_req:g} MiB a request, "
+                              f"{per_tok:g} MiB × {tokens / 1000:g}k tokens"
+                              + (f", {per_acc:g} MiB × {accepted / 1000:.2f}k accepted drafts" if mtp else ""),
+                              when="run"))
+        est.runtime_band_mib = c("runtime_growth_max_mib")
+    if not measured_gpu:
+        est.notes.append("not measured, in neither the total nor the band: " + "; ".join(NOT_MEASURED))
     if meta.provenance != "gguf-header":
         est.notes.append(f"model numbers: {meta.provenance} ({meta.notes})" if meta.notes else f"model numbers: {meta.provenance}")
     if build and build != fit["build"]:
         est.notes.append(f"measured on llama.cpp {fit['build']}; this chart runs {build}, whose allocations were not measured")
     measured_layers = fit.get("layers_measured", [])
     if measured_layers and meta.trunk_layers > max(measured_layers):
+        held = fit["residuals"].get(f"held_out_{meta.trunk_layers}_layers")
         est.notes.append(f"extrapolated: {meta.trunk_layers} layers; compute and context were measured at "
-                         f"{', '.join(map(str, measured_layers))} layers (they did not change with the layer count)")
+                         f"{', '.join(map(str, measured_layers))} layers (they did not change with the layer count)"
+                         + (f"; a {meta.trunk_layers}-layer run, left out of the fit, is within {held['worst_abs_pct']:g} %"
+                            if held else ""))
     return est
 
 

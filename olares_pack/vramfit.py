@@ -14,7 +14,15 @@ constant from the measurements that isolate it:
   plus twice the mask plus `nofa_per_ubatch_mib x ubatch`;
 - the MTP draft context's compute: its mask plus `draft_per_ubatch_mib x ubatch`;
 - growth after boot, while the context fills: `growth_base_mib + growth_per_ubatch_mib x ubatch`
-  (+ `mtp_growth_mib`) with flash attention, plus `nofa_growth_of_kq` x the KQ matrix without.
+  (+ `mtp_growth_mib`) with flash attention, plus `nofa_growth_of_kq` x the KQ matrix without;
+- growth at run time, after the first request (the run-time population: sequences of requests
+  with long generations and accepted MTP drafts, bench/vram/runtime.py): MiB per request, per
+  1,000 generated tokens and per 1,000 accepted drafts, each a least-squares slope through the
+  origin over every later request of every run, and `runtime_growth_max_mib`, the largest
+  growth any run showed after its first request.
+
+The boot-and-fill constants come from the runs that boot and fill once (population "boot and
+fill"); the run-time constants from the run-time runs alone.
 
 Every constant is a least-squares line or a median of the isolating measurements, so
 `fit(measurements)` is the whole story; tests/test_vram.py re-runs it against the committed
@@ -52,6 +60,40 @@ def line(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - slope * mx, slope
 
 
+BOOT_FILL, RUN_TIME = "boot and fill", "run time"
+
+
+def runtime_points(e: dict[str, Any]) -> list[tuple[float, float, float, float]]:
+    """(requests, generated tokens, accepted drafts, growth MiB) since the end of a run-time run's
+    first request, at every later request: its growth is the larger of its peak and the memory
+    after it, against the memory after the first request (which holds the fill growth)."""
+    reqs = e["run_time"]["requests"]
+    if len(reqs) < 2:
+        return []
+    base, out, tokens, accepted = reqs[0]["after_mib"], [], 0.0, 0.0
+    for i, q in enumerate(reqs[1:], start=1):
+        tokens += q["tokens_predicted"]
+        accepted += q["draft_n_accepted"]
+        out.append((float(i), tokens, accepted, max(q["peak_mib"], q["after_mib"]) - base))
+    return out
+
+
+def through_origin(xs: list[float], ys: list[float]) -> float:
+    sxx = sum(x * x for x in xs)
+    return sum(x * y for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+
+
+def runtime_fit(entries: list[dict[str, Any]]) -> dict[str, float]:
+    points = [p for e in entries if e.get("population") == RUN_TIME for p in runtime_points(e)]
+    if not points:
+        return {}
+    growth = [p[3] for p in points]
+    return {"runtime_mib_per_request": through_origin([p[0] for p in points], growth),
+            "runtime_mib_per_1k_tokens": through_origin([p[1] / 1000 for p in points], growth),
+            "runtime_mib_per_1k_accepted": through_origin([p[2] / 1000 for p in points], growth),
+            "runtime_growth_max_mib": max(growth)}
+
+
 def ctx_seq(cfg: dict[str, Any]) -> int:
     """Context per slot: with -np N given, llama-server splits the context (kv_unified false)."""
     return cfg["ctx"] // max(1, cfg["parallel"])
@@ -60,11 +102,11 @@ def ctx_seq(cfg: dict[str, Any]) -> int:
 def fit(entries: list[dict[str, Any]]) -> dict[str, float]:
     """The constants, from entries of bench/vram/measurements.json (each with config, model,
     terms and the measured boot and peak)."""
-    ok = [e for e in entries if "measured_mib" in e]
+    c: dict[str, float] = runtime_fit(entries)
+    ok = [e for e in entries if "measured_mib" in e and e.get("population", BOOT_FILL) == BOOT_FILL]
     reported = [e for e in ok if e["terms"].get("source") == "buffers"]
     plain = [e for e in reported if not e["config"]["draft_n"]]
     mtp = [e for e in reported if e["config"]["draft_n"]]
-    c: dict[str, float] = {}
     c["cuda_context_mib"] = statistics.median(e["boot_mib"] - e["terms"]["cuda_buffers_mib"] for e in plain)
     c["mtp_context_mib"] = statistics.median(e["boot_mib"] - e["terms"]["cuda_buffers_mib"] - c["cuda_context_mib"] for e in mtp)
 

@@ -2,12 +2,16 @@
 
     .venv/bin/python bench/vram/fit.py [--check]
 
-Reads bench/vram/measurements.raw.json (what bench/vram/measure.py wrote on the GPU machine),
-writes bench/vram/measurements.json (one entry per run: configuration, build, GPU, the synthetic
-model's numbers, each measured term, `boot_mib`, the peak as `measured_mib`, llama.cpp's own
-projection as `llamacpp_fit_mib`, and olares-pack's `estimated_mib`), fits the constants
-(olares_pack/vramfit.py) into olares_pack/data/vram-fit.json, and prints every run with its
-residual. `--check` writes nothing and exits 1 when either file is not what the runs give.
+Reads bench/vram/measurements.raw.json (what bench/vram/measure.py wrote on the GPU machine:
+runs that boot and fill the context once, population "boot and fill") and
+bench/vram/runtime.raw.json (bench/vram/runtime.py: sequences of requests with long generations
+and accepted MTP drafts, population "run time"), writes bench/vram/measurements.json (one entry
+per run: configuration, build, GPU, the synthetic model's numbers, each measured term,
+`boot_mib`, the peak as `measured_mib`, llama.cpp's own projection as `llamacpp_fit_mib`,
+olares-pack's `estimated_mib`; run-time runs add `run_time`: acceptance, tokens, requests and the
+memory around every request), fits the constants (olares_pack/vramfit.py) into
+olares_pack/data/vram-fit.json, and prints every run with its residual. `--check` writes nothing
+and exits 1 when either file is not what the runs give.
 """
 
 from __future__ import annotations
@@ -22,17 +26,17 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
+import synth  # noqa: E402
 from olares_pack import vram, vramfit  # noqa: E402
 from olares_pack.gguf_meta import ModelMeta  # noqa: E402
 
 RAW, OUT, FIT = HERE / "measurements.raw.json", HERE / "measurements.json", ROOT / "olares_pack" / "data" / "vram-fit.json"
+RUNTIME_RAW = HERE / "runtime.raw.json"
 MIB = 1024 * 1024
 
 
 def synthetic_meta(layers: int) -> ModelMeta:
     """The numbers of the synthetic GGUF (bench/vram/synth.py), from its tensor table."""
-    import synth
-
     tensors = synth.tensors(layers, True)
     sizes = {name: synth.nbytes(shape, q) for name, shape, q in tensors}
     return ModelMeta(
@@ -82,6 +86,25 @@ def llamacpp_fit_mib(raw: dict[str, Any]) -> float | None:
     return None
 
 
+def run_time(raw: dict[str, Any]) -> dict[str, Any]:
+    """What a run-time run did and the memory around each of its requests."""
+    reqs = []
+    for q in raw["requests"]:
+        t = q.get("timings") or {}
+        reqs.append({"prompt_tokens": q["prompt_tokens"], "cached_tokens": t.get("cache_n", 0), "follow_up": q["follow_up"],
+                     "tokens_predicted": q["tokens_predicted"], "draft_n": t.get("draft_n", 0),
+                     "draft_n_accepted": t.get("draft_n_accepted", 0), "seconds": round(q["t_end_s"] - q["t_start_s"], 1),
+                     "before_mib": q["before_mib"], "peak_mib": q["peak_mib"], "after_mib": q["after_mib"]})
+    drafted, accepted = sum(q["draft_n"] for q in reqs), sum(q["draft_n_accepted"] for q in reqs)
+    return {"job": raw["job"], "synthetic_weights": raw["accept"], "cuda_graphs": raw["graphs"],
+            "expected_accepted_share": round(synth.accepted_share(raw["accept"], raw["draft_n"]), 4),
+            "accepted_share": round(accepted / drafted, 4) if drafted else None,
+            "requests_n": len(reqs), "tokens_generated": sum(q["tokens_predicted"] for q in reqs),
+            "drafts": drafted, "drafts_accepted": accepted,
+            "growth_after_first_request_mib": max((g for *_, g in vramfit.runtime_points({"run_time": {"requests": reqs}})), default=None),
+            "memory_source": raw["memory_source"], "requests": reqs}
+
+
 def build() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     raws = json.loads(RAW.read_text())
     entries = []
@@ -90,16 +113,30 @@ def build() -> tuple[list[dict[str, Any]], dict[str, Any]]:
         meta = synthetic_meta(cfg["layers"])
         entries.append({
             "config": cfg, "build": raw["build"], "gpu": raw["gpu"], "argv": raw["argv"], "group": raw["group"],
+            "population": vramfit.BOOT_FILL,
             "model": {k: v for k, v in meta.to_dict().items() if v not in (None, "")},
             "terms": terms_of(raw, meta),
             "boot_mib": raw["boot_mib"], "measured_mib": raw["measured_mib"],
             "llamacpp_fit_mib": llamacpp_fit_mib(raw),
             "fill_tokens": sum((f.get("tokens_evaluated") or 0) for f in raw["fill"]),
         })
+    for raw in json.loads(RUNTIME_RAW.read_text()):
+        cfg = raw["config"]
+        meta = synthetic_meta(cfg["layers"])
+        rt = run_time(raw)
+        entries.append({
+            "config": cfg, "build": raw["build"], "gpu": raw["gpu"], "argv": raw["argv"], "group": "run-time",
+            "population": vramfit.RUN_TIME,
+            "model": {k: v for k, v in meta.to_dict().items() if v not in (None, "")},
+            "terms": terms_of(raw, meta),
+            "boot_mib": raw["boot_mib"], "measured_mib": raw["peak_mib"], "llamacpp_fit_mib": None,
+            "fill_tokens": max(q["prompt_tokens"] + q["tokens_predicted"] for q in rt["requests"]),
+            "run_time": rt,
+        })
     constants = vramfit.fit(entries)
     fit = {"source": "bench/vram/measurements.json (bench/vram/fit.py)", "build": entries[0]["build"],
            "gpu": entries[0]["gpu"].split(",")[0] + f", driver {entries[0]['gpu'].split(',')[-1].strip()}",
-           "layers_measured": sorted({e["config"]["layers"] for e in entries}),
+           "layers_measured": sorted({e["config"]["layers"] for e in entries if e["population"] == vramfit.BOOT_FILL}),
            "constants": constants, "residuals": {"worst_abs_pct": 0.0}}
     return entries, fit
 
@@ -115,6 +152,14 @@ def band(entries: list[dict[str, Any]], estimates: list[float]) -> dict[str, Any
     return {"runs": len(rel), "worst_abs_pct": round(max(rel), 2), "median_abs_pct": round(statistics.median(rel), 2)}
 
 
+def boot_band(entries: list[dict[str, Any]], fit: dict[str, Any]) -> dict[str, Any]:
+    """The estimate's boot terms against the memory measured once /health answered."""
+    boots = [vram.estimate(ModelMeta(**e["model"]), settings(e["config"]), vram.Device("H200", 143771, 0),
+                           measured_gpu=True, fit=fit).boot_mib for e in entries]
+    rel = [abs(b - e["boot_mib"]) / e["boot_mib"] * 100 for e, b in zip(entries, boots, strict=True)]
+    return {"runs": len(rel), "worst_abs_pct": round(max(rel), 2), "median_abs_pct": round(statistics.median(rel), 2)}
+
+
 def residuals(entries: list[dict[str, Any]], fit: dict[str, Any]) -> dict[str, Any]:
     """In-sample residuals per flash-attention mode (the estimator's band), and an out-of-sample
     check: the constants fitted without the 16-layer runs, tried on them."""
@@ -125,10 +170,18 @@ def residuals(entries: list[dict[str, Any]], fit: dict[str, Any]) -> dict[str, A
         chosen = [e for e in entries if e["config"]["fa"] == mode]
         out[f"fa_{mode}"] = band(chosen, [e["estimated_mib"] for e in chosen])
     out["worst_abs_pct"] = max(out["fa_on"]["worst_abs_pct"], out["fa_off"]["worst_abs_pct"])
+    fill = [e for e in entries if e["population"] == vramfit.BOOT_FILL]
+    runtime = [e for e in entries if e["population"] == vramfit.RUN_TIME]
+    out["populations"] = {"boot": boot_band(entries, fit), "fill": band(fill, [e["estimated_mib"] for e in fill]),
+                          "run_time": band(runtime, [e["estimated_mib"] for e in runtime])}
     small = [e for e in entries if e["config"]["layers"] < 16]
     big = [e for e in entries if e["config"]["layers"] == 16]
     held = {**fit, "constants": vramfit.fit(small)}
     out["held_out_16_layers"] = band(big, estimate_all(big, held))
+    # the constants come from 4-16 layers: the 64-layer run (the example model's depth) is held out
+    deep = [e for e in entries if e["config"]["layers"] == 64]
+    if deep:
+        out["held_out_64_layers"] = band(deep, [e["estimated_mib"] for e in deep])
     return out
 
 

@@ -1,18 +1,34 @@
 """Synthetic GGUFs with the architecture of the example app's model, for measuring llama-server's
 GPU memory without the hub.
 
-    python bench/vram/synth.py OUT.gguf LAYERS [--no-mtp]
+    python bench/vram/synth.py OUT.gguf LAYERS [--no-mtp] [--accept zero|full|mix]
 
 Qwen3.6-27B (GGUF architecture `qwen35`, a hybrid of gated delta-net and full attention every
 4th layer, one MTP/NextN block) with the numbers of apps/llamacppqwen36mtpone/model.lock.json and
 the model card (n_embd 5120, 24 query heads, 4 KV heads of 256, n_ff 17408, SSM state 128 with
 16 key and 48 value heads, conv kernel 4, vocabulary 248,320), at LAYERS trunk layers instead of
 64, plus the MTP block. Tensor names and shapes are those llama.cpp b11434 creates for the
-architecture (src/models/qwen35.cpp, load_arch_tensors; names from src/llama-arch.cpp). Weights
-are zeros: memory does not depend on their values. Matrices are Q4_K, the output Q6_K, norms
-and SSM vectors F32, so the weights term is known exactly from the tensor table. The tokenizer
-is a SentencePiece-style vocabulary of the real size (byte tokens, so any text tokenizes); the
-measurements send token ids.
+architecture (src/models/qwen35.cpp, load_arch_tensors; names from src/llama-arch.cpp). Matrices
+are Q4_K, the output Q6_K, norms and SSM vectors F32, so the weights term is known exactly from
+the tensor table whatever the values. The tokenizer is a SentencePiece-style vocabulary of the
+real size (byte tokens, so any text tokenizes); the measurements send token ids.
+
+The values decide whether the MTP head's drafts are accepted (`--accept`):
+
+- `zero`: every weight zero. Every logit ties; the main model and the draft break the tie on
+  different tokens, so no draft is ever accepted.
+- `full`: a cycle of CYCLE token classes (class = token id mod CYCLE). `token_embd` is one-hot
+  on the class's dimension; every trunk matrix stays zero, so the residual stream carries the
+  embedding through the trunk unchanged; `output_norm` is 1 and the output row of token
+  `cycle_token(c + 1)` reads dimension c, so after a token of class c the main model emits the
+  next token of the cycle. The MTP block (llama.cpp graph_mtp: eh_proj over
+  concat(enorm(embed(x_{p+1})), hnorm(h_p)), a zero-weight block, shared_head_norm, the same
+  output) copies the embedding half through eh_proj, so it predicts the token after x_{p+1}:
+  every draft is what the main model then emits.
+- `mix`: as `full`, but eh_proj sends class WRONG_CLASS to another class, so one draft in
+  every cycle is wrong and the chain stops there: for greedy requests the accepted share is
+  2/3 at draft n 3 and 0.70 at n 5 (`accepted_share` simulates llama.cpp's draft-and-verify
+  loop on the cycle), near the 0.64–0.80 recorded on the device.
 """
 
 from __future__ import annotations
@@ -33,6 +49,8 @@ N_EMBD, N_HEAD, N_HEAD_KV, HEAD_DIM, N_FF = 5120, 24, 4, 256, 17408
 SSM_STATE, SSM_K_HEADS, SSM_V_HEADS, SSM_CONV = 128, 16, 48, 4
 N_VOCAB, N_CTX_TRAIN = 248320, 262144
 Q, OUT, F32 = gguf.GGMLQuantizationType.Q4_K, gguf.GGMLQuantizationType.Q6_K, gguf.GGMLQuantizationType.F32
+CYCLE, CYCLE_BASE, WRONG_CLASS, WRONG_SHIFT = 9, 9000, 0, 5  # CYCLE_BASE % CYCLE == 0: token t has class t % CYCLE
+ACCEPT = ("zero", "full", "mix")
 
 
 def tensors(n_layer: int, mtp: bool) -> list[tuple[str, tuple[int, ...], gguf.GGMLQuantizationType]]:
@@ -79,8 +97,84 @@ def nbytes(shape: tuple[int, ...], qtype: gguf.GGMLQuantizationType) -> int:
     return n // block * size
 
 
-def write(path: Path, n_layer: int, mtp: bool = True) -> int:
+def cycle_token(c: int) -> int:
+    """The token the main model emits after a token of class c - 1."""
+    return CYCLE_BASE + c % CYCLE
+
+
+def draft_class(c: int, accept: str) -> int:
+    """The class eh_proj sends the embedding of a class-c token to."""
+    return (c + WRONG_SHIFT) % CYCLE if accept == "mix" and c == WRONG_CLASS else c
+
+
+def accepted_share(accept: str, n_max: int, start: int = 1, steps: int = 600) -> float:
+    """Accepted drafts over drafted ones for greedy requests, by llama.cpp's loop (common/speculative.cpp,
+    draft-mtp): from the last token x (class c) the head drafts n_max tokens in a chain, each from the
+    one before; the target accepts the leading drafts it would have emitted itself and emits one more."""
+    if accept == "zero":
+        return 0.0
+    c, accepted = start % CYCLE, 0
+    for _ in range(steps):
+        x, a = c, 0
+        for _ in range(n_max):
+            d = (draft_class(x, accept) + 1) % CYCLE
+            if d != (x + 1) % CYCLE:
+                break
+            a, x = a + 1, d
+        accepted += a
+        c = (c + a + 1) % CYCLE
+    return accepted / (steps * n_max)
+
+
+def _q4k_onehot(cols: list[int]) -> bytes:
+    """One Q4_K block (256 values) that is 1.0 at cols and 0 elsewhere: d 1, dmin 0, every
+    sub-block scale 1 and min 0, quant 1 at cols (ggml dequantize_row_q4_K)."""
+    qs = bytearray(128)
+    for p in cols:
+        chunk, lane = divmod(p, 64)
+        qs[32 * chunk + lane % 32] |= 1 << (4 if lane >= 32 else 0)
+    scales = bytes([1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1])
+    return np.float16(1.0).tobytes() + np.float16(0.0).tobytes() + scales + bytes(qs)
+
+
+def _q6k_onehot(col: int) -> bytes:
+    """One Q6_K block that is 1.0 at col and 0 elsewhere: d 1, scales 1, quant 32 (zero) everywhere
+    but 33 at col (ggml dequantize_row_q6_K)."""
+    ql, qh = bytearray(128), bytearray([0xAA] * 64)  # high bits 2 in every lane: q = 32
+    half, r = divmod(col, 128)
+    quarter, lane = divmod(r, 32)
+    ql[64 * half + lane + (32 if quarter in (1, 3) else 0)] |= 1 << (4 if quarter >= 2 else 0)
+    return bytes(ql) + bytes(qh) + bytes([1] * 16) + np.float16(1.0).tobytes()
+
+
+def _values(name: str, shape: tuple[int, ...], data: np.ndarray, n_layer: int, accept: str) -> None:
+    """Fill in the non-zero values of the `full` and `mix` models (see the module docstring)."""
+    norms = ("output_norm.weight", f"blk.{n_layer}.nextn.enorm.weight", f"blk.{n_layer}.nextn.hnorm.weight",
+             f"blk.{n_layer}.nextn.shared_head_norm.weight")
+    if name in norms:
+        data[:] = 1.0
+    elif name == "token_embd.weight":  # row t: one-hot at t % CYCLE
+        blocks = np.frombuffer(b"".join(_q4k_onehot([c]) for c in range(CYCLE)), np.uint8).reshape(CYCLE, -1)
+        rows = np.arange(shape[1]) % CYCLE
+        data[:, :blocks.shape[1]] = blocks[rows]
+    elif name == "output.weight":  # row cycle_token(c + 1) reads dimension c
+        for c in range(CYCLE):
+            row = np.frombuffer(_q6k_onehot(c), np.uint8)
+            data[cycle_token(c + 1), :row.size] = row
+    elif name == f"blk.{n_layer}.nextn.eh_proj.weight":  # output row r sums the embedding-half inputs sent to r
+        for r in range(CYCLE):
+            cols = [c for c in range(CYCLE) if draft_class(c, accept) == r]
+            if cols:
+                row = np.frombuffer(_q4k_onehot(cols), np.uint8)
+                data[r, :row.size] = row
+
+
+def write(path: Path, n_layer: int, mtp: bool = True, accept: str = "zero") -> int:
     """Write the GGUF; returns the bytes of its tensors."""
+    if accept not in ACCEPT:
+        raise ValueError(f"accept: expected one of {', '.join(ACCEPT)}, got {accept!r}")
+    if accept != "zero" and not mtp:
+        raise ValueError("accept: full and mix need the MTP block")
     w = gguf.GGUFWriter(str(path), ARCH)
     n_all = n_layer + (1 if mtp else 0)
     w.add_block_count(n_all)
@@ -124,6 +218,9 @@ def write(path: Path, n_layer: int, mtp: bool = True) -> int:
             data = np.zeros(tuple(reversed(shape)), dtype=np.float32)
             if name.endswith("ssm_a"):
                 data -= 1.0  # A = -exp(A_log): negative, as a trained model has it
+        if accept != "zero":
+            _values(name, shape, data, n_layer, accept)
+        if qtype == F32:
             w.add_tensor(name, data)
         else:
             w.add_tensor(name, data, raw_dtype=qtype)
@@ -139,10 +236,12 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("layers", type=int)
     ap.add_argument("--no-mtp", action="store_true")
+    ap.add_argument("--accept", choices=ACCEPT, default="zero", help="which drafts the MTP head gets accepted")
     args = ap.parse_args()
-    total = write(args.out, args.layers, not args.no_mtp)
+    total = write(args.out, args.layers, not args.no_mtp, args.accept)
+    share = ", ".join(f"n {n}: {accepted_share(args.accept, n):.3f}" for n in (3, 5))
     print(f"{args.out}: {args.layers} trunk layers{'' if args.no_mtp else ' + 1 MTP block'}, "
-          f"{total / 2**20:.1f} MiB of tensors")
+          f"{total / 2**20:.1f} MiB of tensors, accepted share expected {share}")
 
 
 if __name__ == "__main__":
