@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .lint.runner import ChartResult
     from .lint.source import ChartSource
     from .manifest import App
+    from .newapp import NewPlan
     from .vram import Estimate
 
 DEFAULT_APPS = Path("apps")
@@ -490,12 +491,9 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
                                     "tight": vram.largest_context(meta, s, dev, "tight"),
                                     "trained": meta.context_length}
         if quants:
-            rows = []
-            for m in gguf_meta.load_lock(app_dir).models:
-                if m.repo == app.model.repo:
-                    e = vram.estimate(m, budget.settings_for(app.server, ctxs[0] if ctxs else None), dev)
-                    rows.append({"file": m.file, "size": m.file_size, "total_mib": round(e.total_mib), "verdict": e.verdict})
-            extra["quants"] = rows
+            at = budget.settings_for(app.server, ctxs[0] if ctxs else None)
+            extra["quants"] = [budget.quant_row(m, at, dev) for m in gguf_meta.load_lock(app_dir).models
+                               if m.repo == app.model.repo]
     if fmt == "json":
 
         doc = {"app": app.name, "version": app.version, "estimates": [e.to_dict() for e in estimates], **extra}
@@ -507,7 +505,8 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
             for line in _largest_ctx_lines(extra["largest_ctx"]):  # type: ignore[arg-type]
                 console.out.print(line, markup=False)
         for row in extra.get("quants", []):  # type: ignore[attr-defined]
-            console.out.print(f"{row['file']}: {row['total_mib']} MiB, {row['verdict']}", markup=False)
+            console.out.print(f"{row['file']}: {row['total_mib']} MiB, headroom {row['headroom_mib']} MiB, {row['verdict']}, "
+                              f"largest context that fits {row['largest_ctx']}", markup=False)
     return EXIT_FINDINGS if any(e.verdict == "does not fit" for e in estimates) else EXIT_OK
 
 
@@ -524,6 +523,109 @@ def _largest_ctx_lines(lc: dict[str, int]) -> list[str]:
     if tight > fits:
         lines.append(f"largest context that is tight: {ctx(tight)} (it fits by less than the estimate's uncertainty)")
     return lines
+
+
+@cli.command("new")
+@click.argument("name")
+@click.option("--hf", "hf_repo", required=True, metavar="OWNER/REPO", help="The Hugging Face repository of GGUF quants.")
+@click.option("--revision", default="main", show_default=True, help="Branch, tag or commit to read (pinned to its commit).")
+@click.option("--ctx", type=click.IntRange(min=1), help="Context size the quant must fit at (default: 32768, or the trained context if smaller).")
+@click.option("--quant", help="Take this quant (e.g. Q4_K_M) instead of the largest that fits.")
+@click.option("--engine", type=click.Choice(["llamacpp", "vllm"]), default="llamacpp", show_default=True)
+@click.option("--image", help="Engine image REPOSITORY:TAG, pinned by digest (default: upstream llama.cpp's CUDA server "
+              "image of the newest known build).")
+@click.option("--draft", type=click.Choice(["mtp"]), help="Speculative decoding with the GGUF's MTP block (refused without one).")
+@click.option("--device", "device_name", default="olares-one", show_default=True, help="Device profile.")
+@click.option("--gpu-mib", type=int, help="GPU memory of another device, in MiB.")
+@click.option("--reserve-mib", type=int, help="Memory the desktop/driver keeps (default: the profile's).")
+@click.option("--dry-run", is_flag=True, help="Print the ladder and the pick; write nothing.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@lock_timeout_option
+@apps_dir_option
+def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str | None, engine: str, image: str | None,
+            draft: str | None, device_name: str, gpu_mib: int | None, reserve_mib: int | None, dry_run: bool, fmt: str,
+            lock_timeout: float, apps_dir: Path) -> int:
+    """Start app NAME from a Hugging Face repository: read every GGUF quant's header (range
+    requests, never the weights), print the ladder (estimate at the context, headroom, verdict,
+    largest context that fits), pick the largest quant that fits with a margin, and write
+    apps/NAME/app.yaml and model.lock.json, pinned (model commit, image digest). Never overwrites."""
+    from . import console, newapp, oci, vram
+    from .engines import registry
+    from .journal import Transaction
+
+    if engine == "vllm":
+        raise InputError("new --engine vllm is not implemented yet: start from apps/vllmqwen36turbo27bone (README, "
+                         "'Publishing a new app')")
+    try:
+        dev = vram.device(device_name, gpu_mib, reserve_mib)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--device") from None
+    app_dir = apps_dir / name
+    if app_dir.exists():
+        raise InputError(f"{app_dir}: already exists; `new` never overwrites an app (choose another NAME)")
+    if image:
+        image_repo, image_tag = registry.image_parts(image, as_written=True)
+        if not image_tag:
+            raise click.BadParameter(f"{image!r}: expected REPOSITORY:TAG", param_hint="--image")
+    else:
+        build = registry.table_builds("llamacpp")[-1]
+        image_repo, image_tag = newapp.UPSTREAM_IMAGE, f"server-cuda-{build}"
+    build = registry.tag_build(image_tag) or registry.table_builds("llamacpp")[-1]
+    plan, pin = newapp.ladder(name, hf_repo, revision, ctx=ctx, quant=quant, draft_mtp=draft == "mtp", dev=dev,
+                              progress=console.info)
+    if fmt == "json":
+        console.out.print_json(json.dumps(plan.to_dict()))
+    else:
+        _print_ladder(plan)
+    if plan.picked is None:
+        best = max(plan.rows, key=lambda r: r["largest_ctx"])
+        would = (f"; the largest context that would fit: {best['largest_ctx']} with {best['quant']}" if best["largest_ctx"]
+                 else "; none fits even at 1024 tokens (a larger GPU)")
+        raise InputError(f"{hf_repo}: {plan.reason} at --ctx-size {plan.server.ctx_size} on {dev.name}{would}")
+    console.info(f"picked {plan.reason}")
+    if plan.picked["verdict"] == "tight":
+        console.warn(f"{plan.picked['quant']} fits by less than the estimate's uncertainty")
+    digest = None
+    with oci.RegistryClient() as client:
+        found = oci.resolve_amd64(client, image_repo, image_tag)
+        digest = found.digest
+    console.info(f"image {image_repo}:{image_tag} → {digest}")
+    repo = Repo.of_apps(apps_dir)
+    manifest = app_dir / MANIFEST_FILE
+    newapp.finish(plan, pin, manifest, image_repo=image_repo, image_tag=image_tag, digest=digest, build=build)
+    if dry_run:
+        console.out.print(plan.app_text, markup=False, highlight=False, end="")
+        return EXIT_OK
+    with repo.open(write=True, timeout=lock_timeout, purpose="new"):
+        if app_dir.exists():
+            raise InputError(f"{app_dir}: already exists; `new` never overwrites an app")
+        txn = Transaction(repo.root)
+        txn.write(manifest, plan.app_text)
+        from .repo import LOCK_FILE
+
+        txn.write(app_dir / LOCK_FILE, plan.lock_text)
+        for path in txn.commit():
+            console.info(f"wrote {repo.rel(path)}")
+    console.info(f"next: olares-pack lint {apps_dir / name} && olares-pack release {name} --version 1.0.0 --dry-run")
+    return EXIT_OK
+
+
+def _print_ladder(p: NewPlan) -> None:
+    from rich.table import Table
+
+    from . import console
+    table = Table(title=f"{p.repo}@{p.commit[:12]} at --ctx-size {p.server.ctx_size} on {p.device.name}",
+                  title_justify="left")
+    for col, justify in (("quant", "left"), ("file", "left"), ("GiB", "right"), ("total MiB", "right"),
+                         ("headroom MiB", "right"), ("verdict", "left"), ("largest ctx that fits", "right"), ("MTP", "left")):
+        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    picked = p.picked["file"] if p.picked else None
+    for r in p.rows:
+        color = {"fits": "green", "tight": "yellow", "does not fit": "red"}[r["verdict"]]
+        table.add_row(r["quant"] + (" ←" if r["file"] == picked else ""), r["file"] + (f" (+{r['parts'] - 1} parts)" if r["parts"] > 1 else ""),
+                      f"{(r['size'] or 0) / 2**30:.2f}", f"{r['total_mib']:,}", f"{r['headroom_mib']:,}",
+                      f"[{color}]{r['verdict']}[/{color}]", str(r["largest_ctx"]), "yes" if r["mtp"] else "no")
+    console.out.print(table)
 
 
 @cli.command("serve")
