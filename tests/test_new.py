@@ -91,6 +91,9 @@ def test_new_picks_what_the_estimate_says_and_writes_a_releasable_app(
         images: Images, hub: FakeHub, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
         capsys: pytest.CaptureFixture[str]) -> None:
     docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
+    before = tree_digest(repo)
+    assert new(repo, "qwen27bnew", "--hf", REPO, "--image", f"{images.repository}:multi", "--dry-run") == 0
+    assert "name: qwen27bnew" in capsys.readouterr().out and tree_digest(repo) == before
     code = new(repo, "qwen27bnew", "--hf", REPO, "--image", f"{images.repository}:multi", "--format", "json")
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -114,8 +117,8 @@ def test_new_picks_what_the_estimate_says_and_writes_a_releasable_app(
     quants = json.loads(capsys.readouterr().out)["quants"]
     assert quants == [{k: v for k, v in r.items() if k not in ("quant", "parts")}
                       for r in sorted(doc["ladder"], key=lambda r: r["file"])]
-    # lints clean for both targets and a release dry-run succeeds
-    assert main(["lint", str(app_dir), "--target", "current", "--target", "legacy"]) == 0, capsys.readouterr()
+    # lints clean (no warning either: --strict) for both targets, and a release dry-run succeeds
+    assert main(["lint", str(app_dir), "--strict", "--target", "current", "--target", "legacy"]) == 0, capsys.readouterr()
     assert main(["release", "qwen27bnew", "--apps-dir", str(repo / "apps"), "--version", "1.0.0", "--summary",
                  "first version", "--dry-run"]) == 0, capsys.readouterr().err
     capsys.readouterr()
@@ -142,7 +145,7 @@ def test_draft_mtp_and_a_larger_context(images: Images, hub: FakeHub, repo: Path
     meta = gguf_meta.load_lock(repo / "apps" / "qwenmtp").models[0]
     plain = vram.estimate(meta, budget.settings_for(server_for("x", 65536, False)), vram.device())
     assert doc["ladder"][0]["total_mib"] > round(plain.total_mib)
-    assert main(["lint", str(repo / "apps" / "qwenmtp")]) == 0
+    assert main(["lint", str(repo / "apps" / "qwenmtp"), "--strict"]) == 0
 
 
 def test_refusals_are_one_line_exit_2_and_write_nothing(hub: FakeHub, repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -171,3 +174,4 @@ def test_no_fit_prints_the_ladder_and_the_largest_context_that_would(hub: FakeHu
     best = max(doc["ladder"], key=lambda r: r["largest_ctx"])
     assert best["quant"] == "Q2_K" and best["largest_ctx"] > 0
     assert f"the largest context that would fit: {best['largest_ctx']} with Q2_K" in captured.err
+
