@@ -548,14 +548,12 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
     """Start app NAME from a Hugging Face repository: read every GGUF quant's header (range
     requests, never the weights), print the ladder (estimate at the context, headroom, verdict,
     largest context that fits), pick the largest quant that fits with a margin, and write
-    apps/NAME/app.yaml and model.lock.json, pinned (model commit, image digest). Never overwrites."""
-    from . import console, newapp, oci, vram
+    apps/NAME/app.yaml and model.lock.json, pinned (model commit, image digest). Never overwrites.
+    --engine vllm: a safetensors repository (config.json, the weights' sizes), with the GPU grant
+    and --gpu-memory-utilization derived from the estimate."""
+    from . import console, gguf_meta, newapp, newvllm, oci, vram
     from .engines import registry
-    from .journal import Transaction
 
-    if engine == "vllm":
-        raise InputError("new --engine vllm is not implemented yet: start from apps/vllmqwen36turbo27bone (README, "
-                         "'Publishing a new app')")
     try:
         dev = vram.device(device_name, gpu_mib, reserve_mib)
     except ValueError as exc:
@@ -567,9 +565,38 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
         image_repo, image_tag = registry.image_parts(image, as_written=True)
         if not image_tag:
             raise click.BadParameter(f"{image!r}: expected REPOSITORY:TAG", param_hint="--image")
+    elif engine == "vllm":
+        image_repo, image_tag = newvllm.UPSTREAM_IMAGE
     else:
-        build = registry.table_builds("llamacpp")[-1]
-        image_repo, image_tag = newapp.UPSTREAM_IMAGE, f"server-cuda-{build}"
+        image_repo, image_tag = newapp.UPSTREAM_IMAGE, f"server-cuda-{registry.table_builds('llamacpp')[-1]}"
+    if engine == "vllm":
+        if quant or draft:
+            raise click.UsageError("--quant and --draft are for GGUF quants (--engine llamacpp)")
+        vplan, pin = newvllm.plan(name, hf_repo, revision, ctx, dev, console.info)
+        doc = {"name": name, "repo": hf_repo, "commit": vplan.commit, "ctx": vplan.est.ctx, "engine": "vllm",
+               "device": {"name": dev.name, "total_mib": dev.total_mib, "reserve_mib": dev.reserve_mib}, **vplan.est.to_dict()}
+        if fmt == "json":
+            console.out.print_json(json.dumps(doc))
+        else:
+            console.out.print(f"{hf_repo}@{vplan.commit[:12]} on vLLM at --max-model-len {vplan.est.ctx} on {dev.name}: "
+                              f"weights {doc['weights_mib']} MiB + KV {doc['kv_mib']} MiB + overhead {doc['overhead_mib']} MiB "
+                              f"= {doc['total_mib']} MiB, headroom {doc['headroom_mib']} MiB, {doc['verdict']}; largest context "
+                              f"that fits {doc['largest_ctx']}; --gpu-memory-utilization {doc['gpu_memory_utilization']} of "
+                              f"{doc['gpu_memory_mib']} MiB", markup=False)
+            for n in vplan.est.notes:
+                console.out.print(f"  note: {n}", markup=False)
+        if doc["verdict"] != "fits":
+            raise InputError(f"{hf_repo}: does not fit at --ctx {vplan.est.ctx} on {dev.name}; the largest context that "
+                             f"would fit: {doc['largest_ctx']}" if doc["largest_ctx"] else
+                             f"{hf_repo}: the weights alone do not fit on {dev.name}")
+        with oci.RegistryClient() as client:
+            digest = oci.resolve_amd64(client, image_repo, image_tag).digest
+        console.info(f"image {image_repo}:{image_tag} → {digest}")
+        card = newapp.card_front_matter(hf_repo, pin)
+        app_text = newvllm.app_yaml(vplan, pin, card, image_repo, image_tag, digest)
+        lock = gguf_meta.Lock()
+        lock.put_revision(pin.to_dict())
+        return _write_new(apps_dir, app_dir, app_text, lock.dumps(), dry_run, lock_timeout)
     build = registry.tag_build(image_tag) or registry.table_builds("llamacpp")[-1]
     plan, pin = newapp.ladder(name, hf_repo, revision, ctx=ctx, quant=quant, draft_mtp=draft == "mtp", dev=dev,
                               progress=console.info)
@@ -585,28 +612,35 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
     console.info(f"picked {plan.reason}")
     if plan.picked["verdict"] == "tight":
         console.warn(f"{plan.picked['quant']} fits by less than the estimate's uncertainty")
-    digest = None
     with oci.RegistryClient() as client:
-        found = oci.resolve_amd64(client, image_repo, image_tag)
-        digest = found.digest
+        digest = oci.resolve_amd64(client, image_repo, image_tag).digest
     console.info(f"image {image_repo}:{image_tag} → {digest}")
-    repo = Repo.of_apps(apps_dir)
+    newapp.finish(plan, pin, app_dir / MANIFEST_FILE, image_repo=image_repo, image_tag=image_tag, digest=digest, build=build)
+    return _write_new(apps_dir, app_dir, plan.app_text, plan.lock_text, dry_run, lock_timeout)
+
+
+def _write_new(apps_dir: Path, app_dir: Path, app_text: str, lock_text: str, dry_run: bool, lock_timeout: float) -> int:
+    """app.yaml (parsed back as a manifest first) and model.lock.json, in one transaction."""
+    from . import console
+    from .journal import Transaction
+    from .manifest import parse_app
+    from .repo import LOCK_FILE
+
     manifest = app_dir / MANIFEST_FILE
-    newapp.finish(plan, pin, manifest, image_repo=image_repo, image_tag=image_tag, digest=digest, build=build)
+    parse_app(app_text, manifest, derive=False)
     if dry_run:
-        console.out.print(plan.app_text, markup=False, highlight=False, end="")
+        console.out.print(app_text, markup=False, highlight=False, end="")
         return EXIT_OK
+    repo = Repo.of_apps(apps_dir)
     with repo.open(write=True, timeout=lock_timeout, purpose="new"):
         if app_dir.exists():
             raise InputError(f"{app_dir}: already exists; `new` never overwrites an app")
         txn = Transaction(repo.root)
-        txn.write(manifest, plan.app_text)
-        from .repo import LOCK_FILE
-
-        txn.write(app_dir / LOCK_FILE, plan.lock_text)
+        txn.write(manifest, app_text)
+        txn.write(app_dir / LOCK_FILE, lock_text)
         for path in txn.commit():
             console.info(f"wrote {repo.rel(path)}")
-    console.info(f"next: olares-pack lint {apps_dir / name} && olares-pack release {name} --version 1.0.0 --dry-run")
+    console.info(f"next: olares-pack lint {app_dir} && olares-pack release {app_dir.name} --version 1.0.0 --dry-run")
     return EXIT_OK
 
 

@@ -175,3 +175,50 @@ def test_no_fit_prints_the_ladder_and_the_largest_context_that_would(hub: FakeHu
     assert best["quant"] == "Q2_K" and best["largest_ctx"] > 0
     assert f"the largest context that would fit: {best['largest_ctx']} with Q2_K" in captured.err
 
+
+
+# ---------------------------------------------------------------- vLLM
+
+# Qwen3-0.6B's config.json (Hugging Face Qwen/Qwen3-0.6B): 28 layers, 8 KV heads of 128, bf16
+QWEN3_SMALL = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_hidden_layers": 28,
+               "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 1024,
+               "max_position_embeddings": 40960, "torch_dtype": "bfloat16"}
+WEIGHTS = 2 * 32 * 2**20  # two 32 MiB safetensors files: sizes come from the tree
+
+
+@pytest.fixture
+def vllm_hub(hub: FakeHub) -> FakeHub:
+    hub.add_commit(SAFETENSORS, COMMIT, {"config.json": json.dumps(QWEN3_SMALL).encode(), "README.md": CARD,
+                                         "model-00001-of-00002.safetensors": b"\0" * (WEIGHTS // 2),
+                                         "model-00002-of-00002.safetensors": b"\1" * (WEIGHTS // 2)}, "main")
+    return hub
+
+
+@needs_registry
+def test_vllm_sizes_the_grant_and_utilization_from_config_and_tree(
+        images: Images, vllm_hub: FakeHub, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from olares_pack.newvllm import OVERHEAD_MIB
+
+    docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
+    common = ["--hf", SAFETENSORS, "--engine", "vllm", "--gpu-mib", "4096", "--image", f"{images.repository}:multi"]
+    # by hand: KV per token = 28 layers x 8 heads x 128 x (K + V) x 2 bytes
+    per_token = 28 * 8 * 128 * 2 * 2
+    usable = 4096 - 300
+    largest = int(((usable - OVERHEAD_MIB) * 2**20 - WEIGHTS) // per_token) // 1024 * 1024
+    assert new(repo, "qsmall", *common, "--ctx", "16384") == 2
+    assert f"the largest context that would fit: {largest}" in capsys.readouterr().err
+    assert new(repo, "qsmall", *common, "--ctx", "4096", "--format", "json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    need = WEIGHTS / 2**20 + 4096 * per_token / 2**20 + OVERHEAD_MIB
+    grant = -(-need // 256) * 256
+    assert (doc["total_mib"], doc["gpu_memory_mib"], doc["largest_ctx"]) == (round(need), grant, largest)
+    app = load_app(repo / "apps" / "qsmall")
+    assert app.engine.kind == "vllm" and app.model.revision == COMMIT and app.server.max_model_len == 4096
+    assert app.resources.gpu_memory_mib == grant
+    # vLLM's reservation (utilization x the grant) holds the estimate, and fits the device
+    assert need <= app.server.gpu_memory_utilization * grant <= usable
+    assert main(["vram", "qsmall", "--apps-dir", str(repo / "apps"), "--gpu-mib", "4096"]) == 0
+    assert main(["lint", str(repo / "apps" / "qsmall"), "--strict"]) == 0, capsys.readouterr()
+    assert main(["release", "qsmall", "--apps-dir", str(repo / "apps"), "--version", "1.0.0", "--summary", "first",
+                 "--dry-run"]) == 0
