@@ -93,7 +93,8 @@ def test_new_picks_what_the_estimate_says_and_writes_a_releasable_app(
     docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
     before = tree_digest(repo)
     assert new(repo, "qwen27bnew", "--hf", REPO, "--image", f"{images.repository}:multi", "--dry-run") == 0
-    assert "name: qwen27bnew" in capsys.readouterr().out and tree_digest(repo) == before
+    dry = capsys.readouterr().out
+    assert "name: qwen27bnew" in dry and tree_digest(repo) == before
     code = new(repo, "qwen27bnew", "--hf", REPO, "--image", f"{images.repository}:multi", "--format", "json")
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -107,6 +108,7 @@ def test_new_picks_what_the_estimate_says_and_writes_a_releasable_app(
     # progress on stderr: one line per header read (seven files), never the weights
     assert captured.err.count("read the header of") == 7
     app_dir = repo / "apps" / "qwen27bnew"
+    assert dry.endswith((app_dir / "app.yaml").read_text())  # what --dry-run shows is what is written, byte for byte
     app = load_app(app_dir)
     assert app.model.revision == COMMIT and app.model.files[0].name == "Qwen3.6-27B-Q6_K.gguf"
     assert app.model.files[0].sha256 and app.engine.image.digest == images.multi
