@@ -193,7 +193,10 @@ def ladder(name: str, repo: str, revision: str, *, ctx: int | None, quant: str |
         rows.append({"quant": c.quant, "parts": len(c.parts), **budget.quant_row(m, s, dev)})
     sizes = {m.file or "": m.tensor_bytes for m in metas}
     if quant is not None:
-        row = next(r for r in rows if quant.upper() in (r["quant"].upper(), str(r["file"]).upper()))
+        row = next((r for r in rows if quant.upper() in (r["quant"].upper(), str(r["file"]).upper())), None)
+        if row is None:
+            raise InputError(f"{repo}@{pin.commit}: --quant {quant} has no MTP tensors; --draft mtp needs them "
+                             f"(with them: {', '.join(r['quant'] for r in rows)})")
         picked, reason = row, f"{row['quant']}: asked for (--quant); {row['verdict']} at --ctx-size {want_ctx}"
         if row["verdict"] == "does not fit":
             picked, reason = None, f"{row['quant']} does not fit at --ctx-size {want_ctx}"

@@ -156,6 +156,8 @@ def test_refusals_are_one_line_exit_2_and_write_nothing(hub: FakeHub, repo: Path
         (["x1", "--hf", SAFETENSORS], "no GGUF file in the repository"),
         (["x2", "--hf", GATED], "a gated model: accept its terms on Hugging Face and set HF_TOKEN"),
         (["x3", "--hf", NO_MTP, "--draft", "mtp"], "--draft mtp needs a GGUF with MTP (NextN) tensors"),
+        (["x7", "--hf", REPO, "--draft", "mtp", "--quant", "Q4_K_M"], "--quant Q4_K_M has no MTP tensors"),
+        (["x8", "--hf", REPO, "--quant", "Q7_X"], "no quant 'Q7_X'"),
         (["x4", "--hf", REPO, "--gpu-mib", "8192"], "no quant fits with a margin"),
         (["x5", "--hf", REPO, "--quant", "Q8_0"], "Q8_0 does not fit at --ctx-size 32768"),
         (["x6", "--hf", REPO, "--ctx", "1000000"], "larger than the model's trained context"),
