@@ -107,6 +107,8 @@ def test_new_picks_what_the_estimate_says_and_writes_a_releasable_app(
     assert "mmproj" not in json.dumps(doc["ladder"])
     # progress on stderr: one line per header read (seven files), never the weights
     assert captured.err.count("read the header of") == 7
+    reads = [r for r in hub.requests if r["method"] == "GET" and str(r["path"]).startswith("/lfs/")]
+    assert reads and all(r["range"] for r in reads)  # range requests (huggingface_hub's HfFileSystem), not downloads
     app_dir = repo / "apps" / "qwen27bnew"
     assert dry.endswith((app_dir / "app.yaml").read_text())  # what --dry-run shows is what is written, byte for byte
     app = load_app(app_dir)
