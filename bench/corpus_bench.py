@@ -22,7 +22,6 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -33,6 +32,8 @@ from olares_pack.lint.source import ChartSource, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+from lint_bench import timed  # noqa: E402 - bench/ is on the path when this script runs
+
 import oracle  # noqa: E402 - the oracle helper the tests use
 
 V3_RELEASE, LEGACY_RELEASE = "1.12.6", "1.12.5"
@@ -66,15 +67,6 @@ def raw_render(sources: list[tuple[ChartSource, bool]]) -> int:
             except Exception:  # noqa: BLE001 - a chart that does not render costs its attempt, like in lint
                 pass
     return count
-
-
-def timed(fn, runs: int) -> list[float]:  # type: ignore[no-untyped-def]
-    out = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
 def by_rule(title: str, hits: dict[str, set[str]]) -> None:

@@ -51,11 +51,15 @@ def lock_model(app: LlamaCppApp, app_dir: Path, gguf_file: Path | None = None) -
     meta.revision = meta.revision if gguf_file is None else app.model.revision
     if f.size is not None and meta.file_size is not None and meta.file_size != f.size:
         raise InputError(f"{app.name}: {f.name} has {meta.file_size} bytes, the manifest says {f.size}")
+    if f.sha256 is not None and meta.sha256 is not None and meta.sha256 != f.sha256:
+        raise InputError(f"{app.name}: {f.name} has sha256 {meta.sha256}, the manifest says {f.sha256}")
     lock = gguf_meta.load_lock(app_dir)
     lock.put(meta)
     from .fsio import write_text_atomic
 
     write_text_atomic(app_dir / gguf_meta.LOCK_FILE, lock.dumps())
+    if meta.sha256 and meta.file_size and f.sha256 is None:
+        record_checksum(app_dir, f.name, meta.file_size, meta.sha256)
     return meta
 
 
@@ -66,6 +70,30 @@ def quant_row(meta: gguf_meta.ModelMeta, s: vram.Settings, dev: vram.Device) -> 
     return {"file": meta.file, "size": meta.file_size, "total_mib": round(e.total_mib), "headroom_mib": round(e.headroom_mib),
             "uncertainty_mib": round(e.uncertainty_mib), "verdict": e.verdict,
             "largest_ctx": vram.largest_context(meta, s, dev, "fits"), "mtp": meta.nextn_predict_layers > 0}
+
+
+def record_checksum(app_dir: Path, file: str, size: int, sha256: str) -> None:
+    """Write a model file's size and sha256 into app.yaml (comments and order kept): what the
+    shared form's wrapper checks the downloaded file against before the engine starts."""
+    import io
+
+    from .fsio import write_text_atomic
+    from .repo import MANIFEST_FILE
+    from .yamlsrc import load_yaml, roundtrip_yaml
+
+    path = app_dir / MANIFEST_FILE
+    tree = load_yaml(path).tree
+    model = tree["model"]
+    if model.get("file") == file:
+        target = model
+    else:
+        target = next((e for e in model.get("files") or [] if e.get("name") == file), None)
+    if target is None:
+        return
+    target["size"], target["sha256"] = size, sha256
+    buf = io.StringIO()
+    roundtrip_yaml().dump(tree, buf)
+    write_text_atomic(path, buf.getvalue())
 
 
 def app_estimate(app: App, app_dir: Path, dev: vram.Device, ctx: int | None = None) -> vram.Estimate:

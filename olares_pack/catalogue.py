@@ -100,7 +100,8 @@ def package_facts(data: bytes, name: str) -> dict[str, Any]:
         facts["image"], facts["argv"] = engines[0].image, engines[0].argv
     for o in objects:
         pod = ((o.get("spec") or {}).get("template") or {}).get("spec") or {}
-        for c in pod.get("initContainers") or []:
+        # the download step (per-user form), the engine's wrapper (shared form)
+        for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
             env = {e.get("name"): e.get("value") for e in c.get("env") or [] if "value" in e}
             if "MODEL_REPO" in env:
                 facts["model"] = {"repo": env["MODEL_REPO"], "revision": env.get("MODEL_REVISION"),
@@ -122,7 +123,14 @@ def record_facts(rec: Record, target: str) -> dict[str, Any]:
     img = rec.manifest["engine"]["image"]
     ref = f"{img['repository']}:{img['tag']}" + (f"@{img['digest']}" if img.get("digest") else "")
     model = rec.manifest["model"]
-    return {"name": rec.name, "version": rec.chart_version(target), "olares": rec.charts[target].olares, "image": ref, "argv": rec.engine.argv,
+    argv = rec.engine.argv
+    if rec.manifest["engine"].get("shared", False):
+        from . import llmbase, targets
+
+        app = records.app_of(rec)
+        if llmbase.active(app, targets.get(target)):
+            argv = llmbase.wrapper_argv(app)  # the shared form runs them through its wrapper
+    return {"name": rec.name, "version": rec.chart_version(target), "olares": rec.charts[target].olares, "image": ref, "argv": argv,
             "model": {"repo": model["repo"], "revision": model["revision"], "files": [f["name"] for f in model["files"]]}}
 
 

@@ -271,12 +271,14 @@ def pin_cmd(app_refs: tuple[str, ...], all_apps: bool, only_image: bool, only_mo
         for plan in plans:
             for note in plan.notes:
                 console.info(note)
-            for change in (plan.image, plan.model):
+            images = [c for c in (plan.image, *plan.helpers.values()) if c is not None]
+            for change in (*images, plan.model):
                 if change is not None:
                     console.info(f"{plan.app.name}: {change.describe()}")
-            if plan.image and plan.image.old_digest and plan.image.old_digest != plan.image.digest:
-                console.warn(f"{plan.app.name}: {plan.image.repository}:{plan.image.tag} moved from "
-                             f"{plan.image.old_digest} to {plan.image.digest}")
+            for image in images:
+                if image.old_digest and image.old_digest != image.digest:
+                    console.warn(f"{plan.app.name}: {image.repository}:{image.tag} moved from "
+                                 f"{image.old_digest} to {image.digest}")
         if dry_run:
             text = "".join(p.diff(repo.root) for p in plans)
             if text:
@@ -472,8 +474,13 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
     if lock:
         if not isinstance(app, LlamaCppApp):
             raise InputError("--lock reads a GGUF header: llama.cpp apps only")
+        had = app.model.files[0].sha256
         meta = budget.lock_model(app, app_dir, gguf_file)
         console.info(f"locked {meta.repo}/{meta.file}@{meta.revision} in {app_dir / gguf_meta.LOCK_FILE}")
+        if meta.sha256 and had is None:
+            console.info(f"{meta.file}: {meta.file_size} bytes, sha256 {meta.sha256}: recorded in app.yaml "
+                         "(the engine starts only on these bytes)")
+            app = resolve_app(app_ref, apps_dir)
     if save_header:
         if gguf_file is None:
             raise click.UsageError("--save-header needs --gguf FILE")
@@ -482,6 +489,11 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
         fsio.write_bytes_atomic(save_header, gguf_meta.header_excerpt(gguf_file))
         console.info(f"wrote the header excerpt of {gguf_file.name} to {save_header}")
     estimates = [budget.app_estimate(app, app_dir, dev, c) for c in (ctxs or [None])]
+    from .llmbase import edited_args_note
+
+    if note := edited_args_note(app):
+        for e in estimates:
+            e.notes.append(note)
     extra: dict[str, object] = {}
     if isinstance(app, LlamaCppApp) and (largest_ctx or quants):
         meta = budget.model_meta(app, app_dir)
@@ -538,12 +550,19 @@ def _largest_ctx_lines(lc: dict[str, int]) -> list[str]:
 @click.option("--device", "device_name", default="olares-one", show_default=True, help="Device profile.")
 @click.option("--gpu-mib", type=int, help="GPU memory of another device, in MiB.")
 @click.option("--reserve-mib", type=int, help="Memory the desktop/driver keeps (default: the profile's).")
+@click.option("--per-user", is_flag=True, help="One engine per user who installs it (engine.shared: false) instead of "
+              "the shared form.")
+@click.option("--llm-init-image", metavar="REPOSITORY:TAG", help="The shared form's llm-init image (default: the "
+              "official charts' docker.io/beclab/llm-init).")
+@click.option("--chown-image", metavar="REPOSITORY:TAG", help="The shared form's chown step image (default: the "
+              "official charts' docker.io/beclab/aboveos-busybox).")
 @click.option("--dry-run", is_flag=True, help="Print the ladder and the pick; write nothing.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @lock_timeout_option
 @apps_dir_option
 def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str | None, engine: str, image: str | None,
-            draft: str | None, device_name: str, gpu_mib: int | None, reserve_mib: int | None, dry_run: bool, fmt: str,
+            draft: str | None, device_name: str, gpu_mib: int | None, reserve_mib: int | None, per_user: bool,
+            llm_init_image: str | None, chown_image: str | None, dry_run: bool, fmt: str,
             lock_timeout: float, apps_dir: Path) -> int:
     """Start app NAME from a Hugging Face repository: read every GGUF quant's header (range
     requests, never the weights), print the ladder (estimate at the context, headroom, verdict,
@@ -569,6 +588,18 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
         image_repo, image_tag = newvllm.UPSTREAM_IMAGE
     else:
         image_repo, image_tag = newapp.UPSTREAM_IMAGE, f"server-cuda-{registry.table_builds('llamacpp')[-1]}"
+    helper_refs: dict[str, tuple[str, str]] | None = None
+    if not per_user:
+        from .manifest import CHOWN_IMAGE, LLM_INIT_IMAGE
+
+        helper_refs = {}
+        for key, given, default in (("llm_init", llm_init_image, LLM_INIT_IMAGE), ("chown_image", chown_image, CHOWN_IMAGE)):
+            ref = registry.image_parts(given, as_written=True) if given else (default["repository"], default["tag"])
+            if not ref[1]:
+                raise click.BadParameter(f"{given!r}: expected REPOSITORY:TAG", param_hint=f"--{key.replace('_', '-')}")
+            helper_refs[key] = ref
+    elif llm_init_image or chown_image:
+        raise click.UsageError("--llm-init-image and --chown-image are the shared form's: not with --per-user")
     if engine == "vllm":
         if quant or draft:
             raise click.UsageError("--quant and --draft are for GGUF quants (--engine llamacpp)")
@@ -589,11 +620,9 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
             raise InputError(f"{hf_repo}: does not fit at --ctx {vplan.est.ctx} on {dev.name}; the largest context that "
                              f"would fit: {doc['largest_ctx']}" if doc["largest_ctx"] else
                              f"{hf_repo}: the weights alone do not fit on {dev.name}")
-        with oci.RegistryClient() as client:
-            digest = oci.resolve_amd64(client, image_repo, image_tag).digest
-        console.info(f"image {image_repo}:{image_tag} → {digest}")
+        digest, helpers = _pin_new_images(image_repo, image_tag, helper_refs)
         card = newapp.card_front_matter(hf_repo, pin)
-        app_text = newvllm.app_yaml(vplan, pin, card, image_repo, image_tag, digest)
+        app_text = newvllm.app_yaml(vplan, pin, card, image_repo, image_tag, digest, helpers)
         lock = gguf_meta.Lock()
         lock.put_revision(pin.to_dict())
         return _write_new(apps_dir, app_dir, app_text, lock.dumps(), dry_run, lock_timeout)
@@ -612,11 +641,28 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
     console.info(f"picked {plan.reason}")
     if plan.picked["verdict"] == "tight":
         console.warn(f"{plan.picked['quant']} fits by less than the estimate's uncertainty")
-    with oci.RegistryClient() as client:
-        digest = oci.resolve_amd64(client, image_repo, image_tag).digest
-    console.info(f"image {image_repo}:{image_tag} → {digest}")
-    newapp.finish(plan, pin, app_dir / MANIFEST_FILE, image_repo=image_repo, image_tag=image_tag, digest=digest, build=build)
+    digest, helpers = _pin_new_images(image_repo, image_tag, helper_refs)
+    newapp.finish(plan, pin, app_dir / MANIFEST_FILE, image_repo=image_repo, image_tag=image_tag, digest=digest, build=build,
+                  helpers=helpers)
     return _write_new(apps_dir, app_dir, plan.app_text, plan.lock_text, dry_run, lock_timeout)
+
+
+def _pin_new_images(repository: str, tag: str, helper_refs: dict[str, tuple[str, str]] | None
+                    ) -> tuple[str, dict[str, tuple[str, str, str]] | None]:
+    """The engine image's digest and the shared form's helper images' (linux/amd64 required),
+    asked of their registries as `pin` asks."""
+    from . import console, oci
+
+    with oci.RegistryClient() as client:
+        digest = oci.resolve_amd64(client, repository, tag).digest
+        console.info(f"image {repository}:{tag} → {digest}")
+        if helper_refs is None:
+            return digest, None
+        helpers = {}
+        for key, (repo, htag) in helper_refs.items():
+            helpers[key] = (repo, htag, oci.resolve_amd64(client, repo, htag).digest)
+            console.info(f"{key} {repo}:{htag} → {helpers[key][2]}")
+    return digest, helpers
 
 
 def _write_new(apps_dir: Path, app_dir: Path, app_text: str, lock_text: str, dry_run: bool, lock_timeout: float) -> int:
@@ -846,13 +892,12 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
     """Import hand-written charts: chart folders, .tgz packages, folders of them, or the base URL
     of a live market source. Each app becomes apps/<name>/app.yaml (the chart as written) and one
     release record per version whose package is the source's own bytes."""
+    from rich.markup import escape
     from rich.progress import Progress
     from rich.table import Table
 
     from . import console, importer
     from .journal import Transaction
-
-    from rich.markup import escape
 
     repo = Repo.of_apps(apps_dir)
     found = []

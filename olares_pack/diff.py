@@ -4,6 +4,7 @@ the rendered Kubernetes objects matched by kind and name."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,11 +85,17 @@ def _model(objects: list[dict[str, Any]], inv: Invocation | None, flags: dict[st
     """The model as olares-pack's download step names it, else as the engine's arguments do."""
     for o in objects:
         pod = ((o.get("spec") or {}).get("template") or {}).get("spec") or {}
-        for c in pod.get("initContainers") or []:
+        # the download step (per-user form) or the engine's wrapper (shared form) names the files
+        for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
             env = {e.get("name"): e.get("value") for e in c.get("env") or [] if "value" in e}
             if env.get("MODEL_REPO"):
                 files = [line.split("|")[0] for line in (env.get("MODEL_FILES") or "").splitlines() if line]
                 return {"repo": env["MODEL_REPO"], "files": files, "revision": env.get("MODEL_REVISION")}
+    from .llmbase_import import download_env
+
+    if env := download_env(objects):  # llm-init's MODEL_SOURCE (the official llmbase charts)
+        return {"repo": env["MODEL_REPO"], "files": [f for f in env.get("MODEL_FILES", "").splitlines() if f],
+                "revision": env.get("MODEL_REVISION")}
     model: dict[str, Any] = {}
     if inv is not None:
         for key in ("--hf-repo", "-hf"):
@@ -105,6 +112,23 @@ def _model(objects: list[dict[str, Any]], inv: Invocation | None, flags: dict[st
             if inv.env.get(k) and "repo" not in model:
                 model["repo"] = inv.env[k]
     return model
+
+
+def _json_value(value: str) -> str:
+    """A JSON argument in one spelling ({"a": 1} and {"a":1} are the same argument)."""
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.dumps(json.loads(value), separators=(",", ":"), sort_keys=True)
+        except ValueError:
+            pass
+    return value
+
+
+def _command(objects: list[dict[str, Any]], inv: Invocation) -> list[str]:
+    workload = next((o for o in objects if f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}" == inv.workload), {})
+    pod = ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
+    c = next((c for c in pod.get("containers") or [] if c.get("name") == inv.container), {})
+    return [str(w) for w in c.get("command") or []]
 
 
 def _resources(manifest: dict[str, Any], inv: Invocation | None, objects: list[dict[str, Any]]) -> dict[str, str]:
@@ -175,6 +199,11 @@ def facts(source: ChartSource, options: LintOptions | None = None) -> Facts:
             argv = inv.argv[1:] if inv.argv[:1] == ["serve"] else inv.argv
             flags = normalize_generic(argv).values()
             env = dict(inv.env)
+    if inv is not None and "/llm-init/wrappers/" in " ".join(_command(objects, inv)):
+        # The llmbase form: ENGINE_ARGS is the arguments, compared flag by flag above; the model's
+        # env is compared in the model section.
+        for k in ("ENGINE_ARGS", "MODEL_NAME", "MODEL_REPO", "MODEL_REVISION", "MODEL_FILES", "MODEL_SOURCE"):
+            env.pop(k, None)
     flags = {k: ("(set)" if v else "(empty)") if k in SECRET_FLAGS else v for k, v in flags.items()}
     return Facts(
         label=source.label,
@@ -238,6 +267,18 @@ def _manifest_facts(m: dict[str, Any]) -> dict[str, Any]:
     for e in m.get("entrances") or []:
         if isinstance(e, dict):
             out[f"entrance {e.get('name')}"] = f"{e.get('host')}:{e.get('port')} {e.get('authLevel', '')}/{e.get('openMethod', '')} {e.get('title', '')!r}"
+    # the shared form (one engine for every user) and the gateway
+    options = m.get("options") if isinstance(m.get("options"), dict) else {}
+    for key, value in (("shared", options.get("shared")), ("onlyAdmin", spec.get("onlyAdmin")),
+                       ("LLM gateway", options.get("LLMGatewaySupported"))):
+        if value is not None:
+            out[key] = value
+    for e in m.get("sharedEntrances") or []:
+        if isinstance(e, dict):
+            out[f"shared entrance {e.get('name')}"] = f"{e.get('host')}:{e.get('port')} {e.get('authLevel', '')}"
+    replicas = m.get("workloadReplicas")
+    if isinstance(replicas, dict):
+        out["workloads"] = ", ".join(sorted(str(k) for k in replicas))
     return out
 
 
@@ -284,8 +325,8 @@ def compare(a: Facts, b: Facts, *, rendered: bool = False) -> DiffResult:
         res.changes.extend(pair[0])
         res.unchanged.extend(pair[1])
 
-    flags_a = {k: v for k, v in a.flags.items() if k not in MODEL_FLAGS}
-    flags_b = {k: v for k, v in b.flags.items() if k not in MODEL_FLAGS}
+    flags_a = {k: _json_value(v) for k, v in a.flags.items() if k not in MODEL_FLAGS}
+    flags_b = {k: _json_value(v) for k, v in b.flags.items() if k not in MODEL_FLAGS}
     add(_dict_changes("arguments", flags_a, flags_b, lambda k, o, n: _flag_note(k, o, n, a.build, b.build)))
     for spelled, flag in sorted({**a.renamed_flags, **b.renamed_flags}.items()):
         res.unchanged.append(Change("arguments", spelled, spelled, flag, f"{spelled} was renamed {flag} upstream"))

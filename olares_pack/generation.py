@@ -20,7 +20,10 @@ from importlib.resources.abc import Traversable
 #    token outside argv, calls curl with -g and stays inside the app's folder of the store.
 # 3: each target's chart is a version of its own (1.0.9 and 1.0.9-legacy, targets.chart_version).
 # 4: the app's pod carries the label app: <name>, the pattern of charts that route on devices.
-GENERATION = 4
+# 5: current-target LLM apps render the official llmbase pattern (engine + llm-init, shared, the
+#    clone surface, the gateway, the model checked before the engine starts; llmbase.py).
+# 6: the per-user form's pod-label comment cites no working notes (a comment only).
+GENERATION = 6
 
 
 def templates_root() -> Traversable:

@@ -49,6 +49,8 @@ class ModelMeta:
     # published size and the model card's architecture; tensor split estimated, see notes)
     provenance: str = "gguf-header"
     notes: str = ""
+    # the whole file's sha256: hashed from a local file, or the hub's LFS oid
+    sha256: str | None = None
     repo: str | None = None
     file: str | None = None
     revision: str | None = None
@@ -206,9 +208,20 @@ def from_file(path: Path) -> ModelMeta:
     m.file = path.name
     if size > header:
         m.file_size = size
+        m.sha256 = _sha256_file(path)
     else:
         m.notes = "read from a header excerpt: file size unknown"
     return m
+
+
+def _sha256_file(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def header_excerpt(path: Path) -> bytes:
@@ -237,6 +250,7 @@ def from_hub(repo: str, file: str, revision: str = "main") -> ModelMeta:
         raise InputError(f"{repo}/{file}@{pin.commit}: not a readable GGUF header: {exc}") from None
     m = meta_from(meta, tensors)
     m.file_size, m.repo, m.file, m.revision = found.size, repo, file, pin.commit
+    m.sha256 = found.sha256  # the LFS oid: what the shared form's wrapper checks before the engine starts
     return m
 
 

@@ -27,6 +27,15 @@ class HelmMessage:
     message: str
 
 
+def env_defaults(manifest: dict[str, Any]) -> dict[str, str]:
+    """.Values.olaresEnv of a fresh install: each of the manifest's envs at its default (the
+    official llmbase charts read their model, engine arguments and resources this way, the
+    defaults written only in OlaresManifest.yaml: beclab/apps llamacppqwen3627bmtpq4kxlv3)."""
+    envs = manifest.get("envs") if isinstance(manifest, dict) else None
+    return {str(e["envName"]): str(e["default"]) for e in envs or []
+            if isinstance(e, dict) and e.get("envName") and e.get("default") not in (None, "")}
+
+
 def installer_values(
     app_name: str,
     entrances: list[str],

@@ -121,11 +121,18 @@ class ModelFile(Model_):
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
 
+Capability = Literal["tools", "thinking", "vision", "embedding"]
+
+
 class HFModel(Model_):
     """Weights on Hugging Face. `file`/`size`/`sha256` is the one-file shorthand of `files`."""
 
     repo: HfRepo
     revision: HfRevision = "main"
+    # What the model can do, for the device's LLM gateway (shared apps: MODEL_SUPPORTS, expanded
+    # to supports_* keys as the official llm-init.yaml of beclab/apps llamacppllmbasev3 does).
+    # embedding makes it an embedding model (MODEL_MODE embedding).
+    capabilities: list[Capability] = Field(default_factory=list)
     file: HfPath | None = None
     size: FileSize | None = Field(default=None, description="bytes")
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
@@ -140,6 +147,12 @@ class HFModel(Model_):
         elif self.size is not None or self.sha256 is not None:
             raise ValueError("size and sha256 belong to file; with several files give them per file")
         return self
+
+    _caps = field_validator("capabilities")(classmethod(lambda cls, v: _unique(v)))
+
+    @property
+    def mode(self) -> str:
+        return "embedding" if "embedding" in self.capabilities else "chat"
 
     @property
     def total_size(self) -> int | None:
@@ -233,12 +246,25 @@ class VllmServer(_ExtraArgs):
     tool_call_parser: str | None = None
 
 
+# The model-serving helper of the official catalogue's LLM apps (beclab/apps llamacppllmbasev3
+# templates/llm-init.yaml, 1.2.33): the newest tag an official chart runs.
+LLM_INIT_IMAGE = {"repository": "docker.io/beclab/llm-init", "tag": "v1.3.8"}
+# The init container that hands the hostPath folders to llm-init's user (UID 1000), the
+# official charts' image.
+CHOWN_IMAGE = {"repository": "docker.io/beclab/aboveos-busybox", "tag": "1.37.0"}
+
+
 class Engine(Model_):
     kind: Literal["llamacpp", "vllm"]
     image: Image
     build: str | None = Field(
         default=None, description="engine build whose flag registry applies, e.g. b11434 (llama.cpp)"
     )
+    # One engine for every user of the device, behind llm-init (the official llmbase pattern);
+    # false: today's per-user chart (one engine per user who installs it).
+    shared: Flag = True
+    llm_init: Image = Field(default_factory=lambda: Image(**LLM_INIT_IMAGE))
+    chown_image: Image = Field(default_factory=lambda: Image(**CHOWN_IMAGE))
 
 
 # ---------------------------------------------------------------- resources, entrance, probes
@@ -478,6 +504,18 @@ class AppManifestBase(AppTexts):
             raise ValueError("resources.gpu_memory_mib is required when modes include nvidia")
         return self
 
+    @model_validator(mode="after")
+    def _shared_args(self) -> AppManifestBase:
+        # The shared form passes the engine arguments as one ENGINE_ARGS string its wrapper splits
+        # on white space: an argument that cannot travel that way is refused here, at load.
+        if getattr(self, "engine", None) is not None and self.engine.shared and "current" in self.targets:  # type: ignore[attr-defined]
+            from .llmbase import bad_argument
+
+            if (bad := bad_argument(self)) is not None:  # type: ignore[arg-type]
+                raise ValueError(f"server: the engine argument {bad!r} is empty or holds white space, and ENGINE_ARGS "
+                                 "(the shared form) is split on white space: write it without, or set engine.shared: false")
+        return self
+
     # ---- derived values every renderer needs
 
     @property
@@ -502,6 +540,17 @@ class AppManifestBase(AppTexts):
                 f"{self.name}: image {image.repository}:{image.tag} is not pinned by digest "
                 "(add engine.image.digest: sha256:...)"
             )
+        if self.engine.shared and "current" in self.targets:  # type: ignore[attr-defined]
+            for key in ("llm_init", "chown_image"):
+                helper = getattr(self.engine, key)  # type: ignore[attr-defined]
+                if not helper.pinned:
+                    out.append(f"{self.name}: image {helper.repository}:{helper.tag} is not pinned by digest "
+                               f"(add engine.{key}.digest: sha256:...)")
+        if self.engine.shared and "current" in self.targets:  # type: ignore[attr-defined]
+            unchecked = [f.name for f in self.model.files if not f.sha256] or ([] if self.model.files else [self.model.repo])
+            if unchecked:
+                out.append(f"{self.name}: the model is not verified before the engine starts: {', '.join(unchecked)} "
+                           "has no sha256 (give model.size and model.sha256, or model.files with them)")
         if self.model.revision == "main" or not re.fullmatch(r"[0-9a-f]{40}", self.model.revision):
             out.append(f"{self.name}: model revision {self.model.revision!r} is a branch, not a commit")
         return out

@@ -230,8 +230,20 @@ def title_of(repo: str) -> str:
     return base[:30].rstrip()
 
 
+def engine_form_lines(helpers: dict[str, tuple[str, str, str]] | None) -> list[str]:
+    """engine.shared and the shared form's helper images (field -> repository, tag, digest)."""
+    if helpers is None:
+        return ["  shared: false  # one engine per user who installs it (--per-user)"]
+    lines = ["  # the shared form (one engine for every user of the device, behind llm-init) runs two",
+             "  # helper images beside the engine: pinned like it"]
+    for key, (repo, tag, digest) in helpers.items():
+        lines.append(f"  {key}: {{repository: {repo}, tag: {_q(tag)}, digest: {digest}}}")
+    return lines
+
+
 def app_yaml(plan: NewPlan, meta: gguf_meta.ModelMeta, cand_parts: tuple[hub.HubFile, ...], card: dict[str, Any],
-             image_repo: str, image_tag: str, digest: str | None, build: str) -> str:
+             image_repo: str, image_tag: str, digest: str | None, build: str,
+             helpers: dict[str, tuple[str, str, str]] | None) -> str:
     """The manifest, commented like the bundled apps (why, not what)."""
     row = plan.picked
     assert row is not None
@@ -287,6 +299,7 @@ def app_yaml(plan: NewPlan, meta: gguf_meta.ModelMeta, cand_parts: tuple[hub.Hub
         f"    tag: {_q(image_tag)}",
         f"    digest: {digest if digest else 'null'}" + ("" if digest else "  # not pinned: run `olares-pack pin " + plan.name + " --image`"),
         f"  build: {build}  # flag registry: olares_pack/engines/data/llamacpp-history.yaml",
+        *engine_form_lines(helpers),
         "",
         "model:",
         f"  repo: {plan.repo}",
@@ -347,13 +360,13 @@ def app_yaml(plan: NewPlan, meta: gguf_meta.ModelMeta, cand_parts: tuple[hub.Hub
 
 
 def finish(plan: NewPlan, pin: hub.ModelPin, manifest_path: Path, *, image_repo: str, image_tag: str,
-           digest: str | None, build: str) -> None:
+           digest: str | None, build: str, helpers: dict[str, tuple[str, str, str]] | None) -> None:
     """The app.yaml and model.lock.json texts, the manifest parsed back before anything is written."""
     assert plan.picked is not None
     meta = next(m for m in plan.metas if m.file == plan.picked["file"])
     cand = next(c for c in candidates(pin) if c.name == meta.file)
     card = card_front_matter(plan.repo, pin)
-    plan.app_text = app_yaml(plan, meta, cand.parts, card, image_repo, image_tag, digest, build)
+    plan.app_text = app_yaml(plan, meta, cand.parts, card, image_repo, image_tag, digest, build, helpers)
     lock = gguf_meta.Lock()
     for m in plan.metas:  # every quant read: `vram --quants` answers from these
         lock.put(m)

@@ -130,8 +130,9 @@ def plan(name: str, repo: str, revision: str, ctx: int | None, dev: vram.Device,
     return VllmPlan(name, repo, pin.commit, est, tuple(f.path for f in pin.files)), pin
 
 
-def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: str, image_tag: str, digest: str) -> str:
-    from .newapp import _gib, _q, title_of
+def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: str, image_tag: str, digest: str,
+             helpers: dict[str, tuple[str, str, str]] | None) -> str:
+    from .newapp import _gib, _q, engine_form_lines, title_of
 
     e = p.est
     d = e.to_dict()
@@ -179,6 +180,7 @@ def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: s
         f"    repository: {image_repo}",
         f"    tag: {_q(image_tag)}",
         f"    digest: {digest}",
+        *engine_form_lines(helpers),
         "",
         "model:",
         f"  repo: {p.repo}",

@@ -63,6 +63,8 @@ class PinPlan:
     old_lock: str | None
     new_lock: str | None
     image: ImageChange | None = None
+    # the shared form's helper images (engine.llm_init, engine.chown_image): field -> change
+    helpers: dict[str, ImageChange] = field(default_factory=dict)
     model: ModelChange | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -102,6 +104,13 @@ def _set_after(node: Any, key: str, value: Any, after: str) -> None:
     node.insert(keys.index(after) + 1 if after in keys else len(keys), key, value)
 
 
+HELPER_IMAGE_FIELDS = ("llm_init", "chown_image")
+
+
+def _image_change(client: oci.RegistryClient, img: Any) -> ImageChange:
+    return ImageChange(img.repository, img.tag, img.digest, oci.resolve_amd64(client, img.repository, img.tag))
+
+
 def plan_pin(manifest_path: Path, *, image: bool = True, model: bool = True,
              client: oci.RegistryClient | None = None) -> PinPlan:
     """What pinning this app changes, asked of its registry and Hugging Face; nothing is written."""
@@ -117,15 +126,25 @@ def plan_pin(manifest_path: Path, *, image: bool = True, model: bool = True,
     tree = doc.tree
     plan = PinPlan(app, manifest_path, old_text, old_text, lock_path, old_lock, None)
     if image:
-        img = app.engine.image
         owned = client or oci.RegistryClient()
         try:
-            found = oci.resolve_amd64(owned, img.repository, img.tag)
+            img = app.engine.image
+            plan.image = _image_change(owned, img)
+            _set_after(tree["engine"]["image"], "digest", plan.image.digest, "tag")
+            if app.engine.shared:
+                # the shared form runs two more images beside the engine (llm-init and its chown
+                # step): a default written out is pinned like the engine's
+                for key in HELPER_IMAGE_FIELDS:
+                    helper = getattr(app.engine, key)
+                    plan.helpers[key] = change = _image_change(owned, helper)
+                    if key not in tree["engine"]:
+                        from ruamel.yaml.comments import CommentedMap
+
+                        _set_after(tree["engine"], key, CommentedMap(repository=helper.repository, tag=helper.tag), "image")
+                    _set_after(tree["engine"][key], "digest", change.digest, "tag")
         finally:
             if client is None:
                 owned.close()
-        plan.image = ImageChange(img.repository, img.tag, img.digest, found)
-        _set_after(tree["engine"]["image"], "digest", found.digest, "tag")
     if model:
         m = app.model
         pin = hub.resolve_model(m.repo, m.revision)

@@ -139,6 +139,9 @@ def app_of(rec: Record) -> App:
     """The app exactly as it was released (its changelog: the entries this record adds)."""
     data = dict(rec.manifest)
     data["changelog"] = [e.model_dump(mode="json") for e in rec.changelog]
+    if isinstance(data.get("engine"), dict) and "shared" not in data["engine"]:
+        # released before engine.shared existed (template generation < 5): the per-user form
+        data["engine"] = {**data["engine"], "shared": False}
     return validate_data(data, f"{rec.name} {rec.version} (release record)")
 
 

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from . import engines, generation, quantity, targets
+from . import engines, generation, llmbase, quantity, targets
 from .changelog import upgrade_description
 from .manifest import App, ChartApp, LlamaCppApp
 from .targets import TargetProfile
@@ -101,18 +101,20 @@ class Envelope:
     gpu_memory: str | None
 
 
-def envelopes(app: App) -> list[Envelope]:
+def envelopes(app: App, *, shared: bool = False) -> list[Envelope]:
+    """Each mode's envelope: the engine's resources, plus llm-init's in the shared form."""
     r = app.resources
+    s = llmbase.sized(app) if shared else None
     out = []
     for mode in app.modes:
         gpu = quantity.mib_string(r.gpu_memory_mib) if mode != "cpu" and r.gpu_memory_mib else None
         out.append(
             Envelope(
                 mode=mode,
-                required_cpu=quantity.canonical_cpu(r.cpu.request),
-                limited_cpu=quantity.canonical_cpu(r.cpu.limit),
-                required_memory=r.memory.request,
-                limited_memory=r.memory.limit,
+                required_cpu=s.envelope_cpu[0] if s else quantity.canonical_cpu(r.cpu.request),
+                limited_cpu=s.envelope_cpu[1] if s else quantity.canonical_cpu(r.cpu.limit),
+                required_memory=s.envelope_memory[0] if s else r.memory.request,
+                limited_memory=s.envelope_memory[1] if s else r.memory.limit,
                 required_disk=r.disk.request,
                 limited_disk=r.disk.limit,
                 gpu_memory=gpu,
@@ -141,14 +143,16 @@ def context(app: App, target: TargetProfile) -> dict[str, Any]:
         args[i] = '{{ if eq $mode "cpu" }}"0"{{ else }}' + _helm_str(argv[i]) + "{{ end }}"
     r = app.resources
     entry = app.changelog_entry
+    shared = llmbase.active(app, target)
     return {
+        "llm": llmbase.context(app) if shared else None,
         "app": app,
         "target": target,
         "version": targets.chart_version(app.version, target),
         "image": app.engine.image.ref,
         "args": args,
         "container": engines.container_name(app),
-        "envelopes": envelopes(app),
+        "envelopes": envelopes(app, shared=shared),
         "has_cpu_mode": "cpu" in app.modes,
         "gpu": "nvidia" in app.modes,
         "cpu": (quantity.canonical_cpu(r.cpu.request), quantity.canonical_cpu(r.cpu.limit)),
@@ -164,7 +168,8 @@ def context(app: App, target: TargetProfile) -> dict[str, Any]:
         "upgrade": {loc: upgrade_description(entry.model_dump(mode="json"), loc) if entry else ""
                     for loc in app.all_locales},
         "texts": _locale_texts(app),
-        "download_script": _environment().get_template("download.sh").render(),
+        "download_script": "" if shared else _environment().get_template("download.sh").render(),
+        "wrapper_script": _environment().get_template("llmbase/engine.sh").render() if shared else "",
     }
 
 
@@ -190,6 +195,19 @@ CHART_FILES = {
     "templates/configmap.yaml": "configmap.yaml.j2",
 }
 
+# The shared form (llmbase.active): the engine and llm-init Deployments, the engine's wrapper.
+SHARED_CHART_FILES = {
+    "Chart.yaml": "Chart.yaml.j2",
+    "values.yaml": "llmbase/values.yaml.j2",
+    "OlaresManifest.yaml": "OlaresManifest.yaml.j2",
+    "owners": "owners.j2",
+    ".helmignore": "helmignore.j2",
+    "templates/engine.yaml": "llmbase/engine.yaml.j2",
+    "templates/llm-init.yaml": "llmbase/llm-init.yaml.j2",
+    "templates/wrappers.yaml": "llmbase/wrappers.yaml.j2",
+    "templates/secret.yaml": "secret.yaml.j2",
+}
+
 
 def render(app: App, target: TargetProfile) -> dict[str, str]:
     """The chart's files, keyed by path relative to the chart folder, in sorted order."""
@@ -199,7 +217,10 @@ def render(app: App, target: TargetProfile) -> dict[str, str]:
         return chartrender.render(app, target)
     env = _environment()
     ctx = context(app, target)
-    files = {path: env.get_template(tpl).render(ctx) for path, tpl in CHART_FILES.items()}
+    chart_files = SHARED_CHART_FILES if ctx["llm"] else CHART_FILES
+    if ctx["llm"]:
+        ctx = {**ctx, **ctx["llm"]}
+    files = {path: env.get_template(tpl).render(ctx) for path, tpl in chart_files.items()}
     for loc in app.all_locales:
         files[f"i18n/{loc}/OlaresManifest.yaml"] = env.get_template("i18n.yaml.j2").render(ctx, locale=loc)
     return dict(sorted(files.items()))

@@ -123,9 +123,9 @@ def _probes(container: dict[str, Any]) -> dict[str, Any]:
 def structured(app: ChartApp) -> tuple[App, list[str]]:
     """The typed app of a chart whose engine olares-pack models, and the notes; InputError when the
     chart does not fit the typed form (the chart app is then kept)."""
-    from . import chartrender
+    from . import chartrender, llmbase_import
 
-    objects = chartrender.objects(app)
+    objects = llmbase_import.objects(app) or chartrender.objects(app)
     invs = [i for i in find_engines(objects) if i.kind in ("llamacpp", "vllm")]
     if not invs:
         raise InputError("no llama.cpp or vLLM container: an engine olares-pack does not model")
@@ -172,7 +172,7 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
         positional = args.positional
     extra = [a.spelled for k, a in sorted(args.args.items()) if k not in used]
     server["extra_args"] = [w for s in extra for w in s.split(" ", 1)]
-    download = _download_env(objects)
+    download = _download_env(objects) or llmbase_import.download_env(objects)
     model = _model(flags, download, positional)
     spec = app.chart.manifest.get("spec") or {}
     first = next((e for e in app.chart.manifest.get("entrances") or [] if isinstance(e, dict)), {})
@@ -188,6 +188,7 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
             "probes": _probes(container),
             "modes": sorted({str(a.get("mode")) for a in spec.get("accelerator") or [] if a.get("mode") in ("nvidia", "cpu")})
             or ["nvidia"]}
+    data = llmbase_import.extras(data, app, objects, inv, notes)
     typed = validate_data(data, f"{app.name} (typed)")
     if extra:
         notes.append(f"engine arguments the typed settings do not hold, kept as server.extra_args: {' '.join(extra)}")

@@ -14,7 +14,17 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import ROOT, serving
-from device import NAME, V2_APPLICATIONS, V2_CATALOG, V2_TAXONOMY, VLLM, decode, device_lifecycle, device_lifecycle_v2, envelope
+from device import (
+    NAME,
+    V2_APPLICATIONS,
+    V2_CATALOG,
+    V2_TAXONOMY,
+    VLLM,
+    decode,
+    device_lifecycle,
+    device_lifecycle_v2,
+    envelope,
+)
 
 from olares_pack import cloudflare, index
 from olares_pack.cli import main

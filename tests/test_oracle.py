@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from conftest import APPS
-from oracle import oracle  # noqa: F401 - the fixture
 
 from olares_pack.lint.findings import RULES
 from olares_pack.lint.source import from_app
+from oracle import oracle  # noqa: F401 - the fixture
 
 CHARTS = Path(__file__).resolve().parent / "data" / "charts"
 

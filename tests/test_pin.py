@@ -18,11 +18,21 @@ from pathlib import Path
 import pytest
 from conftest import APPS
 from fakehub import COMMIT, REPO, FakeHub, serve
-from registry import MISSING, REQUIRED, SKIP_REASON, Layout, Registry, free_port, run_registry, token_front
+from registry import (
+    MISSING,
+    REQUIRED,
+    SKIP_REASON,
+    Layout,
+    Registry,
+    free_port,
+    run_registry,
+    token_front,
+)
 from test_vram import write_hybrid
 
 from olares_pack import oci
 from olares_pack.cli import main
+from olares_pack.manifest import parse_app
 
 LLAMA, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"
 USER, PASSWORD = "alice", "s3cret"
@@ -86,12 +96,16 @@ def docker_config(tmp: Path, monkeypatch: pytest.MonkeyPatch, host: str, user: s
     monkeypatch.delenv("DOCKER_AUTH_CONFIG", raising=False)
 
 
-def make_apps(tmp: Path, repository: str, tag: str) -> Path:
-    """The two bundled apps, their image on the test registry and their models on the local hub."""
+def make_apps(tmp: Path, repository: str, tag: str, shared: bool = False) -> Path:
+    """The two bundled apps, their image on the test registry and their models on the local hub
+    (per-user unless `shared`: the shared form's helper images then come from the test registry too)."""
     apps = tmp / "apps"
     for name in (LLAMA, VLLM):
         (apps / name).mkdir(parents=True)
         text = (APPS / name / "app.yaml").read_text()
+        helpers = (f"  llm_init: {{repository: {repository}, tag: {tag}}}\n  chown_image: {{repository: {repository}, tag: {tag}}}\n"
+                   if shared else "  shared: false\n")
+        text = text.replace("\nmodel:\n", f"{helpers}\nmodel:\n", 1)
         text = text.replace("repository: docker.io/aamsellem/llama-cpp-mtp", f"repository: {repository}")
         text = text.replace("repository: docker.io/aamsellem/vllm-qwen36-blackwell", f"repository: {repository}")
         text = text.replace("tag: master-ad27757", f"tag: {tag}").replace("tag: 0.20.0-genesis-v3", f"tag: {tag}")
@@ -154,6 +168,18 @@ def test_pin_all_writes_the_registry_digest_and_the_hub_commit(images: Images, h
     assert main(["pin", LLAMA, VLLM, "--apps-dir", str(apps)]) == 0
     assert "already pinned" in capsys.readouterr().err
     assert snapshot(apps) == state
+
+
+@needs_registry
+def test_a_shared_app_pins_its_helper_images_too(images: Images, hub: FakeHub, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The shared form runs llm-init and its chown step beside the engine: pin resolves all three."""
+    docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
+    apps = make_apps(tmp_path, images.repository, "multi", shared=True)
+    assert main(["pin", LLAMA, "--image", "--apps-dir", str(apps)]) == 0
+    app = parse_app((apps / LLAMA / "app.yaml").read_text())
+    assert {app.engine.image.digest, app.engine.llm_init.digest, app.engine.chown_image.digest} == {images.multi}
+    assert capsys.readouterr().err.count("OCI index: linux/amd64, linux/arm64") == 3
 
 
 @needs_registry

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import APPS, EXPECTED
 
-from olares_pack import fsio, helm, kube, quantity, render, targets
+from olares_pack import fsio, helm, kube, llmbase, quantity, render, targets
 from olares_pack.cli import main
 from olares_pack.manifest import load_app
 
@@ -25,6 +25,10 @@ IDS = [f"{a}-{t}" for a, t in CASES]
 
 def rendered(app_name: str, target: str) -> dict[str, str]:
     return render.render(load_app(APPS / app_name), targets.get(target))
+
+
+def shared(app_name: str, target: str) -> bool:
+    return llmbase.active(load_app(APPS / app_name), targets.get(target))
 
 
 @pytest.mark.parametrize("app_name,target", CASES, ids=IDS)
@@ -71,7 +75,9 @@ def test_helm_renders_with_installer_values_and_objects_validate(app_name: str, 
     for (owner, admin), gpu in itertools.product([("alice", "alice"), ("bob", "alice")], modes):
         objs = _render_with_helm(tmp_path, files, app_name, owner=owner, admin=admin, gpu=gpu)
         kinds = sorted(o["kind"] for o in objs)
-        assert kinds == ["ConfigMap", "Deployment", "Secret", "Service"]
+        # shared: the engine and llm-init, their Services (engine, entrance, shared API)
+        assert kinds == (["ConfigMap", "Deployment", "Deployment", "Secret", "Service", "Service", "Service"]
+                         if shared(app_name, target) else ["ConfigMap", "Deployment", "Secret", "Service"])
         for obj in objs:
             assert kube.schema_errors(obj) == [], (obj["kind"], obj["metadata"]["name"])
             assert obj["metadata"]["namespace"] == f"{app_name}-{owner}"
@@ -106,21 +112,21 @@ def test_structure_rules(app_name: str, target: str, tmp_path: Path) -> None:
 
     objs = _render_with_helm(tmp_path, files, app_name, owner="alice", admin="alice", gpu="nvidia")
     deployments = [o for o in objs if o["kind"] == "Deployment"]
-    assert [d["metadata"]["name"] for d in deployments] == [app_name]
-    dep = deployments[0]
-    pod = dep["spec"]["template"]["spec"]
-    if any("hostPath" in v for v in pod["volumes"]):
-        assert dep["spec"]["strategy"] == {"type": "Recreate"}
+    names = [d["metadata"]["name"] for d in deployments]
+    assert names == ([app_name, "llminit"] if shared(app_name, target) else [app_name])
+    for dep in deployments:
+        pod = dep["spec"]["template"]["spec"]
+        if any("hostPath" in v for v in pod["volumes"]):
+            assert dep["spec"]["strategy"] == {"type": "Recreate"}
+        # every container has cpu and memory requests and limits, requests <= limits
+        for c in pod["containers"] + pod.get("initContainers", []):
+            for key in ("cpu", "memory"):
+                req, lim = c["resources"]["requests"][key], c["resources"]["limits"][key]
+                assert quantity.parse(req) <= quantity.parse(lim), (c["name"], key)
 
-    # every container has cpu and memory requests and limits, requests <= limits
-    containers = pod["containers"] + pod.get("initContainers", [])
-    for c in containers:
-        for key in ("cpu", "memory"):
-            req, lim = c["resources"]["requests"][key], c["resources"]["limits"][key]
-            assert quantity.parse(req) <= quantity.parse(lim), (c["name"], key)
-
-    # the primary containers' sums fit the envelope of each mode
-    sums = {k: sum(quantity.parse(c["resources"][s][r]) for c in pod["containers"])
+    # the primary containers' sums (every workload's) fit the envelope of each mode
+    primary = [c for dep in deployments for c in dep["spec"]["template"]["spec"]["containers"]]
+    sums = {k: sum(quantity.parse(c["resources"][s][r]) for c in primary)
             for k, (s, r) in {"requiredCpu": ("requests", "cpu"), "limitedCpu": ("limits", "cpu"),
                               "requiredMemory": ("requests", "memory"), "limitedMemory": ("limits", "memory")}.items()}
     envelopes = manifest["spec"]["accelerator"] if profile.accelerator_envelopes else [manifest["spec"]]
@@ -131,10 +137,11 @@ def test_structure_rules(app_name: str, target: str, tmp_path: Path) -> None:
 
     # the rendered Service matches the entrance
     services = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Service"}
-    for entrance in manifest["entrances"]:
+    selectors = [d["spec"]["selector"]["matchLabels"] for d in deployments]
+    for entrance in manifest["entrances"] + manifest.get("sharedEntrances", []):
         svc = services[entrance["host"]]
-        assert entrance["port"] in [p["port"] for p in svc["spec"]["ports"]]
-        assert svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
+        assert entrance["port"] in [p["port"] for p in svc["spec"]["ports"]] or entrance.get("invisible")
+        assert svc["spec"]["selector"] in selectors
 
     # permissions match userspace use, in both directions
     text = "\n".join(v for k, v in files.items() if k.startswith("templates/"))
@@ -161,10 +168,11 @@ def test_current_target_rules(app_name: str) -> None:
     gpu = next(e for e in manifest["spec"]["accelerator"] if e["mode"] == "nvidia")
     assert set(gpu) == {"mode", "requiredCpu", "limitedCpu", "requiredMemory", "limitedMemory", "requiredDisk",
                         "limitedDisk", "requiredGPUMemory", "limitedGPUMemory"}
-    # workloadReplicas wired to values
-    assert manifest["workloadReplicas"] == {app_name: 1}
-    assert f"replicas: {{{{ .Values.workloads.{app_name}.replicaCount }}}}" in files["templates/deployment.yaml"]
-    assert yaml.safe_load(files["values.yaml"])["workloads"][app_name]["replicaCount"] == 1
+    # workloadReplicas wired to values, for the engine and llm-init
+    assert manifest["workloadReplicas"] == {app_name: 1, "llminit": 1}
+    assert f"replicas: {{{{ .Values.workloads.{app_name}.replicaCount }}}}" in files["templates/engine.yaml"]
+    assert "replicas: {{ .Values.workloads.llminit.replicaCount }}" in files["templates/llm-init.yaml"]
+    assert yaml.safe_load(files["values.yaml"])["workloads"] == {app_name: {"replicaCount": 1}, "llminit": {"replicaCount": 1}}
     # system env values through valueFrom, the token only through the Secret
     envs = {e["envName"]: e for e in manifest["envs"]}
     assert envs["HF_ENDPOINT"]["valueFrom"] == {"envName": "OLARES_SYSTEM_HUGGINGFACE_SERVICE"}
@@ -174,12 +182,16 @@ def test_current_target_rules(app_name: str) -> None:
 
 
 def _deployment(tmp_path: Path, app_name: str, target: str, gpu: str | None, olares_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The rendered objects by kind; "Deployment" is the engine's, "llminit" llm-init's."""
     files = rendered(app_name, target)
     chart_dir = tmp_path / app_name
     fsio.write_tree(files, chart_dir)
-    values = helm.installer_values(app_name, [app_name], gpu_type=gpu, olares_env=olares_env)
+    entrances = [e["name"] for e in _manifest(files)["entrances"]]
+    values = helm.installer_values(app_name, entrances, gpu_type=gpu, olares_env=olares_env)
     objs = [o for _, o in helm.objects(helm.render(helm.load(chart_dir), values, namespace="ns"))]
-    return {o["kind"]: o for o in objs}
+    out = {o["kind"]: o for o in objs if o["metadata"]["name"] != "llminit"}
+    out.update({o["metadata"]["name"]: o for o in objs if o["metadata"]["name"] == "llminit"})
+    return out
 
 
 def test_current_gpu_request_is_bare_mib(tmp_path: Path) -> None:
@@ -196,23 +208,25 @@ def test_model_store_and_token(tmp_path: Path) -> None:
                        olares_env={"HF_TOKEN": "hf_secret", "HF_ENDPOINT": "https://hf-mirror.example"})
     pod = objs["Deployment"]["spec"]["template"]["spec"]
     assert pod["volumes"][0]["hostPath"]["path"] == "/olares/share/appcommon/huggingface"
-    init = pod["initContainers"][0]
+    helper = objs["llminit"]["spec"]["template"]["spec"]
+    assert helper["volumes"][0]["hostPath"]["path"] == "/olares/share/appcommon/huggingface"
+    init = helper["containers"][0]  # llm-init downloads
     env = {e["name"]: e for e in init["env"]}
     assert env["HF_ENDPOINT"]["value"] == "https://hf-mirror.example"
     assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "llamacppqwen36mtpone-hf-token"
     assert objs["Secret"]["stringData"] == {"HF_TOKEN": "hf_secret"}
     # the token is nowhere else in the rendered objects
     assert "hf_secret" not in yaml.safe_dump(objs["Deployment"]) + yaml.safe_dump(objs["ConfigMap"])
-    # the engine mounts the store read-only and only starts after the download init container
+    # the engine mounts the store read-only and starts from the wrapper that waits for llm-init
     engine = pod["containers"][0]
-    assert engine["volumeMounts"][0] == {"name": "models", "mountPath": "/models", "readOnly": True}
-    assert init["command"] == ["/bin/sh", "/scripts/download.sh"]
+    assert engine["volumeMounts"][0] == {"name": "hf-cache", "mountPath": "/cache/hf/hub", "readOnly": True}
+    assert engine["command"] == ["/bin/sh", "/llm-init/wrappers/engine.sh"]
 
 
 def test_public_repo_needs_no_token(tmp_path: Path) -> None:
     objs = _deployment(tmp_path, "llamacppqwen36mtpone", "current", "nvidia")
     assert objs["Secret"]["stringData"] == {"HF_TOKEN": ""}
-    env = {e["name"]: e for e in objs["Deployment"]["spec"]["template"]["spec"]["initContainers"][0]["env"]}
+    env = {e["name"]: e for e in objs["llminit"]["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["HF_ENDPOINT"]["value"] == "https://huggingface.co"
     assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["optional"] is True
 
@@ -239,14 +253,16 @@ def test_cpu_mode_drops_the_gpu(tmp_path: Path) -> None:
     assert modes == ["nvidia", "cpu"]
     chart_dir = tmp_path / "chart" / "llamacppqwen36mtpone"
     fsio.write_tree(files, chart_dir)
-    for gpu, annotated, layers in (("nvidia", True, "99"), ("cpu", False, "0")):
+    for gpu, annotated, layers in (("nvidia", True, None), ("cpu", False, "--n-gpu-layers 0")):
         values = helm.installer_values("llamacppqwen36mtpone", ["llamacppqwen36mtpone"], gpu_type=gpu)
-        objs = {o["kind"]: o for _, o in helm.objects(helm.render(helm.load(chart_dir), values, namespace="ns"))}
-        dep = objs["Deployment"]
+        objs = {(o["kind"], o["metadata"]["name"]): o for _, o in helm.objects(helm.render(helm.load(chart_dir), values, namespace="ns"))}
+        dep = objs["Deployment", "llamacppqwen36mtpone"]
         assert ("applications.app.bytetrade.io/gpu-inject" in dep["metadata"].get("annotations", {})) is annotated
         engine = dep["spec"]["template"]["spec"]["containers"][0]
         assert ("nvidia.com/gpumem" in engine["resources"]["limits"]) is annotated
-        assert engine["args"][engine["args"].index("--n-gpu-layers") + 1] == layers
+        env = {e["name"]: e.get("value") for e in engine["env"]}
+        assert "--n-gpu-layers 99" in env["ENGINE_ARGS"]
+        assert env.get("ENGINE_EXTRA_ARGS") == layers  # the wrapper appends it: the later flag wins
         assert kube.schema_errors(dep) == []
 
 
@@ -259,10 +275,10 @@ def test_build_renders_every_app_and_target(tmp_path: Path) -> None:
 
 def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     text = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text()
-    text = text.replace("targets: [current, legacy]", "targets: [current, legacy]\nlocales:\n  zh-CN:\n"
-                        "    title: Qwen36 27B 长上下文\n    description: Qwen3.6 27B，262K 上下文，MTP 推测解码\n")
-    text = text.replace("    changes:\n      - {kind: packaging", "    locales:\n      zh-CN: {summary: 每个系统版本线有自己的图表版本}\n"
-                        "    notes: measured nothing new\n    changes:\n      - {kind: packaging")
+    text = text.replace("    locales:\n      zh-CN:\n        summary: ", "    notes: measured nothing new\n    locales:\n      zh-CN:\n        summary: ")
+    start = text.index("    full_description: |\n      **Qwen3.6-27B，多 Token")
+    end = text.index("\n\nengine:")
+    text = text[:start] + text[end:]  # zh-CN without a full description of its own
     app_dir = tmp_path / "apps" / "llamacppqwen36mtpone"
     app_dir.mkdir(parents=True)
     (app_dir / "app.yaml").write_text(text)
@@ -270,7 +286,7 @@ def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     assert _manifest(files)["spec"]["locale"] == ["en-US", "zh-CN"]
     zh = yaml.safe_load(files["i18n/zh-CN/OlaresManifest.yaml"])
     assert zh["metadata"]["title"] == "Qwen36 27B 长上下文"
-    assert zh["spec"]["upgradeDescription"].startswith("**1.0.10** (2026-12-03): 每个系统版本线有自己的图表版本")
+    assert zh["spec"]["upgradeDescription"].startswith("**1.0.11** (2026-12-04): Olares 1.12.6+：所有用户共用一个引擎")
     assert "measured nothing new" in zh["spec"]["upgradeDescription"]  # notes fall back to en-US
     assert zh["spec"]["fullDescription"] == zh["metadata"]["description"]  # exactly, no newline added
     en = yaml.safe_load(files["i18n/en-US/OlaresManifest.yaml"])

@@ -3,6 +3,7 @@ read over HTTP range requests, and the example app's real history."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import replace
@@ -165,6 +166,7 @@ def test_header_read_over_http_ranges_matches_the_gguf_reader(tmp_path: Path, mo
     reads = [r for r in hub.requests if r["method"] == "GET" and "/api/" not in str(r["path"])]
     assert reads and all(r["range"] for r in reads), hub.requests  # huggingface_hub's range reads
     assert any(str(r["path"]).startswith("/lfs/") for r in reads)  # through the hub's redirect
+    assert remote.sha256 == local.sha256 == hashlib.sha256(data).hexdigest()  # the hub's LFS oid; the file's
     assert hub.bytes_served < len(data) / 4  # the header only, not the weights
 
 

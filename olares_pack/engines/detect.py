@@ -85,6 +85,24 @@ def _engine_argv(command: list[str], args: list[str], env: dict[str, str], image
     return None
 
 
+_WRAPPER_PORT_ENV = {"llamacpp": "LLAMACPP_PORT", "vllm": "VLLM_PORT"}
+
+
+def _llmbase_argv(command: list[str], env: dict[str, str]) -> tuple[str, list[str]] | None:
+    """The official llmbase form (beclab/apps llamacppllmbasev3, vllmllmbasev3, and olares-pack's
+    shared apps): a wrapper script from the llm-init wrappers ConfigMap starts the engine with the
+    arguments of ENGINE_ARGS (word-split), after the model, host and port it sets itself."""
+    kind = env.get("ENGINE_KIND")
+    if kind not in _WRAPPER_PORT_ENV or not any("/llm-init/wrappers/" in w for w in command):
+        return None
+    args = env.get("ENGINE_ARGS", "").split()  # the wrapper's own split: on white space, no quoting
+    port = env.get(_WRAPPER_PORT_ENV[kind], "8081" if kind == "llamacpp" else "8000")
+    fixed = ["--host", "0.0.0.0", "--port", port]
+    if kind == "vllm":
+        return kind, ["serve", env.get("MODEL_NAME", "model"), "--served-model-name", env.get("MODEL_NAME", "model"), *fixed, *args]
+    return kind, ["--alias", env.get("MODEL_NAME", "model"), *fixed, *args]
+
+
 def find_engines(objects: list[dict[str, Any]]) -> list[Invocation]:
     maps = configmaps(objects)
     found = []
@@ -97,7 +115,8 @@ def find_engines(objects: list[dict[str, Any]]) -> list[Invocation]:
         for c in pod.get("containers") or []:
             env = resolve_env(c, maps)
             image = str(c.get("image", ""))
-            hit = _engine_argv([str(x) for x in c.get("command") or []], [str(x) for x in c.get("args") or []], env, image)
+            command = [str(x) for x in c.get("command") or []]
+            hit = _llmbase_argv(command, env) or _engine_argv(command, [str(x) for x in c.get("args") or []], env, image)
             if hit is None:
                 continue
             kind, argv = hit

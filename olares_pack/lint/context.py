@@ -16,12 +16,11 @@ import yaml
 
 from .. import fsio, helm, package, targets
 from ..errors import InputError
-from ..yamlsrc import SourceDoc, parse_yaml, safe_load
+from ..yamlsrc import SourceDoc, compose_lines, node_line, parse_yaml, safe_load
 from .findings import Finding, Severity, make
 from .source import ChartSource
 
 MANIFEST = "OlaresManifest.yaml"
-_NODE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 OWNERS = (("alice", "alice"), ("bob", "alice"))  # owner == admin, owner != admin
 LEGACY_WINDOW = ">=1.12.3-0,<1.12.6"  # where the installer pins v1/v2 manifests
 
@@ -80,23 +79,8 @@ class ChartContext:
         """1-based line of the deepest node of `loc` in the manifest, from libyaml's node tree
         (composed once: a round-trip parse per finding cost more than the rules)."""
         if "nodes" not in self.memo:
-            try:
-                self.memo["nodes"] = yaml.compose(self.manifest_doc.text or "", Loader=_NODE_LOADER)  # type: ignore[union-attr]
-            except yaml.YAMLError:
-                self.memo["nodes"] = None
-        node, line = self.memo["nodes"], 1
-        for key in loc:
-            if isinstance(node, yaml.MappingNode):
-                hit = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(key)), None)
-                if hit is None:
-                    break
-                line, node = hit[0].start_mark.line + 1, hit[1]
-            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
-                node = node.value[key]
-                line = node.start_mark.line + 1
-            else:
-                break
-        return line if node is not None or line > 1 else None
+            self.memo["nodes"] = compose_lines(self.manifest_doc.text or "")  # type: ignore[union-attr]
+        return None if self.memo["nodes"] is None else node_line(self.memo["nodes"], loc)
 
     @property
     def name(self) -> str:
@@ -171,7 +155,8 @@ class ChartContext:
         return wr if isinstance(wr, dict) else {}
 
     def values(self, owner: str, admin: str, mode: str | None, **extra: Any) -> dict[str, Any]:
-        v = helm.installer_values(self.name or self.source.folder, self.entrance_names, owner=owner, admin=admin, gpu_type=mode)
+        v = helm.installer_values(self.name or self.source.folder, self.entrance_names, owner=owner, admin=admin, gpu_type=mode,
+                                  olares_env=helm.env_defaults(self.manifest))
         if extra:
             v.update(extra)
         return v

@@ -52,6 +52,8 @@ _RULE_FIELDS: dict[str, tuple[tuple[Any, ...], ...]] = {
     "chart.app-version": (("version_name",), ("engine", "image", "tag")),
 }
 _CONTAINER = re.compile(r"(initContainers|containers)\[([^\]]+)\]")
+# containers of the shared form whose image is not engine.image (templates/llmbase/llm-init.yaml.j2)
+_HELPER_IMAGES = {"llm-init": "llm_init", "init-chown": "chown_image"}
 
 
 def place_results(results: list[ChartResult], sources: list[ChartSource], cwd: Path | None = None) -> list[ChartResult]:
@@ -127,7 +129,12 @@ class _Placer:
         return app_yaml, self._line(("name",)) if not f.file else None
 
     def _item(self, f: Finding, loc: tuple[Any, ...]) -> tuple[Any, ...]:
-        """An engine flag written in server.extra_args: that item."""
+        """An engine flag written in server.extra_args: that item; a helper container's image
+        (the shared form's llm-init and its chown step): its own field, or `engine` when it keeps
+        the default."""
+        helper = _HELPER_IMAGES.get(m.group(2)) if loc == ("engine", "image") and (m := _CONTAINER.search(f.path)) else None
+        if helper is not None:
+            return ("engine", helper) if self._has(("engine", helper)) else ("engine",)
         if loc == ("server",) and self._has(("server", "extra_args")):
             for i, arg in enumerate(self.doc.data["server"]["extra_args"] or []):
                 flag = str(arg).split("=", 1)[0]
@@ -164,32 +171,17 @@ class _Lines:
     app.yaml, and only lines are wanted here)."""
 
     def __init__(self, text: str) -> None:
-        import yaml
-
-        from ..yamlsrc import safe_load
+        from ..yamlsrc import compose_lines, safe_load
 
         self.lines = text.splitlines()
         self.data = safe_load(text)
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        self.root = yaml.compose(text, Loader=loader)
+        self.root = compose_lines(text)
 
     def line_of(self, loc: tuple[Any, ...]) -> int | None:
         """1-based line of the deepest key of `loc` that the file holds (1 for none)."""
-        import yaml
+        from ..yamlsrc import node_line
 
-        node, line = self.root, 1
-        for key in loc:
-            if isinstance(node, yaml.MappingNode):
-                hit = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(key)), None)
-                if hit is None:
-                    break
-                line, node = hit[0].start_mark.line + 1, hit[1]
-            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
-                node = node.value[key]
-                line = node.start_mark.line + 1
-            else:
-                break
-        return line
+        return node_line(self.root, loc)
 
 
 def _find(text: str, f: Finding) -> int | None:
