@@ -570,7 +570,7 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
     apps/NAME/app.yaml and model.lock.json, pinned (model commit, image digest). Never overwrites.
     --engine vllm: a safetensors repository (config.json, the weights' sizes), with the GPU grant
     and --gpu-memory-utilization derived from the estimate."""
-    from . import console, gguf_meta, newapp, newvllm, oci, vram
+    from . import console, gguf_meta, newapp, newvllm, vram
     from .engines import registry
 
     try:

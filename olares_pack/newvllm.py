@@ -145,8 +145,8 @@ def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: s
     size = e.weights_bytes
     lines = [
         f"# {p.repo} with vLLM at a {e.ctx}-token context on {e.device.name}.",
-        f"# Written by `olares-pack new --engine vllm`: weights {d['weights_mib']} MiB + one sequence's KV cache "
-        f"{d['kv_mib']} MiB + {OVERHEAD_MIB} MiB assumed overhead = {d['total_mib']} MiB.",
+        (f"# Written by `olares-pack new --engine vllm`: weights {d['weights_mib']} MiB + one sequence's KV cache "
+         f"{d['kv_mib']} MiB + {OVERHEAD_MIB} MiB assumed overhead = {d['total_mib']} MiB."),
         f"name: {p.name}",
         "version: 1.0.0",
         f"title: {_q(title)}",
@@ -157,7 +157,7 @@ def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: s
         f"  Serves {p.repo} ({size / 1e9:.2f} GB of safetensors)"
         + (f", from {base_model}," if isinstance(base_model, str) else "") + " with vLLM, one sequence at a time.",
         "",
-        "  - OpenAI-compatible API on port 8000, model name " + f"`{p.name}`",
+        f"  - OpenAI-compatible API on port 8000, model name `{p.name}`",
         "",
         "  The model is downloaded into the shared Hugging Face store on first start.",
         "# The icon of the bundled apps: replace it with the model's own.",
