@@ -570,7 +570,7 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
     apps/NAME/app.yaml and model.lock.json, pinned (model commit, image digest). Never overwrites.
     --engine vllm: a safetensors repository (config.json, the weights' sizes), with the GPU grant
     and --gpu-memory-utilization derived from the estimate."""
-    from . import console, gguf_meta, newapp, newvllm, vram
+    from . import budget, console, gguf_meta, newapp, newvllm, vram
     from .engines import registry
 
     try:
@@ -641,6 +641,13 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
     console.info(f"picked {plan.reason}")
     if plan.picked["verdict"] == "tight":
         console.warn(f"{plan.picked['quant']} fits by less than the estimate's uncertainty")
+    one = vram.device()
+    if dev != one:
+        meta = next(m for m in plan.metas if m.file == plan.picked["file"])
+        on_one = vram.estimate(meta, budget.settings_for(plan.server), one)
+        if on_one.verdict == "does not fit":
+            console.warn(f"{plan.picked['quant']} does not fit the {one.name} ({on_one.total_mib:,.0f} MiB): lint "
+                         "checks the catalogue's device and will refuse it (vram.budget)")
     digest, helpers = _pin_new_images(image_repo, image_tag, helper_refs)
     newapp.finish(plan, pin, app_dir / MANIFEST_FILE, image_repo=image_repo, image_tag=image_tag, digest=digest, build=build,
                   helpers=helpers)

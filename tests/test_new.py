@@ -236,3 +236,25 @@ def test_vllm_sizes_the_grant_and_utilization_from_config_and_tree(
     assert main(["lint", str(repo / "apps" / "qsmall"), "--strict"]) == 0, capsys.readouterr()
     assert main(["release", "qsmall", "--apps-dir", str(repo / "apps"), "--version", "1.0.0", "--summary", "first",
                  "--dry-run"]) == 0
+
+
+@needs_registry
+def test_a_split_quant_is_one_model_of_several_files(images: Images, hub: FakeHub, repo: Path, tmp_path: Path,  # noqa: F811
+                                                     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
+    apps = str(repo / "apps")
+    assert new(repo, "qwenbig", "--hf", REPO, *on_registry(images), "--gpu-mib", "40960", "--quant", "Q8_0") == 0
+    assert "Q8_0 does not fit the Olares One" in capsys.readouterr().err
+    app = load_app(repo / "apps" / "qwenbig")
+    assert [f.name for f in app.model.files] == [f"Qwen3.6-27B-Q8_0-0000{i}-of-00002.gguf" for i in (1, 2)]
+    assert all(f.size and f.sha256 for f in app.model.files)
+    meta = gguf_meta.load_lock(repo / "apps" / "qwenbig").find(REPO, app.model.files[0].name, COMMIT)
+    assert meta is not None and meta.file_size == sum(f.size for f in app.model.files)  # both parts' tensors and bytes
+    capsys.readouterr()
+    assert main(["vram", "qwenbig", "--apps-dir", apps, "--gpu-mib", "40960"]) == 0
+    capsys.readouterr()
+    # lint judges the fit on the Olares One, the catalogue's device: Q8_0 (27 GiB of weights) is
+    # refused there, and that is the only thing it refuses
+    assert main(["lint", str(repo / "apps" / "qwenbig"), "--strict", "--format", "json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert {f["rule"] for f in findings if f["severity"] != "info"} == {"vram.budget"}
