@@ -63,6 +63,15 @@ def lock_model(app: LlamaCppApp, app_dir: Path, gguf_file: Path | None = None) -
     return meta
 
 
+def quant_row(meta: gguf_meta.ModelMeta, s: vram.Settings, dev: vram.Device) -> dict[str, object]:
+    """One rung of the quant ladder (`vram --quants`, `new`): the estimate at `s`, its headroom
+    and verdict, and the largest context that fits with these settings."""
+    e = vram.estimate(meta, s, dev)
+    return {"file": meta.file, "size": meta.file_size, "total_mib": round(e.total_mib), "headroom_mib": round(e.headroom_mib),
+            "uncertainty_mib": round(e.uncertainty_mib), "verdict": e.verdict,
+            "largest_ctx": vram.largest_context(meta, s, dev, "fits"), "mtp": meta.nextn_predict_layers > 0}
+
+
 def record_checksum(app_dir: Path, file: str, size: int, sha256: str) -> None:
     """Write a model file's size and sha256 into app.yaml (comments and order kept): what the
     shared form's wrapper checks the downloaded file against before the engine starts."""

@@ -13,7 +13,8 @@ against it by tests/test_fakehub.py:
   to its CDN, with X-Repo-Commit, X-Linked-Etag and X-Linked-Size on the redirect itself (the
   client reads them there and does not follow a HEAD off the hub: utils/_http.py
   _httpx2_follow_hub_redirects_with_backoff); both honour Range (206 with Content-Range, 416 past the end)
-- errors as the hub sends them: 401 + X-Error-Code RepoNotFound (missing or private repo), 404 +
+- errors as the hub sends them: 401 + X-Error-Code RepoNotFound (missing or private repo), 401 +
+  GatedRepo (a gated repo's file without the token: the repo itself is listed to anyone), 404 +
   RevisionNotFound / EntryNotFound, 429 with Retry-After when told to (`fail_next`).
 
 Files are LFS when their name says so (*.gguf, *.safetensors, *.bin: the hub's default
@@ -48,6 +49,7 @@ class Repo:
     refs: dict[str, str] = field(default_factory=dict)  # branch or tag -> commit
     commits: dict[str, dict[str, bytes]] = field(default_factory=dict)  # commit -> path -> bytes
     private: bool = False
+    gated: bool = False  # listed to anyone; its files only with the token (hub.token)
 
 
 class FakeHub:
@@ -214,7 +216,8 @@ class FakeHub:
                             s["lfs"] = {"sha256": lfs["oid"], "size": lfs["size"], "pointerSize": lfs["pointerSize"]}
                     siblings.append(s)
                 self.send_json(200, {"_id": name, "id": name, "modelId": name, "author": name.split("/")[0],
-                                     "sha": commit, "private": hub.repos[name].private, "gated": False,
+                                     "sha": commit, "private": hub.repos[name].private,
+                                     "gated": "manual" if hub.repos[name].gated else False,
                                      "disabled": False, "tags": [], "downloads": 0, "likes": 0,
                                      "lastModified": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z",
                                      "siblings": siblings})
@@ -256,6 +259,9 @@ class FakeHub:
                 commit = self.commit_of(repo, rev)
                 if commit is None:
                     return
+                if repo.gated and (hub.token is None or self.headers.get("Authorization") != f"Bearer {hub.token}"):
+                    return self.hub_error(401, "GatedRepo", f"Access to model {name} is restricted. You must have access "
+                                          "to it and be authenticated to access it. Please log in.")
                 data = repo.commits[commit].get(path)
                 if data is None:
                     return self.hub_error(404, "EntryNotFound", "Entry not found")

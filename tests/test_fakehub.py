@@ -18,6 +18,7 @@ from huggingface_hub import (
 )
 from huggingface_hub.errors import (
     EntryNotFoundError,
+    GatedRepoError,
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
@@ -94,3 +95,13 @@ def test_errors_as_the_client_reads_them(hub: FakeHub, tmp_path: Path) -> None:
     with pytest.raises(RepositoryNotFoundError):
         api.model_info("acme/private")
     assert HfApi(endpoint=hub.url, token="hf_secret").model_info("acme/private").sha == "1" * 40
+    # a gated repository: listed to anyone, its files only with a token that was granted access
+    hub.add_commit("acme/gated", "2" * 40, {"m.gguf": BIG}, "main")
+    hub.repos["acme/gated"].gated = True
+    assert api.model_info("acme/gated").gated == "manual"
+    with pytest.raises(GatedRepoError):
+        hf_hub_download("acme/gated", "m.gguf", cache_dir=tmp_path, endpoint=hub.url)
+    with pytest.raises(GatedRepoError), HfFileSystem(endpoint=hub.url, skip_instance_cache=True).open("acme/gated/m.gguf", "rb") as f:
+        f.read(16)
+    with HfFileSystem(endpoint=hub.url, token="hf_secret", skip_instance_cache=True).open("acme/gated/m.gguf", "rb") as f:
+        assert f.read(16) == BIG[:16]
