@@ -230,6 +230,24 @@ def title_of(repo: str) -> str:
     return base[:30].rstrip()
 
 
+def listing_lines(repo: str, page: str, source_code: str, card: dict[str, Any]) -> list[str]:
+    """The store listing's fields after the texts: icon, category, developer, links, and the
+    license from the model card's front matter when it names one."""
+    lines = ["# The icon of the bundled apps: replace it with the model's own.",
+             "icon: https://app.cdn.olares.com/appstore/llm/llamacpp/qwen.png",
+             "categories: [AI]",
+             f"developer: {_q(repo.split('/')[0])}",
+             f"website: {_q(page)}",
+             f"source_code: {source_code}"]
+    lic = card.get("license")
+    lic = lic[0] if isinstance(lic, list) and lic else lic
+    if isinstance(lic, str) and lic.strip():
+        link = card.get("license_link")
+        url = link if isinstance(link, str) and link.startswith(("https://", "http://")) else page
+        lines += ["license:  # from the model card's front matter", f"  - text: {_q(lic.strip())}", f"    url: {_q(url)}"]
+    return lines
+
+
 def engine_form_lines(helpers: dict[str, tuple[str, str, str]] | None) -> list[str]:
     """engine.shared and the shared form's helper images (field -> repository, tag, digest)."""
     if helpers is None:
@@ -252,8 +270,6 @@ def app_yaml(plan: NewPlan, meta: gguf_meta.ModelMeta, cand_parts: tuple[hub.Hub
     gpu = vram.gpu_request_mib(est)
     size = sum(p.size for p in cand_parts)
     title = title_of(plan.repo)
-    lic = card.get("license")
-    lic = lic[0] if isinstance(lic, list) and lic else lic
     base_model = card.get("base_model")
     base_model = base_model[0] if isinstance(base_model, list) and base_model else base_model
     page = f"https://huggingface.co/{plan.repo}"
@@ -278,17 +294,8 @@ def app_yaml(plan: NewPlan, meta: gguf_meta.ModelMeta, cand_parts: tuple[hub.Hub
         f"  - GPU memory: about {row['total_mib']} MiB at the full context (estimate)",
         "",
         "  The model is downloaded into the shared Hugging Face store on first start.",
-        "# The llama.cpp icon of the bundled apps: replace it with the model's own.",
-        "icon: https://app.cdn.olares.com/appstore/llm/llamacpp/qwen.png",
-        "categories: [AI]",
-        f"developer: {_q(plan.repo.split('/')[0])}",
-        f"website: {_q(page)}",
-        "source_code: https://github.com/ggml-org/llama.cpp",
+        *listing_lines(plan.repo, page, "https://github.com/ggml-org/llama.cpp", card),
     ]
-    if isinstance(lic, str) and lic.strip():
-        link = card.get("license_link")
-        url = link if isinstance(link, str) and link.startswith(("https://", "http://")) else page
-        lines += ["license:  # from the model card's front matter", f"  - text: {_q(lic.strip())}", f"    url: {_q(url)}"]
     lines += [
         "targets: [current, legacy]",
         "",

@@ -132,14 +132,12 @@ def plan(name: str, repo: str, revision: str, ctx: int | None, dev: vram.Device,
 
 def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: str, image_tag: str, digest: str,
              helpers: dict[str, tuple[str, str, str]] | None) -> str:
-    from .newapp import _gib, _q, engine_form_lines, title_of
+    from .newapp import _gib, _q, engine_form_lines, listing_lines, title_of
 
     e = p.est
     d = e.to_dict()
     title = title_of(p.repo)
     page = f"https://huggingface.co/{p.repo}"
-    lic = card.get("license")
-    lic = lic[0] if isinstance(lic, list) and lic else lic
     base_model = card.get("base_model")
     base_model = base_model[0] if isinstance(base_model, list) and base_model else base_model
     size = e.weights_bytes
@@ -160,17 +158,8 @@ def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: s
         f"  - OpenAI-compatible API on port 8000, model name `{p.name}`",
         "",
         "  The model is downloaded into the shared Hugging Face store on first start.",
-        "# The icon of the bundled apps: replace it with the model's own.",
-        "icon: https://app.cdn.olares.com/appstore/llm/llamacpp/qwen.png",
-        "categories: [AI]",
-        f"developer: {_q(p.repo.split('/')[0])}",
-        f"website: {_q(page)}",
-        "source_code: https://github.com/vllm-project/vllm",
+        *listing_lines(p.repo, page, "https://github.com/vllm-project/vllm", card),
     ]
-    if isinstance(lic, str) and lic.strip():
-        link = card.get("license_link")
-        url = link if isinstance(link, str) and link.startswith(("https://", "http://")) else page
-        lines += ["license:  # from the model card's front matter", f"  - text: {_q(lic.strip())}", f"    url: {_q(url)}"]
     lines += [
         "targets: [current]",
         "",
