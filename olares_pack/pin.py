@@ -217,27 +217,37 @@ class OnlineFinding:
     message: str
 
 
+def _image_online(client: oci.RegistryClient, field: str, img: Any) -> list[OnlineFinding]:
+    name = oci.ImageName.parse(img.repository)
+    out = []
+    if client.head_digest(name, img.digest) is None:
+        out.append(OnlineFinding("image.digest-online", "error", f"{field}.digest",
+                                 f"{name}@{img.digest} no longer resolves on {name.registry}"))
+    now = client.head_digest(name, img.tag)
+    if now is None:
+        out.append(OnlineFinding("image.tag-moved", "warning", f"{field}.tag",
+                                 f"{name}:{img.tag} no longer exists on {name.registry} (the digest is what runs)"))
+    elif now != img.digest:
+        out.append(OnlineFinding("image.tag-moved", "warning", f"{field}.tag",
+                                 f"{name}:{img.tag} now names {now}, not the pinned {img.digest}"))
+    return out
+
+
 def online_findings(app: App, client: oci.RegistryClient | None = None) -> list[OnlineFinding]:
     """Does what the manifest pins still exist, and does its tag still name it? Unpinned parts
     are lint's image.unpinned warning already; network failures raise (exit 2)."""
     if isinstance(app, ChartApp):
         return []
     out: list[OnlineFinding] = []
-    img = app.engine.image
-    if img.digest:
+    fields = {"engine.image": app.engine.image}
+    if app.engine.shared:
+        fields |= {f"engine.{key}": getattr(app.engine, key) for key in HELPER_IMAGE_FIELDS}
+    pinned = {field: img for field, img in fields.items() if img.digest}
+    if pinned:
         owned = client or oci.RegistryClient()
         try:
-            name = oci.ImageName.parse(img.repository)
-            if owned.head_digest(name, img.digest) is None:
-                out.append(OnlineFinding("image.digest-online", "error", "engine.image.digest",
-                                         f"{name}@{img.digest} no longer resolves on {name.registry}"))
-            now = owned.head_digest(name, img.tag)
-            if now is None:
-                out.append(OnlineFinding("image.tag-moved", "warning", "engine.image.tag",
-                                         f"{name}:{img.tag} no longer exists on {name.registry} (the digest is what runs)"))
-            elif now != img.digest:
-                out.append(OnlineFinding("image.tag-moved", "warning", "engine.image.tag",
-                                         f"{name}:{img.tag} now names {now}, not the pinned {img.digest}"))
+            for field, img in pinned.items():
+                out += _image_online(owned, field, img)
         finally:
             if client is None:
                 owned.close()

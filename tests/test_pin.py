@@ -176,10 +176,32 @@ def test_a_shared_app_pins_its_helper_images_too(images: Images, hub: FakeHub, t
     """The shared form runs llm-init and its chown step beside the engine: pin resolves all three."""
     docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
     apps = make_apps(tmp_path, images.repository, "multi", shared=True)
+    helper = f"{images.reg.host}/acme/helper"
+    images.reg.push(images.layout, "multi", "acme/helper")
+    text = (apps / LLAMA / "app.yaml").read_text().replace(f"{{repository: {images.repository}, tag: multi}}",
+                                                            f"{{repository: {helper}, tag: multi}}")
+    (apps / LLAMA / "app.yaml").write_text(text)
     assert main(["pin", LLAMA, "--image", "--apps-dir", str(apps)]) == 0
     app = parse_app((apps / LLAMA / "app.yaml").read_text())
     assert {app.engine.image.digest, app.engine.llm_init.digest, app.engine.chown_image.digest} == {images.multi}
     assert capsys.readouterr().err.count("OCI index: linux/amd64, linux/arm64") == 3
+
+    def online() -> list[tuple[str, str]]:
+        main(["lint", str(apps / LLAMA), "--target", "current", "--format", "json", "--online"])
+        return sorted((f["rule"], f["path"]) for f in json.loads(capsys.readouterr().out)["findings"]
+                      if f["rule"].endswith("-online") or f["rule"] == "image.tag-moved")
+
+    assert online() == []
+    # the helpers' tag moves: `lint --online` checks them too
+    images.reg.push(images.layout, "other", "acme/helper")
+    auth = {"Authorization": "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()}
+    with urllib.request.urlopen(urllib.request.Request(  # noqa: S310 - loopback
+            f"http://{images.reg.host}/v2/acme/helper/manifests/other", headers={"Accept": oci.OCI_INDEX, **auth})) as r:
+        other = r.read()
+    urllib.request.urlopen(urllib.request.Request(  # noqa: S310 - loopback
+        f"http://{images.reg.host}/v2/acme/helper/manifests/multi", data=other, method="PUT",
+        headers={"Content-Type": oci.OCI_INDEX, **auth})).close()
+    assert online() == [("image.tag-moved", "engine.chown_image.tag"), ("image.tag-moved", "engine.llm_init.tag")]
 
 
 @needs_registry
