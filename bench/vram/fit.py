@@ -27,6 +27,7 @@ ROOT = HERE.parent.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
 import synth  # noqa: E402
+
 from olares_pack import vram, vramfit  # noqa: E402
 from olares_pack.gguf_meta import ModelMeta  # noqa: E402
 
