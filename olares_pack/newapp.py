@@ -248,6 +248,12 @@ def listing_lines(repo: str, page: str, source_code: str, card: dict[str, Any]) 
     return lines
 
 
+def entrance_lines(title: str) -> list[str]:
+    """The API entrance (internal, opened in a window) and the probes' path, as both engines serve it."""
+    return ["entrance:", f"  title: {_q(title)}", "  auth_level: internal", "  open_method: window", "",
+            "probes:", "  path: /health"]
+
+
 def engine_form_lines(helpers: dict[str, tuple[str, str, str]] | None) -> list[str]:
     """engine.shared and the shared form's helper images (field -> repository, tag, digest)."""
     if helpers is None:
@@ -351,13 +357,7 @@ def app_yaml(plan: NewPlan, meta: gguf_meta.ModelMeta, cand_parts: tuple[hub.Hub
         f"  disk: {{request: {disk}Gi, limit: {2 * disk}Gi}}",
         f"  gpu_memory_mib: {gpu}  # the full-context estimate, {est.total_mib:.0f} MiB, rounded up to 256 MiB",
         "",
-        "entrance:",
-        f"  title: {_q(title)}",
-        "  auth_level: internal",
-        "  open_method: window",
-        "",
-        "probes:",
-        "  path: /health",
+        *entrance_lines(title),
         "  # the first start downloads the model: allow 30 minutes before giving up",
         "  startup: {initial_delay_seconds: 60, period_seconds: 15, failure_threshold: 120}",
         "  liveness: {initial_delay_seconds: 600, period_seconds: 30, failure_threshold: 5}",

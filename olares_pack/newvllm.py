@@ -132,7 +132,14 @@ def plan(name: str, repo: str, revision: str, ctx: int | None, dev: vram.Device,
 
 def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: str, image_tag: str, digest: str,
              helpers: dict[str, tuple[str, str, str]] | None) -> str:
-    from .newapp import _gib, _q, engine_form_lines, listing_lines, title_of
+    from .newapp import (
+        _gib,
+        _q,
+        engine_form_lines,
+        entrance_lines,
+        listing_lines,
+        title_of,
+    )
 
     e = p.est
     d = e.to_dict()
@@ -191,13 +198,7 @@ def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: s
         f"  disk: {{request: {_gib(int(size * 1.1)) + 1}Gi, limit: {2 * (_gib(int(size * 1.1)) + 1)}Gi}}",
         f"  gpu_memory_mib: {d['gpu_memory_mib']}  # the estimate, {d['total_mib']} MiB, rounded up to 256 MiB",
         "",
-        "entrance:",
-        f"  title: {_q(title)}",
-        "  auth_level: internal",
-        "  open_method: window",
-        "",
-        "probes:",
-        "  path: /health",
+        *entrance_lines(title),
         "  # the first start downloads the model and profiles the GPU: allow 40 minutes",
         "  startup: {initial_delay_seconds: 60, period_seconds: 15, failure_threshold: 160}",
         "  liveness: {initial_delay_seconds: 300, period_seconds: 30, failure_threshold: 5}",

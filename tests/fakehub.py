@@ -161,12 +161,10 @@ class FakeHub:
                     parts = [*parts, "revision", "main"]  # HfApi.model_info without a revision: the default branch
                 if parts[1:3] == ["api", "models"] and len(parts) >= 7:
                     name, kind, rev, rest = "/".join(parts[3:5]), parts[5], parts[6], parts[7:]
-                    repo = self.repo_of(name)
-                    if repo is None:
+                    found = self.repo_at(name, rev)
+                    if found is None:
                         return
-                    commit = self.commit_of(repo, rev)
-                    if commit is None:
-                        return
+                    repo, commit = found
                     if kind == "revision" and not rest:
                         return self.model_info(name, commit, query.get("blobs") == ["true"])
                     if kind == "tree":
@@ -252,13 +250,17 @@ class FakeHub:
                     headers["Link"] = f'<http://{host}{urllib.parse.urlunsplit(nxt)}>; rel="next"'
                 self.send_json(200, page, headers)
 
-            def resolve(self, name: str, rev: str, path: str) -> None:
+            def repo_at(self, name: str, rev: str) -> tuple[Repo, str] | None:
+                """The repo and the commit `rev` names, or None after answering as the hub does."""
                 repo = self.repo_of(name)
-                if repo is None:
+                commit = None if repo is None else self.commit_of(repo, rev)
+                return None if repo is None or commit is None else (repo, commit)
+
+            def resolve(self, name: str, rev: str, path: str) -> None:
+                found = self.repo_at(name, rev)
+                if found is None:
                     return
-                commit = self.commit_of(repo, rev)
-                if commit is None:
-                    return
+                repo, commit = found
                 if repo.gated and (hub.token is None or self.headers.get("Authorization") != f"Bearer {hub.token}"):
                     return self.hub_error(401, "GatedRepo", f"Access to model {name} is restricted. You must have access "
                                           "to it and be authenticated to access it. Please log in.")
