@@ -1,5 +1,5 @@
 """An Olares device's market client, as the public beclab/market sources and the docs describe it
-(../shared/docs/market-source-api.md): it syncs hash -> info -> details (at most 10 ids a call,
+(README, "Serving the market"): it syncs hash -> info -> details (at most 10 ids a call,
 only for apps that are new or whose version string changed), downloads a chart with the *app*
 version and the file name from the app's entry, and caches charts by file name for good. Its
 OS version can change between syncs. Every chart it is about to install goes through the
@@ -27,7 +27,7 @@ import yaml
 from olares_pack import targets
 
 NAME, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"  # the bundled example apps
-MODERN_OS = semver.Version.parse("1.12.6-0")  # olares-format.md, "Two targets"
+MODERN_OS = semver.Version.parse("1.12.6-0")  # README, "What a rendered chart contains": two targets
 
 
 class Refused(AssertionError):

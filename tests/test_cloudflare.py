@@ -45,7 +45,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     out = tmp_path_factory.mktemp("cf") / "worker"
     assert main(["export", "cloudflare", str(out), "--root", str(ROOT)]) == 0
     port = free_port()
-    # offline: no telemetry, no update check, no Request.cf download (market-source-api.md)
+    # offline: no telemetry, no update check, no Request.cf download
     env = {**os.environ, "WRANGLER_SEND_METRICS": "false", "CI": "1", "CLOUDFLARE_CF_FETCH_ENABLED": "false",
            "WRANGLER_HIDE_BANNER": "true", "XDG_CONFIG_HOME": str(out.parent / "xdg")}
     proc = subprocess.Popen([str(WRANGLER), "dev", "--ip", "127.0.0.1", "--port", str(port)], cwd=out, env=env,

@@ -138,7 +138,7 @@ def test_archives_lint_like_folders() -> None:
 
 
 HAND_WRITTEN_LEGACY = {
-    # The example app as its maintainer shipped 1.0.8 (../shared/data): 0.10.0/v2, flat resources,
+    # The example app as its maintainer shipped 1.0.8 (hand-written, before olares-pack): 0.10.0/v2, flat resources,
     # nvidia.com/gpu, OLARES_USER_* values, hard-coded replicas.
     "Chart.yaml": "apiVersion: v2\nname: llamacppqwen36mtpone\nversion: 1.0.8\nappVersion: '0.1.0'\ntype: application\n",
     "values.yaml": "{}\n",

@@ -83,7 +83,7 @@ def test_helm_renders_with_installer_values_and_objects_validate(app_name: str, 
             assert obj["metadata"]["namespace"] == f"{app_name}-{owner}"
 
 
-# ---- the installer's structural rules (shared/docs/olares-format.md), per target
+# ---- the installer's structural rules (README, "What a rendered chart contains" and "Lint"), per target
 
 
 @pytest.mark.parametrize("app_name,target", CASES, ids=IDS)

@@ -170,7 +170,7 @@ def test_header_read_over_http_ranges_matches_the_gguf_reader(tmp_path: Path, mo
     assert hub.bytes_served < len(data) / 4  # the header only, not the weights
 
 
-# ---- the example app's history (shared/docs/llama-server.md, last table)
+# ---- the example app's history (its changelog and recorded outcomes, README "GPU memory budget")
 
 
 def history_meta(file_size_gb: float) -> gguf_meta.ModelMeta:
@@ -203,7 +203,7 @@ def test_the_architecture_numbers_of_the_docs() -> None:
     assert term(est, "compute buffers") / MIB == pytest.approx(256 + 1024 + vram.calibrated("dequant_per_ubatch_mib") * 512)
 
 
-# What each version did on the 24 GB Olares One (llama-server.md, "The real case").
+# What each version did on the 24 GB Olares One (the example app's recorded outcomes: its changelog under apps/).
 RECORDS = {"1.0.1": "failed at boot", "1.0.2": "stable", "1.0.3": "stable", "1.0.5": "OOM at run time",
            "1.0.7": "stable", "1.0.8": "stable", "1.0.9": "stable"}
 
