@@ -65,7 +65,7 @@ def model_path(models: Path, layers: int) -> Path:
 def argv(server: str, model: Path, cfg: dict[str, Any], port: int) -> list[str]:
     out = [server, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-ngl", "99", "--fit", "off",
            "-c", str(cfg["ctx"]), "-np", str(cfg["parallel"]), "-fa", cfg["fa"], "-ctk", cfg["cache"], "-ctv", cfg["cache"],
-           "-ub", str(cfg["ubatch"]), "-b", str(max(2048, cfg["ubatch"])), "-t", "8", "--no-webui", "-lv", "4"]
+           "-ub", str(cfg["ubatch"]), "-b", str(cfg.get("batch", max(2048, cfg["ubatch"]))), "-t", "8", "--no-webui", "-lv", "4"]
     if cfg["draft_n"]:
         out += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(cfg["draft_n"])]
     return out
@@ -81,6 +81,11 @@ def _smi(query: str) -> str:
 
 def device_used() -> float | None:
     out = _smi("--query-gpu=memory.used").strip().splitlines()
+    return float(out[0]) if out else None
+
+
+def device_free() -> float | None:
+    out = _smi("--query-gpu=memory.free").strip().splitlines()
     return float(out[0]) if out else None
 
 

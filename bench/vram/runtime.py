@@ -16,12 +16,17 @@ requests one after the other:
   resend the conversation (prompt + the generated tokens + 1,000 new ones) with the prompt cache
   on, until the context is nearly full.
 
-- `device-*` (part 2 of issue #26, not run yet): the example app's 1.0.5, 1.0.7 and 1.0.8
-  configurations at 64 layers, each with a ballast process that holds the GPU's memory so that
-  exactly what an Olares One leaves llama-server is free (24,463 MiB minus the assumed 300 MiB
-  desktop reserve, corrected by the difference between the version's weights and the synthetic
-  model's: weights are a static allocation), then the 250K conversation and two fresh 32K
-  prompts; a crash is recorded with its request, its time and the server log's error lines.
+- `device-*` (part 2 of issue #26): the example app's 1.0.5, 1.0.7 and 1.0.8 configurations
+  (their argv: 262,144 tokens, q4_0, -b/-ub 512, one slot, draft n 5) at 64 layers, each with a
+  ballast process that holds the GPU's memory so that exactly what an Olares One leaves
+  llama-server is free (24,463 MiB minus the assumed 300 MiB desktop reserve, corrected by the
+  difference between the version's weights and the synthetic model's: weights are a static
+  allocation). The configuration that crashed on devices (1.0.5, CUDA graphs on, every draft
+  accepted) gets the 250K conversation (a 250,000-token prompt, two cached follow-ups, two fresh
+  32K prompts: about 8 minutes at 64 layers); the others a 32K prompt, two cached follow-ups and
+  three fresh 8K prompts, 2,000 generated tokens each (about 2 minutes), since the growth while
+  filling did not depend on the tokens filled (4K to 262K). A crash is recorded with its
+  request, its time, the exit status and the server log's error lines (`crash`).
 
 A thread reads the server process's GPU memory through NVML every 50 ms for the whole life of the
 server; each request records the memory before it, its peak, the memory after it, and its
@@ -58,6 +63,7 @@ LAYERS = 8
 ONE_TOTAL_MIB, DESKTOP_RESERVE_MIB = 24463, 300
 VERSIONS = {"1.0.5": 14.92e9, "1.0.8": 14.8e9, "1.0.7": 12.3e9}
 SEQ_PROMPTS = [2048, 4096, 8192, 16384, 32768, 3072, 6144, 12288, 24576, 32768]
+PRESSURE_MIB = 64
 RT = {"layers": LAYERS, "ctx": 262144, "cache": "q4_0", "fa": "on", "parallel": 1, "ubatch": 512}
 
 
@@ -82,7 +88,12 @@ def jobs() -> dict[str, dict[str, Any]]:
     for version, accept, graphs in (("1.0.5", "full", True), ("1.0.8", "full", True), ("1.0.5", "full", False),
                                     ("1.0.5", "mix", True), ("1.0.7", "full", True)):
         out[f"device-{version}-{accept}-n5-{'graphs' if graphs else 'nographs'}"] = {
-            "kind": "device", "accept": accept, "draft_n": 5, "graphs": graphs, "layers": 64, "version": version}
+            "kind": "device", "accept": accept, "draft_n": 5, "graphs": graphs, "layers": 64, "version": version,
+            "long": (version, accept, graphs) == ("1.0.5", "full", True)}
+    # memory pressure: 1.0.5 with only PRESSURE_MIB free above the peak device-1.0.5-full-n5-graphs
+    # reached, twelve requests: whether anything allocates more when the GPU is nearly full
+    out["device-pressure-1.0.5-full-n5-graphs"] = {"kind": "device", "accept": "full", "draft_n": 5, "graphs": True,
+                                                   "layers": 64, "version": "1.0.5", "long": False, "pressure": True}
     return out
 
 
@@ -194,21 +205,32 @@ def requests_of(job: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"prompt": 2048, "n_predict": 512}]
     if job["kind"] == "seq":
         return [{"prompt": n, "n_predict": 2000} for n in SEQ_PROMPTS]
-    long = [{"prompt": 250000, "n_predict": 2000}] + [{"follow": 1000, "n_predict": 2000}] * 3
-    return long + [{"prompt": 32768, "n_predict": 2000}] * 2 if job["kind"] == "device" else long
+    if job.get("pressure"):
+        return ([{"prompt": 32768, "n_predict": 2000}] + [{"follow": 1000, "n_predict": 2000}] * 2
+                + [{"prompt": 8192, "n_predict": 2000}] * 9)
+    if job["kind"] == "device" and not job["long"]:
+        return ([{"prompt": 32768, "n_predict": 2000}] + [{"follow": 1000, "n_predict": 2000}] * 2
+                + [{"prompt": 8192, "n_predict": 2000}] * 3)
+    if job["kind"] == "device":
+        return ([{"prompt": 250000, "n_predict": 2000}] + [{"follow": 1000, "n_predict": 2000}] * 2
+                + [{"prompt": 32768, "n_predict": 2000}] * 2)
+    return [{"prompt": 250000, "n_predict": 2000}] + [{"follow": 1000, "n_predict": 2000}] * 3
 
 
 def run_job(name: str, job: dict[str, Any], server: str, models: Path, deadline: float, record: dict[str, Any],
             save: Any) -> None:
     cfg = {**RT, "layers": job.get("layers", LAYERS), "draft_n": job["draft_n"]}
+    if "version" in job:  # the app's argv: --batch-size 512 (measure.argv's default is 2048)
+        cfg["batch"] = 512
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     path = model(models, job["accept"], cfg["layers"])
     ballast = None
     if "version" in job:
-        record["free_target_mib"] = round(free_for(job["version"], cfg["layers"]), 1)
+        record["free_target_mib"] = round(job.get("free_mib") or free_for(job["version"], cfg["layers"]), 1)
         ballast, record["ballast"] = start_ballast(record["free_target_mib"])
+        record["free_smi_mib"] = measure.device_free()
         print(f"  {name}: {record['ballast']} (target {record['free_target_mib']} MiB)", flush=True)
     cmd = measure.argv(server, path, cfg, port)
     env = dict(os.environ)
@@ -228,6 +250,8 @@ def run_job(name: str, job: dict[str, Any], server: str, models: Path, deadline:
     try:
         while True:
             if proc.poll() is not None:
+                record["crash"] = {"request": None, "t_s": round(sampler.now(), 2), "exit": proc.returncode,
+                                   "when": "boot"}
                 raise RuntimeError(f"llama-server exited with {proc.returncode} before /health")
             if sampler.now() > 240:
                 raise RuntimeError("no /health within 240 s")
@@ -244,7 +268,8 @@ def run_job(name: str, job: dict[str, Any], server: str, models: Path, deadline:
         convo: list[int] = []
         for i, rq in enumerate(requests_of(job)):
             left = deadline - time.monotonic()
-            if left < 45 or (rq.get("prompt", 0) > 100000 and left < 40 + 14 * cfg["layers"]):  # 250K: 50 s at 8 layers
+            # 250K: 41 s of prompt at 8 layers; an 8K prompt took 4.9 times as long at 64 layers as at 8
+            if left < 45 or (rq.get("prompt", 0) > 100000 and left < 60 + 6 * cfg["layers"]):
                 record["stopped"] = f"deadline before request {i}"
                 break
             if "follow" in rq:
@@ -273,6 +298,9 @@ def run_job(name: str, job: dict[str, Any], server: str, models: Path, deadline:
                 except subprocess.TimeoutExpired:
                     pass
                 entry["server_exit"] = proc.poll()
+                if entry["server_exit"] is not None:
+                    record["crash"] = {"request": i, "t_s": round(sampler.now(), 2), "exit": entry["server_exit"],
+                                       "when": "request", "prompt_tokens": len(prompt)}
             t2 = sampler.now()
             time.sleep(0.3)
             window = sampler.window(t1, sampler.now())
@@ -336,7 +364,10 @@ def main() -> None:
     res_path, smp_path = args.out / "runtime.json", args.out / "samples.json"
     runs: list[dict[str, Any]] = json.loads(res_path.read_text()) if res_path.exists() else []
     samples: dict[str, Any] = json.loads(smp_path.read_text()) if smp_path.exists() else {}
-    done = {r.get("job") for r in runs if r.get("requests") and not r.get("error") and not r.get("stopped")}
+    # a crash is an outcome, and a device job cut by the deadline keeps what it measured (its 250K
+    # prompt alone is most of a call)
+    done = {r.get("job") for r in runs if r.get("crash") or (r.get("requests") and not r.get("error") and (
+        not r.get("stopped") or r.get("kind") == "device"))}
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
     wanted = [p for p in args.only.split(",") if p]
@@ -361,11 +392,19 @@ def main() -> None:
             print(f"skipping {name}: the {job['accept']} model did not accept drafts as designed", flush=True)
             runs.remove(record)
             continue
+        if job.get("pressure"):
+            ref = [r.get("peak_mib") for r in runs if r.get("job") == "device-1.0.5-full-n5-graphs" and r.get("peak_mib")]
+            if not ref:
+                print(f"skipping {name}: device-1.0.5-full-n5-graphs has not run", flush=True)
+                runs.remove(record)
+                continue
+            job = {**job, "free_mib": ref[0] + PRESSURE_MIB}
         t = time.monotonic()
         run_job(name, job, args.server, args.models, deadline, record, save)
         reqs = record["requests"]
         acc = [q["accepted_share"] for q in reqs if q.get("accepted_share") is not None]
-        print(f"{name}: boot {record.get('boot_mib')} peak {record.get('peak_mib')} requests {len(reqs)} "
+        print(f"{name}: boot {record.get('boot_mib')} peak {record.get('peak_mib')} free {record.get('free_smi_mib')} "
+              f"crash {record.get('crash')} requests {len(reqs)} "
               f"accepted {min(acc, default=None)}..{max(acc, default=None)} in {time.monotonic() - t:.0f} s "
               f"{record.get('error', '')} {record.get('stopped', '')}", flush=True)
 
