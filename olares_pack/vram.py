@@ -155,10 +155,12 @@ def _b(t: str) -> float:
 
 
 def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = False, build: str | None = None,
-             fit: dict[str, Any] | None = None) -> Estimate:
+             fit: dict[str, Any] | None = None, filled: int | None = None) -> Estimate:
     """`measured_gpu`: the device is the GPU the constants were measured on (no extra allowance).
     `build`: the llama.cpp build the chart runs, when known. `fit`: other constants than the
-    committed ones (bench/vram/fit.py tries the ones it is fitting)."""
+    committed ones (bench/vram/fit.py tries the ones it is fitting). `filled`: the KV cells a slot
+    holds when the growth is read (default: its whole context, the verdict's case); bench/vram
+    compares a run that filled part of its context with what it filled."""
     fit = fit or calibration()
 
     def c(name: str) -> float:
@@ -245,7 +247,7 @@ def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = 
     growth = c("growth_base_mib") + c("growth_per_ubatch_mib") * ub + (c("mtp_growth_mib") if mtp else 0.0)
     note = "calibrated: workspaces allocated on the first batches"
     if not fa:
-        growth += c("nofa_growth_of_kq") * kq_mib(meta.head_count, per_slot, ub)
+        growth += c("nofa_growth_of_kq") * kq_mib(meta.head_count, min(per_slot, filled or per_slot), ub)
         note += f", + {c('nofa_growth_of_kq'):.2f} × the KQ matrix without flash attention"
         est.notes.append("without flash attention the process grows after boot while the context fills")
     est.terms.append(Term("growth while filling", growth, note, when="run"))

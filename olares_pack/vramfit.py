@@ -14,7 +14,9 @@ constant from the measurements that isolate it:
   plus twice the mask plus `nofa_per_ubatch_mib x ubatch`;
 - the MTP draft context's compute: its mask plus `draft_per_ubatch_mib x ubatch`;
 - growth after boot, while the context fills: `growth_base_mib + growth_per_ubatch_mib x ubatch`
-  (+ `mtp_growth_mib`) with flash attention, plus `nofa_growth_of_kq` x the KQ matrix without;
+  (+ `mtp_growth_mib`) with flash attention, plus `nofa_growth_of_kq` x the KQ matrix without,
+  the KQ matrix over the tokens the run actually filled (`filled_per_slot`: one run filled 65,536
+  of 131,072 tokens, and its growth is half the full context's);
 - growth at run time, after the first request (the run-time population: sequences of requests
   with long generations and accepted MTP drafts, bench/vram/runtime.py): MiB per request, per
   1,000 generated tokens and per 1,000 accepted drafts, each a least-squares slope through the
@@ -99,6 +101,17 @@ def ctx_seq(cfg: dict[str, Any]) -> int:
     return cfg["ctx"] // max(1, cfg["parallel"])
 
 
+KV_PAD = 256  # llama.cpp attends over the used KV cells rounded up to 256 (src/llama-kv-cache.cpp, llama_kv_cache::get_n_kv)
+
+
+def filled_per_slot(e: dict[str, Any]) -> int:
+    """The KV cells a run's slot attended over at its fullest: the tokens it filled, rounded up to
+    the padding, at most the slot's context."""
+    cfg = e["config"]
+    filled = -(-e["fill_tokens"] // max(1, cfg["parallel"]) // KV_PAD) * KV_PAD
+    return min(ctx_seq(cfg), filled)
+
+
 def fit(entries: list[dict[str, Any]]) -> dict[str, float]:
     """The constants, from entries of bench/vram/measurements.json (each with config, model,
     terms and the measured boot and peak)."""
@@ -149,5 +162,5 @@ def fit(entries: list[dict[str, Any]]) -> dict[str, float]:
     c["mtp_growth_mib"] = statistics.median(e["measured_mib"] - e["boot_mib"] - growth(e["config"]["ubatch"]) for e in mtp_fa)
     c["nofa_growth_of_kq"] = statistics.median(
         (e["measured_mib"] - e["boot_mib"] - growth(e["config"]["ubatch"]))
-        / kq_mib(e["model"]["head_count"], ctx_seq(e["config"]), e["config"]["ubatch"]) for e in nofa)
+        / kq_mib(e["model"]["head_count"], filled_per_slot(e), e["config"]["ubatch"]) for e in nofa)
     return {k: round(v, 4) for k, v in sorted(c.items())}

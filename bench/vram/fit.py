@@ -97,7 +97,12 @@ def run_time(raw: dict[str, Any]) -> dict[str, Any]:
                      "draft_n_accepted": t.get("draft_n_accepted", 0), "seconds": round(q["t_end_s"] - q["t_start_s"], 1),
                      "before_mib": q["before_mib"], "peak_mib": q["peak_mib"], "after_mib": q["after_mib"]})
     drafted, accepted = sum(q["draft_n"] for q in reqs), sum(q["draft_n_accepted"] for q in reqs)
-    return {"job": raw["job"], "synthetic_weights": raw["accept"], "cuda_graphs": raw["graphs"],
+    device = None
+    if "version" in raw:  # a device-* job: the ballast left what the Olares One leaves llama-server
+        device = {"version": raw["version"], "free_target_mib": raw["free_target_mib"], "free_mib": raw["free_smi_mib"],
+                  "headroom_at_peak_mib": round(raw["free_smi_mib"] - raw["peak_mib"], 1),
+                  "crash": raw.get("crash"), "stopped": raw.get("stopped")}
+    return {"job": raw["job"], "synthetic_weights": raw["accept"], "cuda_graphs": raw["graphs"], "device": device,
             "expected_accepted_share": round(synth.accepted_share(raw["accept"], raw["draft_n"]), 4),
             "accepted_share": round(accepted / drafted, 4) if drafted else None,
             "requests_n": len(reqs), "tokens_generated": sum(q["tokens_predicted"] for q in reqs),
@@ -145,7 +150,7 @@ def build() -> tuple[list[dict[str, Any]], dict[str, Any]]:
 def estimate_all(entries: list[dict[str, Any]], fit: dict[str, Any]) -> list[float]:
     """olares-pack's estimate of every run with these constants."""
     return [round(vram.estimate(ModelMeta(**e["model"]), settings(e["config"]), vram.Device("H200", 143771, 0),
-                                measured_gpu=True, fit=fit).total_mib, 1) for e in entries]
+                                measured_gpu=True, fit=fit, filled=vramfit.filled_per_slot(e)).total_mib, 1) for e in entries]
 
 
 def band(entries: list[dict[str, Any]], estimates: list[float]) -> dict[str, Any]:
