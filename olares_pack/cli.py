@@ -461,7 +461,7 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
              save_header: Path | None, fmt: str, apps_dir: Path) -> int:
     """Estimate the GPU memory APP needs at full context, term by term, and whether it fits.
     Exit 1 when an estimate does not fit."""
-    from . import budget, console, gguf_meta, records, vram
+    from . import budget, console, gguf_meta, outcomes, records, vram
     from .manifest import LlamaCppApp
 
     app_dir = _app_dir(app_ref, apps_dir)
@@ -506,6 +506,15 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
             at = budget.settings_for(app.server, ctxs[0] if ctxs else None)
             extra["quants"] = [budget.quant_row(m, at, dev) for m in gguf_meta.load_lock(app_dir).models
                                if m.repo == app.model.repo]
+    # what devices did with this version, where its app's records say it ran out of memory: set
+    # beside the verdict at the version's own context on the device the records are from
+    record_rows: list[dict[str, object]] = []
+    if device_name == "olares-one" and gpu_mib is None and reserve_mib is None:
+        found = outcomes.recorded(repo, app.name, app.version)
+        if found:
+            own = estimates[0] if not ctxs else budget.app_estimate(app, app_dir, dev, None)
+            record_rows = [o.to_dict(own.verdict) for o in found]
+            extra["recorded_outcomes"] = record_rows
     if fmt == "json":
 
         doc = {"app": app.name, "version": app.version, "estimates": [e.to_dict() for e in estimates], **extra}
@@ -513,12 +522,19 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
     else:
         for e in estimates:
             _print_estimate(f"{app.name} {app.version}", e)
+        for row in record_rows:
+            console.out.print(f"  record: {row['recorded_in']}'s changelog (fix): {row['text']}", markup=False)
         if "largest_ctx" in extra:
             for line in _largest_ctx_lines(extra["largest_ctx"]):  # type: ignore[arg-type]
                 console.out.print(line, markup=False)
         for row in extra.get("quants", []):  # type: ignore[attr-defined]
             console.out.print(f"{row['file']}: {row['total_mib']} MiB, headroom {row['headroom_mib']} MiB, {row['verdict']}, "
                               f"largest context that fits {row['largest_ctx']}", markup=False)
+    for row in record_rows:
+        if row["contradicts"]:
+            console.warn(f"{app.name} {app.version}: the verdict '{row['verdict']}' contradicts its record "
+                         f"({row['recorded_in']}'s changelog: ran out of GPU memory); the estimate does not explain "
+                         "that outcome (README \"GPU memory budget\")")
     return EXIT_FINDINGS if any(e.verdict == "does not fit" for e in estimates) else EXIT_OK
 
 

@@ -227,6 +227,28 @@ def test_the_history_against_the_records() -> None:
     assert est["1.0.7"].headroom_mib > est["1.0.9"].headroom_mib > est["1.0.8"].headroom_mib > est["1.0.5"].headroom_mib
 
 
+def test_the_device_reproduction_against_the_estimate() -> None:
+    """The device runs (bench/vram runtime.py device-*: 64 layers, a ballast leaving free what the
+    Olares One leaves each version, on b11434) neither crashed nor grew after their first
+    request, and the headroom they kept at their peak is the estimate's headroom for that
+    version within its band: on the measured build the estimate, not the record, is what the
+    device did. With 64 MiB free the process grew by nothing either."""
+    est = history()
+    runs = [e["run_time"] for e in run_time_entries() if e["run_time"]["device"]]
+    assert {r["device"]["version"] for r in runs} == {"1.0.5", "1.0.7", "1.0.8"}
+    assert {(r["device"]["version"], r["cuda_graphs"], r["synthetic_weights"]) for r in runs} >= {
+        ("1.0.5", True, "full"), ("1.0.5", False, "full"), ("1.0.5", True, "mix"), ("1.0.8", True, "full"), ("1.0.7", True, "full")}
+    for r in runs:
+        assert r["device"]["crash"] is None and r["growth_after_first_request_mib"] == 0, r["job"]
+        if "pressure" in r["job"]:
+            assert r["device"]["headroom_at_peak_mib"] == 64
+            continue
+        e = est[r["device"]["version"]]
+        assert abs(r["device"]["headroom_at_peak_mib"] - e.headroom_mib) < e.uncertainty_mib, r["job"]
+    long = next(r for r in runs if r["job"] == "device-1.0.5-full-n5-graphs")
+    assert long["requests"][0]["prompt_tokens"] == 250000 and long["requests_n"] >= 5
+
+
 def test_the_estimate_names_an_unmeasured_build() -> None:
     est = vram.estimate(history_meta(14.92), history_settings(262144, 5), vram.device(), build="pr22673")
     assert any("this chart runs pr22673, whose allocations were not measured" in n for n in est.notes)
@@ -263,6 +285,35 @@ def test_vram_command_for_each_published_version(capsys: pytest.CaptureFixture[s
     capsys.readouterr()
     assert main(["vram", NAME, "--largest-ctx", "--ctx", "131072"]) == 0
     assert "largest context that fits:" in capsys.readouterr().out
+
+
+def test_a_verdict_that_contradicts_the_record_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    """1.0.7's changelog records that 1.0.5 ran out of CUDA memory while drafting; the estimate
+    says 1.0.5 fits (the device runs on b11434 agree with the estimate, not with the record):
+    `vram --version 1.0.5` sets the record beside the verdict and warns that they disagree. No
+    other published version has an out-of-memory record, and another device is not judged."""
+    from olares_pack import outcomes
+    from olares_pack.repo import Repo
+
+    repo = Repo.of_apps(APPS)
+    found = {v: outcomes.recorded(repo, NAME, v) for v in ("1.0.5", "1.0.7", "1.0.8", "1.0.9", "1.0.10", "1.0.11")}
+    assert {v: [o.recorded_in for o in f] for v, f in found.items() if f} == {"1.0.5": ["1.0.7"]}
+    assert main(["vram", NAME, "--version", "1.0.5", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["recorded_outcomes"] == [{
+        "version": "1.0.5", "recorded_in": "1.0.7", "kind": "fix", "text": found["1.0.5"][0].text,
+        "verdict": "fits", "contradicts": True}]
+    assert "1.0.5: the verdict 'fits' contradicts its record (1.0.7's changelog: ran out of GPU memory)" in err
+    assert main(["vram", NAME, "--version", "1.0.5"]) == 0
+    assert "record: 1.0.7's changelog (fix): 1.0.5 booted but ran out of CUDA memory" in capsys.readouterr().out
+    assert main(["vram", NAME, "--version", "1.0.5", "--gpu-mib", "20000", "--format", "json"]) == 1
+    out, err = capsys.readouterr()
+    assert "recorded_outcomes" not in json.loads(out) and "contradicts" not in err
+    # an out-of-memory record is no contradiction of a verdict that already says it does not fit or is tight
+    o = found["1.0.5"][0]
+    assert [o.contradicts(v) for v in ("fits", "tight", "does not fit")] == [True, False, False]
+    # a version is named whole: 1.0.5 is not 1.0.50 or 11.0.5
+    assert outcomes.recorded(repo, NAME, "1.0.50") == [] and outcomes.recorded(repo, NAME, "0.0.5") == []
 
 
 def _app_with_model(tmp_path: Path, gguf_file: Path, gpu: str) -> Path:
