@@ -184,7 +184,7 @@ def residuals(entries: list[dict[str, Any]], fit: dict[str, Any]) -> dict[str, A
     big = [e for e in entries if e["config"]["layers"] == 16]
     held = {**fit, "constants": vramfit.fit(small)}
     out["held_out_16_layers"] = band(big, estimate_all(big, held))
-    # the constants come from 4-16 layers: the 64-layer run (the example model's depth) is held out
+    # the boot and fill constants come from 4-16 layers: the 64-layer runs (the example model's depth) are held out
     deep = [e for e in entries if e["config"]["layers"] == 64]
     if deep:
         out["held_out_64_layers"] = band(deep, [e["estimated_mib"] for e in deep])
