@@ -23,10 +23,12 @@ requests one after the other:
   difference between the version's weights and the synthetic model's: weights are a static
   allocation). The configuration that crashed on devices (1.0.5, CUDA graphs on, every draft
   accepted) gets the 250K conversation (a 250,000-token prompt, two cached follow-ups, two fresh
-  32K prompts: 5.5 minutes at 64 layers, the prompt alone 211 s); the others a 32K prompt, two cached follow-ups and
-  three fresh 8K prompts, 2,000 generated tokens each (about 2 minutes), since the growth while
-  filling did not depend on the tokens filled (4K to 262K). A crash is recorded with its
-  request, its time, the exit status and the server log's error lines (`crash`).
+  32K prompts: 5.5 minutes at 64 layers, the prompt alone 211 s); the others a 32K prompt, two
+  cached follow-ups and three fresh 8K prompts, 2,000 generated tokens each (about 2 minutes),
+  since the growth while filling did not depend on the tokens filled (4K to 262K);
+  `device-pressure-*` leaves only PRESSURE_MIB above the peak 1.0.5 reached, for twelve
+  requests. A crash is recorded with its request, its time, the exit status and the server
+  log's error lines (`crash`).
 
 A thread reads the server process's GPU memory through NVML every 50 ms for the whole life of the
 server; each request records the memory before it, its peak, the memory after it, and its
