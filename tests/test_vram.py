@@ -237,7 +237,8 @@ def test_the_device_reproduction_against_the_estimate() -> None:
     runs = [e["run_time"] for e in run_time_entries() if e["run_time"]["device"]]
     assert {r["device"]["version"] for r in runs} == {"1.0.5", "1.0.7", "1.0.8"}
     assert {(r["device"]["version"], r["cuda_graphs"], r["synthetic_weights"]) for r in runs} >= {
-        ("1.0.5", True, "full"), ("1.0.5", False, "full"), ("1.0.5", True, "mix"), ("1.0.8", True, "full"), ("1.0.7", True, "full")}
+        ("1.0.5", True, "full"), ("1.0.5", False, "full"), ("1.0.5", True, "mix"), ("1.0.5", True, "mix80"),
+        ("1.0.8", True, "full"), ("1.0.7", True, "full")}
     for r in runs:
         assert r["device"]["crash"] is None and r["growth_after_first_request_mib"] == 0, r["job"]
         if "pressure" in r["job"]:
@@ -499,6 +500,8 @@ def test_synthetic_weights_encode_the_values_they_claim() -> None:
     assert [synth.accepted_share(a, n) for a in ("zero", "full") for n in (3, 5)] == [0, 0, 1, 1]
     assert synth.accepted_share("mix", 3) == pytest.approx(2 / 3, abs=0.01)
     assert synth.accepted_share("mix", 5) == pytest.approx(0.70, abs=0.01)
+    assert synth.accepted_share("mix80", 3) == pytest.approx(0.78, abs=0.01)
+    assert synth.accepted_share("mix80", 5) == pytest.approx(0.80, abs=0.01)
 
 
 def test_an_app_without_a_lock_is_linted_loudly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,5 +1,5 @@
 """Measure llama-server's GPU memory at run time: long generations with accepted MTP drafts,
-request after request, on the synthetic GGUFs of bench/vram/synth.py (`--accept zero|full|mix`).
+request after request, on the synthetic GGUFs of bench/vram/synth.py (`--accept zero|full|mix|mix80`).
 
 On the GPU machine (standard library and NVML through nvidia-ml-py; gguf-py for synth.py):
 
@@ -96,6 +96,9 @@ def jobs() -> dict[str, dict[str, Any]]:
     # reached, twelve requests: whether anything allocates more when the GPU is nearly full
     out["device-pressure-1.0.5-full-n5-graphs"] = {"kind": "device", "accept": "full", "draft_n": 5, "graphs": True,
                                                    "layers": 64, "version": "1.0.5", "long": False, "pressure": True}
+    # the top of 1.0.5's recorded acceptance (0.75-0.80), with drafts accepted 2, 4 or 5 at a time
+    out["device-1.0.5-mix80-n5-graphs"] = {"kind": "device", "accept": "mix80", "draft_n": 5, "graphs": True,
+                                           "layers": 64, "version": "1.0.5", "long": False}
     return out
 
 

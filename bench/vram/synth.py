@@ -17,7 +17,7 @@ The values decide whether the MTP head's drafts are accepted (`--accept`):
 
 - `zero`: every weight zero. Every logit ties; the main model and the draft break the tie on
   different tokens, so no draft is ever accepted.
-- `full`: a cycle of CYCLE token classes (class = token id mod CYCLE). `token_embd` is one-hot
+- `full`: a cycle of 9 token classes (class = token id mod 9, CYCLES). `token_embd` is one-hot
   on the class's dimension; every trunk matrix stays zero, so the residual stream carries the
   embedding through the trunk unchanged; `output_norm` is 1 and the output row of token
   `cycle_token(c + 1)` reads dimension c, so after a token of class c the main model emits the
@@ -25,10 +25,14 @@ The values decide whether the MTP head's drafts are accepted (`--accept`):
   concat(enorm(embed(x_{p+1})), hnorm(h_p)), a zero-weight block, shared_head_norm, the same
   output) copies the embedding half through eh_proj, so it predicts the token after x_{p+1}:
   every draft is what the main model then emits.
-- `mix`: as `full`, but eh_proj sends class WRONG_CLASS to another class, so one draft in
+- `mix`: as `full`, but eh_proj sends class 0 (WRONG) to another class, so one draft in
   every cycle is wrong and the chain stops there: for greedy requests the accepted share is
   2/3 at draft n 3 and 0.70 at n 5 (`accepted_share` simulates llama.cpp's draft-and-verify
   loop on the cycle), near the 0.64–0.80 recorded on the device.
+- `mix80`: a cycle of 20 classes with two classes sent elsewhere (0 and 3): 0.80 accepted at
+  draft n 5 and 0.78 at n 3, the top of the range recorded for 1.0.5, and the chains stop at
+  varying lengths (2, 4 and 5 drafts accepted at n 5, where `mix` alternates 5 and 2), so the
+  verification batches vary in size as they do on real text.
 """
 
 from __future__ import annotations
@@ -49,8 +53,12 @@ N_EMBD, N_HEAD, N_HEAD_KV, HEAD_DIM, N_FF = 5120, 24, 4, 256, 17408
 SSM_STATE, SSM_K_HEADS, SSM_V_HEADS, SSM_CONV = 128, 16, 48, 4
 N_VOCAB, N_CTX_TRAIN = 248320, 262144
 Q, OUT, F32 = gguf.GGMLQuantizationType.Q4_K, gguf.GGMLQuantizationType.Q6_K, gguf.GGMLQuantizationType.F32
-CYCLE, CYCLE_BASE, WRONG_CLASS, WRONG_SHIFT = 9, 9000, 0, 5  # CYCLE_BASE % CYCLE == 0: token t has class t % CYCLE
-ACCEPT = ("zero", "full", "mix")
+CYCLE_BASE, WRONG_SHIFT = 9000, 5
+# per model: the cycle's length (CYCLE_BASE % length == 0: token t has class t % length) and the
+# classes eh_proj sends elsewhere
+CYCLES = {"zero": 9, "full": 9, "mix": 9, "mix80": 20}
+WRONG = {"mix": (0,), "mix80": (0, 3)}
+ACCEPT = tuple(CYCLES)
 
 
 def tensors(n_layer: int, mtp: bool) -> list[tuple[str, tuple[int, ...], gguf.GGMLQuantizationType]]:
@@ -97,14 +105,14 @@ def nbytes(shape: tuple[int, ...], qtype: gguf.GGMLQuantizationType) -> int:
     return n // block * size
 
 
-def cycle_token(c: int) -> int:
+def cycle_token(c: int, accept: str = "full") -> int:
     """The token the main model emits after a token of class c - 1."""
-    return CYCLE_BASE + c % CYCLE
+    return CYCLE_BASE + c % CYCLES[accept]
 
 
 def draft_class(c: int, accept: str) -> int:
     """The class eh_proj sends the embedding of a class-c token to."""
-    return (c + WRONG_SHIFT) % CYCLE if accept == "mix" and c == WRONG_CLASS else c
+    return (c + WRONG_SHIFT) % CYCLES[accept] if c in WRONG.get(accept, ()) else c
 
 
 def accepted_share(accept: str, n_max: int, start: int = 1, steps: int = 600) -> float:
@@ -113,16 +121,17 @@ def accepted_share(accept: str, n_max: int, start: int = 1, steps: int = 600) ->
     one before; the target accepts the leading drafts it would have emitted itself and emits one more."""
     if accept == "zero":
         return 0.0
-    c, accepted = start % CYCLE, 0
+    n = CYCLES[accept]
+    c, accepted = start % n, 0
     for _ in range(steps):
         x, a = c, 0
         for _ in range(n_max):
-            d = (draft_class(x, accept) + 1) % CYCLE
-            if d != (x + 1) % CYCLE:
+            d = (draft_class(x, accept) + 1) % n
+            if d != (x + 1) % n:
                 break
             a, x = a + 1, d
         accepted += a
-        c = (c + a + 1) % CYCLE
+        c = (c + a + 1) % n
     return accepted / (steps * n_max)
 
 
@@ -151,19 +160,20 @@ def _values(name: str, shape: tuple[int, ...], data: np.ndarray, n_layer: int, a
     """Fill in the non-zero values of the `full` and `mix` models (see the module docstring)."""
     norms = ("output_norm.weight", f"blk.{n_layer}.nextn.enorm.weight", f"blk.{n_layer}.nextn.hnorm.weight",
              f"blk.{n_layer}.nextn.shared_head_norm.weight")
+    n = CYCLES[accept]
     if name in norms:
         data[:] = 1.0
-    elif name == "token_embd.weight":  # row t: one-hot at t % CYCLE
-        blocks = np.frombuffer(b"".join(_q4k_onehot([c]) for c in range(CYCLE)), np.uint8).reshape(CYCLE, -1)
-        rows = np.arange(shape[1]) % CYCLE
+    elif name == "token_embd.weight":  # row t: one-hot at t % n
+        blocks = np.frombuffer(b"".join(_q4k_onehot([c]) for c in range(n)), np.uint8).reshape(n, -1)
+        rows = np.arange(shape[1]) % n
         data[:, :blocks.shape[1]] = blocks[rows]
     elif name == "output.weight":  # row cycle_token(c + 1) reads dimension c
-        for c in range(CYCLE):
+        for c in range(n):
             row = np.frombuffer(_q6k_onehot(c), np.uint8)
-            data[cycle_token(c + 1), :row.size] = row
+            data[cycle_token(c + 1, accept), :row.size] = row
     elif name == f"blk.{n_layer}.nextn.eh_proj.weight":  # output row r sums the embedding-half inputs sent to r
-        for r in range(CYCLE):
-            cols = [c for c in range(CYCLE) if draft_class(c, accept) == r]
+        for r in range(n):
+            cols = [c for c in range(n) if draft_class(c, accept) == r]
             if cols:
                 row = np.frombuffer(_q4k_onehot(cols), np.uint8)
                 data[r, :row.size] = row
@@ -174,7 +184,7 @@ def write(path: Path, n_layer: int, mtp: bool = True, accept: str = "zero") -> i
     if accept not in ACCEPT:
         raise ValueError(f"accept: expected one of {', '.join(ACCEPT)}, got {accept!r}")
     if accept != "zero" and not mtp:
-        raise ValueError("accept: full and mix need the MTP block")
+        raise ValueError("accept: full, mix and mix80 need the MTP block")
     w = gguf.GGUFWriter(str(path), ARCH)
     n_all = n_layer + (1 if mtp else 0)
     w.add_block_count(n_all)
