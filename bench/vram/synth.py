@@ -1,7 +1,7 @@
 """Synthetic GGUFs with the architecture of the example app's model, for measuring llama-server's
 GPU memory without the hub.
 
-    python bench/vram/synth.py OUT.gguf LAYERS [--no-mtp] [--accept zero|full|mix]
+    python bench/vram/synth.py OUT.gguf LAYERS [--no-mtp] [--accept zero|full|mix|mix80]
 
 Qwen3.6-27B (GGUF architecture `qwen35`, a hybrid of gated delta-net and full attention every
 4th layer, one MTP/NextN block) with the numbers of apps/llamacppqwen36mtpone/model.lock.json and
