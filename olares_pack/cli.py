@@ -51,7 +51,7 @@ target_option = click.option(
     type=click.Choice(sorted(targets.TARGETS)),
     multiple=True,
     help="Olares target: current (1.12.6+, manifest 0.12.0/v3) or legacy (1.12.3-1.12.5, manifest "
-    "0.10.0/v1). Repeatable. Default: the targets the app declares.",
+    "0.10.0/v2 shared, 0.10.0/v1 per-user). Repeatable. Default: the targets the app declares.",
 )
 
 

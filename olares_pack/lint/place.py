@@ -54,6 +54,9 @@ _RULE_FIELDS: dict[str, tuple[tuple[Any, ...], ...]] = {
 _CONTAINER = re.compile(r"(initContainers|containers)\[([^\]]+)\]")
 # containers of the shared form whose image is not engine.image (templates/llmbase/llm-init.yaml.j2)
 _HELPER_IMAGES = {"llm-init": "llm_init", "init-chown": "chown_image"}
+# containers whose image no app.yaml field decides: the template that names it
+# (the v2 shared form's per-user proxy, templates/sharedv2/client.yaml.j2)
+_TEMPLATE_IMAGES = {"proxy": "sharedv2/client.yaml.j2"}
 
 
 def place_results(results: list[ChartResult], sources: list[ChartSource], cwd: Path | None = None) -> list[ChartResult]:
@@ -118,6 +121,11 @@ class _Placer:
         if f.file.startswith("i18n/") and self._has(("locales",)):
             return app_yaml, self._line(("locales", f.file.split("/")[1]))
         if chart is None:
+            m = _CONTAINER.search(f.path) if f.rule == "image.unpinned" else None
+            if m is not None and m.group(2) in _TEMPLATE_IMAGES:
+                # no field holds it: the template, or (an installed olares-pack) the engine block
+                own = self._template_path(_TEMPLATE_IMAGES[m.group(2)])
+                return (own, None) if own else (app_yaml, self._line(("engine",)))
             for loc in _RULE_FIELDS.get(f.rule, ()):
                 if self._has(loc):
                     return app_yaml, self._line(self._item(f, loc))
@@ -153,11 +161,16 @@ class _Placer:
 
     def _template(self, rendered: str) -> str | None:
         """olares-pack's own template of a rendered file, when this repository holds it."""
-        from ..render import CHART_FILES
+        from ..render import CHART_FILES, V2_SERVER_TEMPLATES
 
-        name = CHART_FILES.get(rendered) or ("i18n.yaml.j2" if rendered.startswith("i18n/") else None)
-        if name is None:
-            return None
+        # a v2 sub-chart's file (<sub>/templates/x.yaml): the template of its file in the sub-chart
+        sub = rendered.split("/", 1)[1] if re.match(r"[^/]+/templates/", rendered) else None
+        name = (CHART_FILES.get(rendered) or ("i18n.yaml.j2" if rendered.startswith("i18n/") else None)
+                or (V2_SERVER_TEMPLATES.get(sub) if sub else None)
+                or ("sharedv2/client.yaml.j2" if sub == "templates/client.yaml" else None))
+        return self._template_path(name) if name else None
+
+    def _template_path(self, name: str) -> str | None:
         path = (Path(__file__).resolve().parent.parent.parent / "templates" / name)
         try:
             return path.relative_to(self.cwd).as_posix() if path.is_file() else None
