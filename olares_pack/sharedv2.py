@@ -35,8 +35,6 @@ from .targets import TargetProfile
 
 API_VERSION = "v2"
 SHARED_HOST = "sharedentrances-api"
-# The official v2 client's proxy image (llamacppgptoss120bggufv2/templates/clientproxy.yaml).
-PROXY_IMAGE = "docker.io/beclab/aboveos-bitnami-openresty:1.25.3-2"
 # The client container's requests and limits (the official client's), and the non-administrator
 # envelope its manifest declares (llamacppgptoss120bggufv2/OlaresManifest.yaml, the else branch).
 CLIENT_CPU = ("10m", "500m")
@@ -66,7 +64,7 @@ def context(app: App) -> dict[str, object]:
         "namespace": f"{server}-shared",
         "shared_host": SHARED_HOST,
         "upstream": f"http://{app.service_name}.{server}-shared:{app.server.port}",
-        "proxy_image": PROXY_IMAGE,
+        "proxy_image": app.engine.proxy.ref,
         "client_cpu": CLIENT_CPU,
         "client_memory": CLIENT_MEMORY,
         "client_disk": CLIENT_DISK,

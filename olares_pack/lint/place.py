@@ -53,10 +53,7 @@ _RULE_FIELDS: dict[str, tuple[tuple[Any, ...], ...]] = {
 }
 _CONTAINER = re.compile(r"(initContainers|containers)\[([^\]]+)\]")
 # containers of the shared form whose image is not engine.image (templates/llmbase/llm-init.yaml.j2)
-_HELPER_IMAGES = {"llm-init": "llm_init", "init-chown": "chown_image"}
-# containers whose image no app.yaml field decides: the template that names it
-# (the v2 shared form's per-user proxy, templates/sharedv2/client.yaml.j2)
-_TEMPLATE_IMAGES = {"proxy": "sharedv2/client.yaml.j2"}
+_HELPER_IMAGES = {"llm-init": "llm_init", "init-chown": "chown_image", "proxy": "proxy_image"}
 
 
 def place_results(results: list[ChartResult], sources: list[ChartSource], cwd: Path | None = None) -> list[ChartResult]:
@@ -121,11 +118,6 @@ class _Placer:
         if f.file.startswith("i18n/") and self._has(("locales",)):
             return app_yaml, self._line(("locales", f.file.split("/")[1]))
         if chart is None:
-            m = _CONTAINER.search(f.path) if f.rule == "image.unpinned" else None
-            if m is not None and m.group(2) in _TEMPLATE_IMAGES:
-                # no field holds it: the template, or (an installed olares-pack) the engine block
-                own = self._template_path(_TEMPLATE_IMAGES[m.group(2)])
-                return (own, None) if own else (app_yaml, self._line(("engine",)))
             for loc in _RULE_FIELDS.get(f.rule, ()):
                 if self._has(loc):
                     return app_yaml, self._line(self._item(f, loc))
