@@ -91,7 +91,7 @@ def package_facts(data: bytes, name: str) -> dict[str, Any]:
         facts: dict[str, Any] = {"name": chart.name, "version": chart.version}
     _, files, _ = package.read_archive_split(data)
     try:
-        manifest = safe_load(_installed_manifest(files, name)) or {}
+        manifest = safe_load(helm.installed_manifest(files, name)) or {}
         deps = (manifest.get("options") or {}).get("dependencies") or []
         facts["olares"] = next((str(d.get("version")) for d in deps if isinstance(d, dict) and d.get("name") == "olares"), None)
     except (yaml.YAMLError, AttributeError, InputError):
@@ -117,25 +117,6 @@ def package_facts(data: bytes, name: str) -> dict[str, Any]:
                 facts["model"] = {"repo": env["MODEL_REPO"], "revision": env.get("MODEL_REVISION"),
                                   "files": [line.split("|", 1)[0] for line in str(env.get("MODEL_FILES", "")).splitlines()]}
     return facts
-
-
-def _installed_manifest(files: dict[str, str], name: str) -> str:
-    """OlaresManifest.yaml as the installer reads it: a templated one rendered for the owner ==
-    admin install."""
-    from . import helm
-
-    text = files.get("OlaresManifest.yaml", "")
-    if "{{" not in text:
-        return text
-    chart_yaml = files.get("Chart.yaml", f"apiVersion: v2\nname: {name}\nversion: 0.0.0\n")
-    import helm_python
-
-    try:
-        with helm.load_bytes(package.build_archive(name, {"Chart.yaml": chart_yaml, "templates/manifest.yaml": text})) as chart:
-            out = helm.render(chart, helm.installer_values(name, [name]), namespace=f"{name}-alice")
-    except helm_python.HelmError as exc:
-        raise InputError(f"OlaresManifest.yaml does not render: {exc}") from None
-    return next(iter(out.values()), "")
 
 
 def rendered_manifest(data: bytes) -> str:

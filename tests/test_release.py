@@ -47,7 +47,7 @@ def test_packaging_is_byte_reproducible(tmp_path: Path) -> None:
         data = package.build_archive(NAME, fsio.read_tree(folder))
         digests.append(package.sha256(data))
         with helm.load_bytes(data) as chart:
-            assert (chart.name, chart.version) == (NAME, "1.0.11")
+            assert (chart.name, chart.version) == (NAME, "1.0.12")
         assert all(n.startswith(f"{NAME}/") for n in helm.archive_member_names(data))
     assert digests[0] == digests[1]
     # and the gzip header carries neither a timestamp nor a file name
@@ -99,20 +99,20 @@ def test_records_hold_what_each_version_adds_not_the_whole_changelog() -> None:
     repo = Repo.at(ROOT)
     adds = {v: [e.version for e in records.read(repo, NAME, v).changelog] for v in records.versions(repo, NAME)}
     assert adds == {"1.0.5": ["1.0.5"], "1.0.7": ["1.0.6", "1.0.7"], "1.0.8": ["1.0.8"], "1.0.9": ["1.0.9"],
-                    "1.0.10": ["1.0.10"], "1.0.11": ["1.0.11"]}
+                    "1.0.10": ["1.0.10"], "1.0.11": ["1.0.11"], "1.0.12": ["1.0.12"]}
     assert not records.read(repo, NAME, "1.0.7").changelog[0].shipped
 
 
 def test_version_history_of_the_example_app() -> None:
     ledger = index.load(ROOT / "market-index.json")
     history = index.version_history(ledger, NAME)
-    assert [h["version"] for h in history] == ["1.0.11", "1.0.10", "1.0.9", "1.0.8", "1.0.7", "1.0.5"]  # 1.0.6 never shipped
-    assert "86.7 % draft acceptance" in history[2]["upgradeDescription"]
-    assert "exit 139" in history[4]["upgradeDescription"]
-    # the legacy line under the versions its charts carry: 1.0.11-legacy, 1.0.10-legacy, then the
+    assert [h["version"] for h in history] == ["1.0.12", "1.0.11", "1.0.10", "1.0.9", "1.0.8", "1.0.7", "1.0.5"]  # 1.0.6 never shipped
+    assert "86.7 % draft acceptance" in history[3]["upgradeDescription"]
+    assert "exit 139" in history[5]["upgradeDescription"]
+    # the legacy line under the versions its charts carry: 1.0.12-legacy ... 1.0.10-legacy, then the
     # releases before each target had a version of its own
     legacy = index.version_history(ledger, NAME, target="legacy")
-    assert [h["version"] for h in legacy] == ["1.0.11-legacy", "1.0.10-legacy", "1.0.9", "1.0.8", "1.0.7", "1.0.5"]
+    assert [h["version"] for h in legacy] == ["1.0.12-legacy", "1.0.11-legacy", "1.0.10-legacy", "1.0.9", "1.0.8", "1.0.7", "1.0.5"]
     assert history[-1]["mergedAt"] == "2026-05-09T00:00:00Z"
 
 
@@ -163,9 +163,9 @@ def test_republishing_with_a_changed_argument_is_refused(repo: Path, capsys: pyt
     app_yaml = repo / "apps" / NAME / "app.yaml"
     app_yaml.write_text(app_yaml.read_text().replace("  ctx_size: 262144", "  ctx_size: 131072"))
     before = tree_digest(repo)
-    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.11"]) == 2
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.12"]) == 2
     err = capsys.readouterr().err
-    assert "llamacppqwen36mtpone 1.0.11 is published (apps/llamacppqwen36mtpone/releases/1.0.11.json)" in err
+    assert "llamacppqwen36mtpone 1.0.12 is published (apps/llamacppqwen36mtpone/releases/1.0.12.json)" in err
     assert "server.ctx_size (262144 → 131072)" in err
     assert tree_digest(repo) == before
     # and CI notices the edit without a new version, naming the field
@@ -178,7 +178,7 @@ def test_a_version_that_does_not_increase_is_refused(repo: Path, capsys: pytest.
     before = tree_digest(repo)
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.4", "--summary", "x",
                  "--date", "2026-06-01"]) == 2
-    assert "does not increase on the latest published version 1.0.11" in capsys.readouterr().err
+    assert "does not increase on the latest published version 1.0.12" in capsys.readouterr().err
     assert tree_digest(repo) == before
 
 
@@ -296,7 +296,7 @@ def test_edit_opens_the_editor_on_the_entry(repo: Path, tmp_path: Path, monkeypa
     monkeypatch.setenv("VISUAL", str(editor))
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--date", "2026-06-02", "--edit"]) == 0
     app = load_app(repo / "apps" / NAME / "app.yaml")
-    assert app.version == "1.0.12" and app.changelog_entry is not None
+    assert app.version == "1.0.13" and app.changelog_entry is not None
     assert app.changelog_entry.summary == "written in the editor"
 
 

@@ -340,7 +340,8 @@ def test_build_renders_every_app_and_target(tmp_path: Path) -> None:
 
 def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     text = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text()
-    text = text.replace("    locales:\n      zh-CN:\n        summary: ", "    notes: measured nothing new\n    locales:\n      zh-CN:\n        summary: ")
+    at = text.rindex("    locales:\n      zh-CN:\n        summary: ")  # the newest entry's
+    text = text[:at] + "    notes: measured nothing new\n" + text[at:]
     start = text.index("    full_description: |\n      **Qwen3.6-27B，多 Token")
     end = text.index("\n\nengine:")
     text = text[:start] + text[end:]  # zh-CN without a full description of its own
@@ -351,7 +352,7 @@ def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     assert _manifest(files)["spec"]["locale"] == ["en-US", "zh-CN"]
     zh = yaml.safe_load(files["i18n/zh-CN/OlaresManifest.yaml"])
     assert zh["metadata"]["title"] == "Qwen36 27B 长上下文"
-    assert zh["spec"]["upgradeDescription"].startswith("**1.0.11** (2026-12-04): Olares 1.12.6+：所有用户共用一个引擎")
+    assert zh["spec"]["upgradeDescription"].startswith("**1.0.12** (2026-12-04): Olares 1.12.3–1.12.5：同样所有用户共用一个引擎")
     assert "measured nothing new" in zh["spec"]["upgradeDescription"]  # notes fall back to en-US
     assert zh["spec"]["fullDescription"] == zh["metadata"]["description"]  # exactly, no newline added
     en = yaml.safe_load(files["i18n/en-US/OlaresManifest.yaml"])
