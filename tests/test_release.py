@@ -71,7 +71,7 @@ def test_every_published_package_is_what_its_record_says() -> None:
                 if rec.generation == generation.GENERATION:
                     assert package.sha256(package.build_tar(name, render.render(app, targets.get(target)))) == ch.content_sha256
                 checked += 1
-    assert checked == 15  # 6 llama.cpp versions x 2 targets + 3 vLLM versions (current only)
+    assert checked == 17  # 7 llama.cpp versions x 2 targets + 3 vLLM versions (current only)
 
 
 def release_patch(repo: Path, summary: str = "a patch") -> str:
@@ -124,29 +124,29 @@ def test_release_from_a_clean_checkout(repo: Path, capsys: pytest.CaptureFixture
                  "--notes", "A safety margin.", "--date", "2026-06-01"])
     assert code == 0, capsys.readouterr().err
     app_yaml = (repo / "apps" / NAME / "app.yaml").read_text()
-    assert "version: 1.0.12\n" in app_yaml
+    assert "version: 1.0.13\n" in app_yaml
     assert "# flag registry: olares_pack/engines/data/llamacpp-history.yaml" in app_yaml  # comments kept
     assert "    digest: null\n" in app_yaml  # and the user's spelling
     assert app_yaml.index("title:") < app_yaml.index("engine:") < app_yaml.index("changelog:")  # order kept
-    assert "  - version: 1.0.12\n    date: 2026-06-01\n    summary: ctx 196608 for more headroom\n" in app_yaml
+    assert "  - version: 1.0.13\n    date: 2026-06-01\n    summary: ctx 196608 for more headroom\n" in app_yaml
     after = tree_digest(repo)
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert changed == sorted([
         "apps/llamacppqwen36mtpone/app.yaml",
-        "apps/llamacppqwen36mtpone/releases/1.0.12.json",
+        "apps/llamacppqwen36mtpone/releases/1.0.13.json",
         "market-index.json",
-        "packages/current/llamacppqwen36mtpone-1.0.12.tgz",
-        "packages/legacy/llamacppqwen36mtpone-1.0.12-legacy.tgz",  # its own version
+        "packages/current/llamacppqwen36mtpone-1.0.13.tgz",
+        "packages/legacy/llamacppqwen36mtpone-1.0.13-legacy.tgz",  # its own version
     ])
     new_ledger = json.loads((repo / "market-index.json").read_text())
     new_versions = new_ledger["apps"][NAME]["versions"]
     assert new_versions[:-1] == old_ledger["apps"][NAME]["versions"]  # only the new version added
-    assert new_versions[-1]["version"] == "1.0.12" and new_versions[-1]["published"] == "2026-06-01"
-    rec = records.read(Repo.at(repo), NAME, "1.0.12")
+    assert new_versions[-1]["version"] == "1.0.13" and new_versions[-1]["published"] == "2026-06-01"
+    rec = records.read(Repo.at(repo), NAME, "1.0.13")
     assert (rec.generation, rec.tool) == (generation.GENERATION, f"olares-pack {__version__}")
-    assert [e.version for e in rec.changelog] == ["1.0.12"] and rec.manifest["server"]["ctx_size"] == 262144
-    with helm.load(repo / "packages" / "current" / f"{NAME}-1.0.12.tgz") as chart:
-        assert chart.version == "1.0.12"
+    assert [e.version for e in rec.changelog] == ["1.0.13"] and rec.manifest["server"]["ctx_size"] == 262144
+    with helm.load(repo / "packages" / "current" / f"{NAME}-1.0.13.tgz") as chart:
+        assert chart.version == "1.0.13"
     assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 0
 
 
