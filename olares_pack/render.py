@@ -127,10 +127,10 @@ def legacy_envelope(app: App, target: TargetProfile) -> tuple[tuple[int, int], t
     """The flat 0.10.0 envelope (CPU in whole cores, memory): the engine's requests and limits,
     plus the proxy client's in the v2 shared form, where the administrator's install runs both."""
     r = app.resources
-    cpu, mem = (r.cpu.request, r.cpu.limit), (r.memory.request, r.memory.limit)
+    cpu, mem = [r.cpu.request, r.cpu.limit], [r.memory.request, r.memory.limit]
     if sharedv2.active(app, target):
-        cpu = tuple(llmbase.add_quantities(a, b, cpu=True) for a, b in zip(cpu, sharedv2.CLIENT_CPU, strict=True))
-        mem = tuple(llmbase.add_quantities(a, b, cpu=False) for a, b in zip(mem, sharedv2.CLIENT_MEMORY, strict=True))
+        cpu = [llmbase.add_quantities(a, b, cpu=True) for a, b in zip(cpu, sharedv2.CLIENT_CPU, strict=True)]
+        mem = [llmbase.add_quantities(a, b, cpu=False) for a, b in zip(mem, sharedv2.CLIENT_MEMORY, strict=True)]
     return (quantity.whole_cores(cpu[0]), quantity.whole_cores(cpu[1])), (mem[0], mem[1])
 
 
