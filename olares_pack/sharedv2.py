@@ -1,7 +1,10 @@
 """The shared form for Olares 1.12.3-1.12.5 (the `legacy` target): an apiVersion v2 app of two
 sub-charts, one engine for every user of the device.
 
-Read from the installer and the catalogues that ship this form:
+Read from the installer and the catalogues that ship this form (app-service as the index holds
+it: helm_ops_install.go at commit 12069e9d, helm_ops_upgrade.go at 063426f7; the 1.12.3-1.12.5
+tags could not be resolved to commits, and that the form installs there rests on the official
+catalogue shipping it for >=1.12.3-0,<1.12.6):
 
 - beclab/Olares framework/app-service/pkg/appinstaller/v2/helm_ops_install.go, HelmOpsV2.Install
   and HelmOpsV2.install: an app with several charts needs one `shared: true` chart ("multi-charts
