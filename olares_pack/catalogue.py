@@ -81,20 +81,30 @@ class VerdictCache:
 
 def package_facts(data: bytes, name: str) -> dict[str, Any]:
     """Name, version, engine image and argv, and model of a chart archive, read through Helm
-    with the values the installer injects (owner == admin, nvidia GPU)."""
+    with the values the installer injects (owner == admin, nvidia GPU). An apiVersion v2 app is
+    read as the installer installs it: its manifest rendered, each spec.subCharts folder a chart
+    of its own (beclab/Olares framework/app-service HelmOpsV2.install)."""
     from . import helm
     from .engines.detect import find_engines
 
     with helm.load_bytes(data) as chart:
         facts: dict[str, Any] = {"name": chart.name, "version": chart.version}
-        rendered = helm.render(chart, helm.installer_values(name, [name]), namespace=f"{name}-alice")
+    _, files, _ = package.read_archive_split(data)
     try:
-        manifest = safe_load(rendered_manifest(data)) or {}
+        manifest = safe_load(helm.installed_manifest(files, name)) or {}
         deps = (manifest.get("options") or {}).get("dependencies") or []
         facts["olares"] = next((str(d.get("version")) for d in deps if isinstance(d, dict) and d.get("name") == "olares"), None)
-    except (yaml.YAMLError, AttributeError):
-        facts["olares"] = None
-    objects = [o for _, o in helm.objects(rendered) if isinstance(o, dict)]
+    except (yaml.YAMLError, AttributeError, InputError):
+        manifest, facts["olares"] = {}, None
+    subs = ([str(c.get("name")) for c in (manifest.get("spec") or {}).get("subCharts") or [] if isinstance(c, dict)]
+            if isinstance(manifest, dict) and manifest.get("apiVersion") == "v2" else [])
+    parts = [(sub, package.build_archive(sub, {k[len(sub) + 1:]: v for k, v in files.items() if k.startswith(f"{sub}/")}))
+             for sub in subs if f"{sub}/Chart.yaml" in files] or [(name, data)]
+    objects: list[dict[str, Any]] = []
+    for release, archive in parts:
+        with helm.load_bytes(archive) as chart:
+            rendered = helm.render(chart, helm.installer_values(name, [name]), namespace=f"{release}-alice")
+        objects += [o for _, o in helm.objects(rendered) if isinstance(o, dict)]
     engines = find_engines(objects)
     if engines:
         facts["image"], facts["argv"] = engines[0].image, engines[0].argv

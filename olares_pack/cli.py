@@ -51,7 +51,7 @@ target_option = click.option(
     type=click.Choice(sorted(targets.TARGETS)),
     multiple=True,
     help="Olares target: current (1.12.6+, manifest 0.12.0/v3) or legacy (1.12.3-1.12.5, manifest "
-    "0.10.0/v1). Repeatable. Default: the targets the app declares.",
+    "0.10.0/v2 shared, 0.10.0/v1 per-user). Repeatable. Default: the targets the app declares.",
 )
 
 
@@ -572,13 +572,15 @@ def _largest_ctx_lines(lc: dict[str, int]) -> list[str]:
               "official charts' docker.io/beclab/llm-init).")
 @click.option("--chown-image", metavar="REPOSITORY:TAG", help="The shared form's chown step image (default: the "
               "official charts' docker.io/beclab/aboveos-busybox).")
+@click.option("--proxy-image", metavar="REPOSITORY:TAG", help="The shared form's per-user proxy on Olares 1.12.3-1.12.5 "
+              "(llama.cpp; default: the official v2 charts' docker.io/beclab/aboveos-bitnami-openresty).")
 @click.option("--dry-run", is_flag=True, help="Print the ladder and the pick; write nothing.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @lock_timeout_option
 @apps_dir_option
 def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str | None, engine: str, image: str | None,
             draft: str | None, device_name: str, gpu_mib: int | None, reserve_mib: int | None, per_user: bool,
-            llm_init_image: str | None, chown_image: str | None, dry_run: bool, fmt: str,
+            llm_init_image: str | None, chown_image: str | None, proxy_image: str | None, dry_run: bool, fmt: str,
             lock_timeout: float, apps_dir: Path) -> int:
     """Start app NAME from a Hugging Face repository: read every GGUF quant's header (range
     requests, never the weights), print the ladder (estimate at the context, headroom, verdict,
@@ -606,16 +608,21 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
         image_repo, image_tag = newapp.UPSTREAM_IMAGE, f"server-cuda-{registry.table_builds('llamacpp')[-1]}"
     helper_refs: dict[str, tuple[str, str]] | None = None
     if not per_user:
-        from .manifest import CHOWN_IMAGE, LLM_INIT_IMAGE
+        from .manifest import CHOWN_IMAGE, LLM_INIT_IMAGE, PROXY_IMAGE
 
         helper_refs = {}
-        for key, given, default in (("llm_init", llm_init_image, LLM_INIT_IMAGE), ("chown_image", chown_image, CHOWN_IMAGE)):
+        # llm-init and its chown step (current target), the proxy client (legacy: a llama.cpp app
+        # of `new` is written for both targets, a vLLM one for current only)
+        wanted = [("llm_init", llm_init_image, LLM_INIT_IMAGE), ("chown_image", chown_image, CHOWN_IMAGE)]
+        if engine != "vllm":
+            wanted.append(("proxy_image", proxy_image, PROXY_IMAGE))
+        for key, given, default in wanted:
             ref = registry.image_parts(given, as_written=True) if given else (default["repository"], default["tag"])
             if not ref[1]:
                 raise click.BadParameter(f"{given!r}: expected REPOSITORY:TAG", param_hint=f"--{key.replace('_', '-')}")
             helper_refs[key] = ref
-    elif llm_init_image or chown_image:
-        raise click.UsageError("--llm-init-image and --chown-image are the shared form's: not with --per-user")
+    elif llm_init_image or chown_image or proxy_image:
+        raise click.UsageError("--llm-init-image, --chown-image and --proxy-image are the shared form's: not with --per-user")
     if engine == "vllm":
         if quant or draft:
             raise click.UsageError("--quant and --draft are for GGUF quants (--engine llamacpp)")

@@ -23,7 +23,9 @@ from importlib.resources.abc import Traversable
 # 5: current-target LLM apps render the official llmbase pattern (engine + llm-init, shared, the
 #    clone surface, the gateway, the model checked before the engine starts; llmbase.py).
 # 6: the per-user form's pod-label comment cites no working notes (a comment only).
-GENERATION = 6
+# 7: legacy-target shared apps (engine.shared) render the apiVersion v2 shared form: the engine in
+#    a shared server sub-chart, a proxy client per user (sharedv2.py).
+GENERATION = 7
 
 
 def templates_root() -> Traversable:

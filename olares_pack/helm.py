@@ -106,6 +106,24 @@ def load_bytes(data: bytes) -> helm_python.Chart:
         raise InputError(f"Helm cannot load the chart archive: {exc}") from None
 
 
+def installed_manifest(files: dict[str, str], name: str) -> str:
+    """A chart's OlaresManifest.yaml as the installer reads it: one holding template syntax (an
+    apiVersion v2 shared app's administrator branches) rendered for the administrator's own
+    install (owner == admin), the others as written."""
+    from . import package
+
+    text = files.get("OlaresManifest.yaml", "")
+    if "{{" not in text:
+        return text
+    chart_yaml = files.get("Chart.yaml", f"apiVersion: v2\nname: {name}\nversion: 0.0.0\n")
+    try:
+        with load_bytes(package.build_archive(name, {"Chart.yaml": chart_yaml, "templates/manifest.yaml": text})) as chart:
+            out = render(chart, installer_values(name, [name]), namespace=f"{name}-alice")
+    except helm_python.HelmError as exc:
+        raise InputError(f"OlaresManifest.yaml does not render: {exc}") from None
+    return next(iter(out.values()), "")
+
+
 def render(chart: helm_python.Chart, values: dict[str, Any], *, namespace: str) -> dict[str, str]:
     """Template path -> rendered text, as `helm template` would produce it (no cluster)."""
     name = chart.name

@@ -171,7 +171,7 @@ class Sized:
     envelope_memory: tuple[str, str]
 
 
-def _sum(a: str, b: str, *, cpu: bool) -> str:
+def add_quantities(a: str, b: str, *, cpu: bool) -> str:
     total = quantity.parse(a) + quantity.parse(b)
     if cpu:
         return quantity.canonical_cpu(f"{round(total * 1000)}m")
@@ -186,8 +186,8 @@ def sized(app: App) -> Sized:
     return Sized(
         cpu=cpu,
         memory=mem,
-        envelope_cpu=(_sum(cpu[0], LLM_INIT_CPU[0], cpu=True), _sum(cpu[1], LLM_INIT_CPU[1], cpu=True)),
-        envelope_memory=(_sum(mem[0], LLM_INIT_MEMORY[0], cpu=False), _sum(mem[1], LLM_INIT_MEMORY[1], cpu=False)),
+        envelope_cpu=(add_quantities(cpu[0], LLM_INIT_CPU[0], cpu=True), add_quantities(cpu[1], LLM_INIT_CPU[1], cpu=True)),
+        envelope_memory=(add_quantities(mem[0], LLM_INIT_MEMORY[0], cpu=False), add_quantities(mem[1], LLM_INIT_MEMORY[1], cpu=False)),
     )
 
 

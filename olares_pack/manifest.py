@@ -252,6 +252,9 @@ LLM_INIT_IMAGE = {"repository": "docker.io/beclab/llm-init", "tag": "v1.3.8"}
 # The init container that hands the hostPath folders to llm-init's user (UID 1000), the
 # official charts' image.
 CHOWN_IMAGE = {"repository": "docker.io/beclab/aboveos-busybox", "tag": "1.37.0"}
+# The v2 shared form's per-user proxy (legacy target), the official v2 client's image
+# (beclab/apps llamacppgptoss120bggufv2/llamacppgptoss120bggufv2/templates/clientproxy.yaml).
+PROXY_IMAGE = {"repository": "docker.io/beclab/aboveos-bitnami-openresty", "tag": "1.25.3-2"}
 
 
 class Engine(Model_):
@@ -265,6 +268,25 @@ class Engine(Model_):
     shared: Flag = True
     llm_init: Image = Field(default_factory=lambda: Image(**LLM_INIT_IMAGE))
     chown_image: Image = Field(default_factory=lambda: Image(**CHOWN_IMAGE))
+    # The v2 shared form's per-user proxy (legacy target); null: PROXY_IMAGE unpinned. Optional
+    # rather than defaulted so that records published before it resolve the same.
+    proxy_image: Image | None = None
+
+    @property
+    def proxy(self) -> Image:
+        return self.proxy_image or Image(**PROXY_IMAGE)
+
+    def helper_images(self, targets: list[str] | tuple[str, ...]) -> dict[str, Image]:
+        """The shared form's images beside the engine, by field: llm-init and its chown step
+        (current target), the proxy client (legacy target)."""
+        if not self.shared:
+            return {}
+        out = {}
+        if "current" in targets:
+            out |= {"llm_init": self.llm_init, "chown_image": self.chown_image}
+        if "legacy" in targets:
+            out["proxy_image"] = self.proxy
+        return out
 
 
 # ---------------------------------------------------------------- resources, entrance, probes
@@ -540,12 +562,10 @@ class AppManifestBase(AppTexts):
                 f"{self.name}: image {image.repository}:{image.tag} is not pinned by digest "
                 "(add engine.image.digest: sha256:...)"
             )
-        if self.engine.shared and "current" in self.targets:  # type: ignore[attr-defined]
-            for key in ("llm_init", "chown_image"):
-                helper = getattr(self.engine, key)  # type: ignore[attr-defined]
-                if not helper.pinned:
-                    out.append(f"{self.name}: image {helper.repository}:{helper.tag} is not pinned by digest "
-                               f"(add engine.{key}.digest: sha256:...)")
+        for key, helper in self.engine.helper_images(self.targets).items():  # type: ignore[attr-defined]
+            if not helper.pinned:
+                out.append(f"{self.name}: image {helper.repository}:{helper.tag} is not pinned by digest "
+                           f"(add engine.{key}.digest: sha256:...)")
         if self.engine.shared and "current" in self.targets:  # type: ignore[attr-defined]
             unchecked = [f.name for f in self.model.files if not f.sha256] or ([] if self.model.files else [self.model.repo])
             if unchecked:

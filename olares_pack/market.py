@@ -107,8 +107,13 @@ class Chart:
         if self.data is None:
             data = self.read()
             try:
-                _, files, _ = package.read_archive_split(data)
-                self.manifest = safe_load(files.get("OlaresManifest.yaml", "")) or {}
+                name, files, _ = package.read_archive_split(data)
+                text = files.get("OlaresManifest.yaml", "")
+                if "{{" in text:  # a templated manifest (the v2 shared form), as the administrator's install reads it
+                    from . import helm
+
+                    text = helm.installed_manifest(files, name or self.name)
+                self.manifest = safe_load(text) or {}
                 self.i18n = {rel.split("/")[1]: safe_load(text) or {} for rel, text in files.items()
                              if rel.startswith("i18n/") and rel.count("/") == 2 and rel.endswith("/OlaresManifest.yaml")}
             except (ValueError, OSError, EOFError, tarfile.TarError, yaml.YAMLError) as exc:

@@ -258,8 +258,8 @@ def engine_form_lines(helpers: dict[str, tuple[str, str, str]] | None) -> list[s
     """engine.shared and the shared form's helper images (field -> repository, tag, digest)."""
     if helpers is None:
         return ["  shared: false  # one engine per user who installs it (--per-user)"]
-    lines = ["  # the shared form (one engine for every user of the device, behind llm-init) runs two",
-             "  # helper images beside the engine: pinned like it"]
+    lines = ["  # the shared form (one engine for every user of the device) runs helper images beside the",
+             "  # engine, pinned like it: llm-init and its chown step (1.12.6+), the proxy client (1.12.3-1.12.5)"]
     for key, (repo, tag, digest) in helpers.items():
         lines.append(f"  {key}: {{repository: {repo}, tag: {_q(tag)}, digest: {digest}}}")
     return lines

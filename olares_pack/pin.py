@@ -104,7 +104,7 @@ def _set_after(node: Any, key: str, value: Any, after: str) -> None:
     node.insert(keys.index(after) + 1 if after in keys else len(keys), key, value)
 
 
-HELPER_IMAGE_FIELDS = ("llm_init", "chown_image")
+HELPER_IMAGE_FIELDS = ("llm_init", "chown_image", "proxy_image")
 
 
 def _image_change(client: oci.RegistryClient, img: Any) -> ImageChange:
@@ -132,10 +132,10 @@ def plan_pin(manifest_path: Path, *, image: bool = True, model: bool = True,
             plan.image = _image_change(owned, img)
             _set_after(tree["engine"]["image"], "digest", plan.image.digest, "tag")
             if app.engine.shared:
-                # the shared form runs two more images beside the engine (llm-init and its chown
-                # step): a default written out is pinned like the engine's
-                for key in HELPER_IMAGE_FIELDS:
-                    helper = getattr(app.engine, key)
+                # the shared form runs more images beside the engine (llm-init and its chown
+                # step on current, the proxy client on legacy): a default written out is pinned
+                # like the engine's
+                for key, helper in app.engine.helper_images(app.targets).items():
                     plan.helpers[key] = change = _image_change(owned, helper)
                     if key not in tree["engine"]:
                         from ruamel.yaml.comments import CommentedMap
@@ -240,8 +240,7 @@ def online_findings(app: App, client: oci.RegistryClient | None = None) -> list[
         return []
     out: list[OnlineFinding] = []
     fields = {"engine.image": app.engine.image}
-    if app.engine.shared:
-        fields |= {f"engine.{key}": getattr(app.engine, key) for key in HELPER_IMAGE_FIELDS}
+    fields |= {f"engine.{key}": img for key, img in app.engine.helper_images(app.targets).items()}
     pinned = {field: img for field, img in fields.items() if img.digest}
     if pinned:
         owned = client or oci.RegistryClient()

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from . import engines, generation, llmbase, quantity, targets
+from . import engines, generation, llmbase, quantity, sharedv2, targets
 from .changelog import upgrade_description
 from .manifest import App, ChartApp, LlamaCppApp
 from .targets import TargetProfile
@@ -123,6 +123,17 @@ def envelopes(app: App, *, shared: bool = False) -> list[Envelope]:
     return out
 
 
+def legacy_envelope(app: App, target: TargetProfile) -> tuple[tuple[int, int], tuple[str, str]]:
+    """The flat 0.10.0 envelope (CPU in whole cores, memory): the engine's requests and limits,
+    plus the proxy client's in the v2 shared form, where the administrator's install runs both."""
+    r = app.resources
+    cpu, mem = [r.cpu.request, r.cpu.limit], [r.memory.request, r.memory.limit]
+    if sharedv2.active(app, target):
+        cpu = [llmbase.add_quantities(a, b, cpu=True) for a, b in zip(cpu, sharedv2.CLIENT_CPU, strict=True)]
+        mem = [llmbase.add_quantities(a, b, cpu=False) for a, b in zip(mem, sharedv2.CLIENT_MEMORY, strict=True)]
+    return (quantity.whole_cores(cpu[0]), quantity.whole_cores(cpu[1])), (mem[0], mem[1])
+
+
 def _smaller(a: str, b: str) -> str:
     return a if quantity.parse(a) <= quantity.parse(b) else b
 
@@ -146,6 +157,7 @@ def context(app: App, target: TargetProfile) -> dict[str, Any]:
     shared = llmbase.active(app, target)
     return {
         "llm": llmbase.context(app) if shared else None,
+        "v2": sharedv2.context(app) if sharedv2.active(app, target) else None,
         "app": app,
         "target": target,
         "version": targets.chart_version(app.version, target),
@@ -156,7 +168,8 @@ def context(app: App, target: TargetProfile) -> dict[str, Any]:
         "has_cpu_mode": "cpu" in app.modes,
         "gpu": "nvidia" in app.modes,
         "cpu": (quantity.canonical_cpu(r.cpu.request), quantity.canonical_cpu(r.cpu.limit)),
-        "legacy_cpu": (quantity.whole_cores(r.cpu.request), quantity.whole_cores(r.cpu.limit)),
+        "legacy_cpu": legacy_envelope(app, target)[0],
+        "legacy_memory": legacy_envelope(app, target)[1],
         "download_cpu": (_smaller(DOWNLOAD_CPU[0], r.cpu.request), _smaller(DOWNLOAD_CPU[1], r.cpu.limit)),
         "download_memory": (_smaller(DOWNLOAD_MEMORY[0], r.memory.request), _smaller(DOWNLOAD_MEMORY[1], r.memory.limit)),
         "models_mount": engines.MODELS_MOUNT,
@@ -209,6 +222,39 @@ SHARED_CHART_FILES = {
 }
 
 
+# The v2 shared form (sharedv2.active): the per-user form's objects in the shared server
+# sub-chart (for the administrator only), a proxy client per user; the root chart, which the
+# installer never installs, holds the manifest and the texts.
+V2_ROOT_FILES = {
+    "Chart.yaml": "Chart.yaml.j2",
+    "values.yaml": "sharedv2/values.yaml.j2",
+    "OlaresManifest.yaml": "OlaresManifest.yaml.j2",
+    "owners": "owners.j2",
+    ".helmignore": "helmignore.j2",
+    "templates/keep": "sharedv2/keep.j2",
+}
+V2_SERVER_TEMPLATES = {
+    "templates/deployment.yaml": "deployment.yaml.j2",
+    "templates/service.yaml": "service.yaml.j2",
+    "templates/shared-entrance.yaml": "sharedv2/shared-entrance.yaml.j2",
+    "templates/secret.yaml": "secret.yaml.j2",
+    "templates/configmap.yaml": "configmap.yaml.j2",
+}
+
+
+def _render_v2(env: jinja2.Environment, ctx: dict[str, Any]) -> dict[str, str]:
+    app, v2 = ctx["app"], ctx["v2"]
+    files = {path: env.get_template(tpl).render({**ctx, "chart_name": app.name}) for path, tpl in V2_ROOT_FILES.items()}
+    for chart, what in ((v2["server"], "the shared engine"), (v2["client"], "the per-user client")):
+        sub = {**ctx, "chart_name": chart, "chart_description": f"{app.description} ({what})"}
+        files[f"{chart}/Chart.yaml"] = env.get_template("sharedv2/Chart.yaml.j2").render(sub)
+        files[f"{chart}/values.yaml"] = env.get_template("sharedv2/values.yaml.j2").render(sub)
+    for path, tpl in V2_SERVER_TEMPLATES.items():
+        files[f"{v2['server']}/{path}"] = sharedv2.guarded(env.get_template(tpl).render(ctx))
+    files[f"{v2['client']}/templates/client.yaml"] = env.get_template("sharedv2/client.yaml.j2").render(ctx)
+    return files
+
+
 def render(app: App, target: TargetProfile) -> dict[str, str]:
     """The chart's files, keyed by path relative to the chart folder, in sorted order."""
     if isinstance(app, ChartApp):
@@ -220,7 +266,10 @@ def render(app: App, target: TargetProfile) -> dict[str, str]:
     chart_files = SHARED_CHART_FILES if ctx["llm"] else CHART_FILES
     if ctx["llm"]:
         ctx = {**ctx, **ctx["llm"]}
-    files = {path: env.get_template(tpl).render(ctx) for path, tpl in chart_files.items()}
+    if ctx["v2"]:
+        files = _render_v2(env, ctx)
+    else:
+        files = {path: env.get_template(tpl).render(ctx) for path, tpl in chart_files.items()}
     for loc in app.all_locales:
         files[f"i18n/{loc}/OlaresManifest.yaml"] = env.get_template("i18n.yaml.j2").render(ctx, locale=loc)
     return dict(sorted(files.items()))

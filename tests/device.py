@@ -24,7 +24,7 @@ import httpx
 import semver
 import yaml
 
-from olares_pack import targets
+from olares_pack import helm, targets
 
 NAME, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"  # the bundled example apps
 MODERN_OS = semver.Version.parse("1.12.6-0")  # README, "What a rendered chart contains": two targets
@@ -40,11 +40,17 @@ def chart_files(data: bytes) -> dict[str, str]:
                 for m in tar.getmembers() if m.isfile()}
 
 
+def manifest_of(files: dict[str, str], name: str) -> dict:
+    """OlaresManifest.yaml as the app service decodes it: rendered with Helm first (a v2 shared
+    app's manifest holds its administrator branches; the administrator's install here)."""
+    return yaml.safe_load(helm.installed_manifest(files, name))
+
+
 def installer_gate(os_version: str, name: str, version: str, file_name: str, data: bytes) -> None:
     """What the installer of this OS version checks before it installs a chart."""
     files = chart_files(data)
     chart = yaml.safe_load(files["Chart.yaml"])
-    manifest = yaml.safe_load(files["OlaresManifest.yaml"])
+    manifest = manifest_of(files, name)
     if file_name != f"{name}-{version}.tgz":
         raise Refused(f"{file_name}: not the file name of {name} {version}")
     if (chart["name"], str(chart["version"]), str(manifest["metadata"]["version"])) != (name, version, version):
@@ -126,18 +132,18 @@ def device_lifecycle(base: str) -> Device:
     dev = Device(base, "1.12.5")
     assert dev.sync()
     assert [e["name"] for e in dev.apps.values()] == [NAME]  # the vLLM app has no chart for 1.12.5
-    assert dev.install(NAME) == "1.0.11-legacy"
+    assert dev.install(NAME) == "1.0.12-legacy"
     assert not dev.sync()  # nothing changed: one hash request
     dev.os_version = "1.12.6"
     assert dev.sync()  # the hash differs per OS window
     assert dev.requests[-2:] == ["info", "details"]  # the llama.cpp app's version string changed; vLLM is new
-    assert dev.install(NAME) == "1.0.11"  # an upgrade from 1.0.11-legacy, fetched under a new file name
+    assert dev.install(NAME) == "1.0.12"  # an upgrade from 1.0.12-legacy, fetched under a new file name
     assert dev.install(VLLM) == "2.5.9"
-    assert set(dev.charts) == {f"{NAME}-1.0.11-legacy.tgz", f"{NAME}-1.0.11.tgz", f"{VLLM}-2.5.9.tgz"}
+    assert set(dev.charts) == {f"{NAME}-1.0.12-legacy.tgz", f"{NAME}-1.0.12.tgz", f"{VLLM}-2.5.9.tgz"}
     # the chart route answers by file name alone, whatever `version` says
     for file_name, data in dev.charts.items():
         name = file_name.rsplit("-", 2)[0] if "legacy" in file_name else file_name.rsplit("-", 1)[0]
-        for asked in ("1.12.5", "1.12.6", "1.0.11", ""):
+        for asked in ("1.12.5", "1.12.6", "1.0.12", ""):
             r = httpx.get(f"{base}/api/v1/applications/{name}/chart", params={"fileName": file_name, "version": asked})
             assert r.content == data
     return dev
@@ -272,7 +278,8 @@ class V2Device(Device):
 
 
 def chart_olares_range(data: bytes) -> str:
-    manifest = yaml.safe_load(chart_files(data)["OlaresManifest.yaml"])
+    files = chart_files(data)
+    manifest = manifest_of(files, yaml.safe_load(files["Chart.yaml"])["name"])
     return next(str(d["version"]) for d in manifest["options"]["dependencies"] if d["name"] == "olares")
 
 
@@ -282,13 +289,13 @@ def device_lifecycle_v2(base: str, verify: Any = True) -> V2Device:
     range, and the v2 chart route answering the v1 route's bytes."""
     old = Device(base, "1.12.6", verify=verify)
     assert old.sync()
-    assert old.install(NAME) == "1.0.11"
+    assert old.install(NAME) == "1.0.12"
     dev = V2Device(base, "1.12.7", charts=dict(old.charts), verify=verify)
     assert dev.sync()
     assert dev.requests[:4] == ["catalog", "taxonomy", "applications 1", "applications 2"]
-    assert {i["name"]: i["version"] for i in dev.items.values()} == {NAME: "1.0.11", VLLM: "2.5.9"}
+    assert {i["name"]: i["version"] for i in dev.items.values()} == {NAME: "1.0.12", VLLM: "2.5.9"}
     assert set(dev.items) == {e["id"] for e in dev.apps.values()}
-    assert dev.install(NAME) == "1.0.11" and f"chart {NAME}-1.0.11.tgz" not in dev.requests  # cached by file name
+    assert dev.install(NAME) == "1.0.12" and f"chart {NAME}-1.0.12.tgz" not in dev.requests  # cached by file name
     assert dev.install(VLLM) == "2.5.9"
     for i in dev.items.values():
         entry = dev.apps[i["app_id"]]

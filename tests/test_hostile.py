@@ -315,17 +315,30 @@ def _rendered_yaml(app_data: dict[str, Any], target: targets.TargetProfile) -> d
     templates through the real Helm engine with the installer's values."""
     app = parse_app(dump(app_data), Path("app.yaml"))
     files = render.render(app, target)
-    out: dict[str, Any] = {p: safe_load(t) for p, t in files.items() if p.endswith(".yaml") and not p.startswith("templates/")}
+    values = helm.installer_values(app.name, [app.name])
     import tempfile
 
     from olares_pack import fsio
 
-    with tempfile.TemporaryDirectory() as tmp:
-        fsio.write_tree(files, Path(tmp) / app.name)
-        with helm.load(Path(tmp) / app.name) as chart:
-            rendered = helm.render(chart, helm.installer_values(app.name, [app.name]), namespace=f"{app.name}-alice")
-    for path, obj in helm.objects(rendered):
-        out[f"{path}#{obj.get('kind')}"] = obj
+    def through_helm(name: str, chart_files: dict[str, str]) -> dict[str, str]:
+        with tempfile.TemporaryDirectory() as tmp:
+            fsio.write_tree(chart_files, Path(tmp) / name)
+            with helm.load(Path(tmp) / name) as chart:
+                return helm.render(chart, values, namespace=f"{name}-alice")
+
+    out: dict[str, Any] = {}
+    for p, t in files.items():
+        if p.endswith(".yaml") and "templates/" not in p:
+            if "{{" in t:  # the v2 shared form's manifest: its administrator branches rendered first
+                t = next(iter(through_helm(app.name, {"Chart.yaml": files["Chart.yaml"], "templates/m.yaml": t}).values()))
+            out[p] = safe_load(t)
+    manifest = out["OlaresManifest.yaml"]
+    # an apiVersion v2 app is installed sub-chart by sub-chart (beclab/Olares HelmOpsV2.install)
+    subs = [c["name"] for c in manifest["spec"].get("subCharts", [])] if manifest["apiVersion"] == "v2" else []
+    charts = [(sub, {k[len(sub) + 1:]: v for k, v in files.items() if k.startswith(f"{sub}/")}) for sub in subs] or [(app.name, files)]
+    for name, chart_files in charts:
+        for path, obj in helm.objects(through_helm(name, chart_files)):
+            out[f"{path}#{obj.get('kind')}"] = obj
     return out
 
 

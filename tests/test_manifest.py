@@ -19,7 +19,7 @@ def test_bundled_apps_load() -> None:
     llama = load_app(APPS / "llamacppqwen36mtpone")
     vllm = load_app(APPS / "vllmqwen36turbo27bone")
     assert isinstance(llama, LlamaCppApp) and isinstance(vllm, VllmApp)
-    assert llama.version == "1.0.11"
+    assert llama.version == "1.0.12"
     assert llama.server.speculative is not None and llama.server.speculative.type == "draft-mtp"
     assert llama.model.files[0].name == "Qwen3.6-27B-UD-Q3_K_XL.gguf"
     assert vllm.model.files == []  # the whole repo is fetched
@@ -29,13 +29,17 @@ def test_unpinned_image_is_a_warning() -> None:
     app = parse_app(GOOD)
     assert any("not pinned by digest" in w for w in app.warnings())
     pinned = GOOD.replace("    digest: null", "    digest: sha256:" + "ab" * 32)
-    # the shared form's helper images (llm-init, its chown step) are warned about too
+    # the shared form's helper images (llm-init, its chown step; the legacy target's proxy) are
+    # warned about too
     assert [w for w in parse_app(pinned).warnings() if "not pinned" in w] == [
         "llamacppqwen36mtpone: image docker.io/beclab/llm-init:v1.3.8 is not pinned by digest (add engine.llm_init.digest: sha256:...)",
-        "llamacppqwen36mtpone: image docker.io/beclab/aboveos-busybox:1.37.0 is not pinned by digest (add engine.chown_image.digest: sha256:...)"]
+        "llamacppqwen36mtpone: image docker.io/beclab/aboveos-busybox:1.37.0 is not pinned by digest (add engine.chown_image.digest: sha256:...)",
+        "llamacppqwen36mtpone: image docker.io/beclab/aboveos-bitnami-openresty:1.25.3-2 is not pinned by digest "
+        "(add engine.proxy_image.digest: sha256:...)"]
     helpers = pinned.replace("  build: ad27757", "  build: ad27757\n  llm_init: {repository: docker.io/beclab/llm-init, tag: v1.3.8, "
                              "digest: sha256:" + "cd" * 32 + "}\n  chown_image: {repository: docker.io/beclab/aboveos-busybox, "
-                             "tag: 1.37.0, digest: sha256:" + "ef" * 32 + "}")
+                             "tag: 1.37.0, digest: sha256:" + "ef" * 32 + "}\n  proxy_image: {repository: "
+                             "docker.io/beclab/aboveos-bitnami-openresty, tag: 1.25.3-2, digest: sha256:" + "01" * 32 + "}")
     assert not any("not pinned" in w for w in parse_app(helpers).warnings())
 
 

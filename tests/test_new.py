@@ -84,7 +84,7 @@ def new(repo_dir: Path, *args: str) -> int:
 def on_registry(images: Images) -> list[str]:  # noqa: F811
     """The engine image and the shared form's helper images, all from the loopback registry."""
     ref = f"{images.repository}:multi"
-    return ["--image", ref, "--llm-init-image", ref, "--chown-image", ref]
+    return ["--image", ref, "--llm-init-image", ref, "--chown-image", ref, "--proxy-image", ref]
 
 
 def ladder_json(capsys: pytest.CaptureFixture[str], code: int) -> dict:

@@ -84,13 +84,19 @@ def test_github_annotations_name_the_app_yaml_line_a_maintainer_edits(repo: Path
     helpers = [r for r in unpinned if "Deployment/llminit" in r["text"]]  # the shared form's llm-init and chown images
     assert helpers and all(r["file"] == "apps/myqwen/app.yaml" and lines[int(r["line"]) - 1].strip() == "engine:"
                            for r in helpers), helpers  # they keep their defaults: the engine block takes their digests
-    unpinned = [r for r in unpinned if r not in helpers]
+    # the v2 shared form's per-user proxy (legacy target): no field holds its image; this copy of
+    # the repository has no templates/, so the engine block
+    proxy = [r for r in unpinned if "containers[proxy]" in r["text"]]
+    assert proxy and all(r["file"] == "apps/myqwen/app.yaml" and lines[int(r["line"]) - 1].strip() == "engine:"
+                         and "(rendered myqwen/templates/client.yaml)" in r["text"] for r in proxy), proxy
+    unpinned = [r for r in unpinned if r not in helpers and r not in proxy]
     flag = [r for r in rows if r["title"].split()[0] == "engine.flag" and "--no-such-flag-here" in r["text"]]
     assert unpinned and flag
     for r in unpinned:
         assert r["file"] == "apps/myqwen/app.yaml"
         assert lines[int(r["line"]) - 1].strip() == "image:"  # engine.image
-        assert "(rendered templates/engine.yaml)" in r["text"] or "(rendered templates/deployment.yaml)" in r["text"]
+        assert any(f"(rendered {where})" in r["text"] for where in
+                   ("templates/engine.yaml", "templates/deployment.yaml", "myqwenserver/templates/deployment.yaml"))
     for r in flag:
         assert r["file"] == "apps/myqwen/app.yaml" and "--no-such-flag-here" in lines[int(r["line"]) - 1]
 
@@ -205,13 +211,19 @@ def test_target_help_and_readme_say_the_legacy_manifest_the_render_writes() -> N
     from olares_pack.manifest import load_app
 
     legacy = targets.LEGACY
-    rendered = yaml.safe_load(render.render(load_app(ROOT / "apps" / NAME / "app.yaml"), legacy)["OlaresManifest.yaml"])
-    assert (rendered["olaresManifest.version"], rendered["apiVersion"]) == (legacy.manifest_version, legacy.api_version)
-    for command in ("build", "render", "package", "lint"):
-        option = next(p for p in cli.commands[command].params if p.name == "target_names")
-        assert f"{legacy.manifest_version}/{legacy.api_version}" in (option.help or "")
+    app = load_app(ROOT / "apps" / NAME / "app.yaml")
+    per_user = app.model_copy(update={"engine": app.engine.model_copy(update={"shared": False})})
     row = next(line for line in README.splitlines() if line.startswith("| `legacy` |"))
-    assert f"`{legacy.manifest_version}` / `apiVersion: {legacy.api_version}`" in row
+    for form, what in ((app, "shared"), (per_user, "per-user")):
+        text = render.render(form, legacy)["OlaresManifest.yaml"]
+        # the two top-level keys outside the manifest's templated branches
+        version = re.search(r'^olaresManifest\.version: "([^"]+)"$', text, re.M).group(1)  # type: ignore[union-attr]
+        api = re.search(r'^apiVersion: "([^"]+)"$', text, re.M).group(1)  # type: ignore[union-attr]
+        assert (version, api) == (legacy.manifest_version, "v2" if what == "shared" else legacy.api_version)
+        for command in ("build", "render", "package", "lint"):
+            option = next(p for p in cli.commands[command].params if p.name == "target_names")
+            assert f"{version}/{api} {what}" in (option.help or "")
+        assert f"`apiVersion: {api}`" in row and f"`{version}`" in row
 
 
 def test_readme_command_table_lists_changes_from_diff_and_what_lock_needs() -> None:

@@ -104,7 +104,7 @@ def make_apps(tmp: Path, repository: str, tag: str, shared: bool = False) -> Pat
         (apps / name).mkdir(parents=True)
         text = (APPS / name / "app.yaml").read_text()
         helpers = (f"  llm_init: {{repository: {repository}, tag: {tag}}}\n  chown_image: {{repository: {repository}, tag: {tag}}}\n"
-                   if shared else "  shared: false\n")
+                   f"  proxy_image: {{repository: {repository}, tag: {tag}}}\n" if shared else "  shared: false\n")
         text = text.replace("\nmodel:\n", f"{helpers}\nmodel:\n", 1)
         text = text.replace("repository: docker.io/aamsellem/llama-cpp-mtp", f"repository: {repository}")
         text = text.replace("repository: docker.io/aamsellem/vllm-qwen36-blackwell", f"repository: {repository}")
@@ -173,7 +173,8 @@ def test_pin_all_writes_the_registry_digest_and_the_hub_commit(images: Images, h
 @needs_registry
 def test_a_shared_app_pins_its_helper_images_too(images: Images, hub: FakeHub, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """The shared form runs llm-init and its chown step beside the engine: pin resolves all three."""
+    """The shared form runs llm-init and its chown step (current) and a proxy client (legacy)
+    beside the engine: pin resolves all four."""
     docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
     apps = make_apps(tmp_path, images.repository, "multi", shared=True)
     helper = f"{images.reg.host}/acme/helper"
@@ -183,8 +184,10 @@ def test_a_shared_app_pins_its_helper_images_too(images: Images, hub: FakeHub, t
     (apps / LLAMA / "app.yaml").write_text(text)
     assert main(["pin", LLAMA, "--image", "--apps-dir", str(apps)]) == 0
     app = parse_app((apps / LLAMA / "app.yaml").read_text())
-    assert {app.engine.image.digest, app.engine.llm_init.digest, app.engine.chown_image.digest} == {images.multi}
-    assert capsys.readouterr().err.count("OCI index: linux/amd64, linux/arm64") == 3
+    assert app.engine.proxy_image is not None
+    assert {app.engine.image.digest, app.engine.llm_init.digest, app.engine.chown_image.digest,
+            app.engine.proxy_image.digest} == {images.multi}
+    assert capsys.readouterr().err.count("OCI index: linux/amd64, linux/arm64") == 4
 
     def online() -> list[tuple[str, str]]:
         main(["lint", str(apps / LLAMA), "--target", "current", "--format", "json", "--online"])
@@ -201,7 +204,8 @@ def test_a_shared_app_pins_its_helper_images_too(images: Images, hub: FakeHub, t
     urllib.request.urlopen(urllib.request.Request(  # noqa: S310 - loopback
         f"http://{images.reg.host}/v2/acme/helper/manifests/multi", data=other, method="PUT",
         headers={"Content-Type": oci.OCI_INDEX, **auth})).close()
-    assert online() == [("image.tag-moved", "engine.chown_image.tag"), ("image.tag-moved", "engine.llm_init.tag")]
+    assert online() == [("image.tag-moved", "engine.chown_image.tag"), ("image.tag-moved", "engine.llm_init.tag"),
+                        ("image.tag-moved", "engine.proxy_image.tag")]
 
 
 @needs_registry

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import APPS, EXPECTED
 
-from olares_pack import fsio, helm, kube, llmbase, quantity, render, targets
+from olares_pack import fsio, helm, kube, llmbase, package, quantity, render, sharedv2, targets
 from olares_pack.cli import main
 from olares_pack.manifest import load_app
 
@@ -29,6 +29,10 @@ def rendered(app_name: str, target: str) -> dict[str, str]:
 
 def shared(app_name: str, target: str) -> bool:
     return llmbase.active(load_app(APPS / app_name), targets.get(target))
+
+
+def shared_v2(app_name: str, target: str) -> bool:
+    return sharedv2.active(load_app(APPS / app_name), targets.get(target))
 
 
 @pytest.mark.parametrize("app_name,target", CASES, ids=IDS)
@@ -50,21 +54,51 @@ def test_render_is_deterministic(app_name: str, target: str, tmp_path: Path) -> 
     assert files_a == files_b and files_a
 
 
-def _manifest(files: dict[str, str]) -> dict[str, Any]:
-    return yaml.safe_load(files["OlaresManifest.yaml"])
+def _manifest(files: dict[str, str], *, owner: str = "alice", admin: str = "alice") -> dict[str, Any]:
+    """OlaresManifest.yaml as the installer reads it: a templated one (the v2 shared form's
+    administrator branches) rendered for this owner first."""
+    text = files["OlaresManifest.yaml"]
+    if "{{" in text:
+        name = yaml.safe_load(files["Chart.yaml"])["name"]
+        data = package.build_archive(name, {"Chart.yaml": files["Chart.yaml"], "templates/m.yaml": text})
+        with helm.load_bytes(data) as chart:
+            text = helm.render(chart, helm.installer_values(name, [], owner=owner, admin=admin), namespace="ns")[f"{name}/templates/m.yaml"]
+    return yaml.safe_load(text)
 
 
-def _render_with_helm(tmp_path: Path, files: dict[str, str], name: str, *, owner: str, admin: str, gpu: str | None) -> list[dict[str, Any]]:
-    chart_dir = tmp_path / f"{owner}-{gpu}" / name
-    fsio.write_tree(files, chart_dir)
-    manifest = _manifest(files)
+def _charts(files: dict[str, str], name: str, owner: str, admin: str) -> list[tuple[str, str, dict[str, str]]]:
+    """(release, namespace, files) of each chart the installer installs for this owner: the app's
+    one chart, or an apiVersion v2 app's sub-charts, the shared one for the administrator only, in
+    <sub>-shared (beclab/Olares framework/app-service HelmOpsV2.install, appcfg Chart.Namespace)."""
+    manifest = _manifest(files, owner=owner, admin=admin)
+    if manifest["apiVersion"] != "v2":
+        return [(name, f"{name}-{owner}", files)]
+    out = []
+    for sub in manifest["spec"]["subCharts"]:
+        if sub.get("shared") and owner != admin:
+            continue
+        ns = f"{sub['name']}-shared" if sub.get("shared") else f"{sub['name']}-{owner}"
+        out.append((sub["name"], ns, {k[len(sub["name"]) + 1:]: v for k, v in files.items() if k.startswith(sub["name"] + "/")}))
+    return out
+
+
+def _render_with_helm(tmp_path: Path, files: dict[str, str], name: str, *, owner: str, admin: str, gpu: str | None,
+                      namespaces: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    manifest = _manifest(files, owner=owner, admin=admin)
     entrances = [e["name"] for e in manifest["entrances"]]
     values = helm.installer_values(name, entrances, owner=owner, admin=admin, gpu_type=gpu)
-    chart = helm.load(chart_dir)
-    messages = helm.lint(chart_dir, values, namespace=f"{name}-{owner}", kube_version=kube.DEFAULT_KUBE_VERSION)
-    assert not [m for m in messages if m.severity == "error"], messages
-    out = helm.render(chart, values, namespace=f"{name}-{owner}")
-    return [obj for _, obj in helm.objects(out)]
+    objs = []
+    for release, ns, chart_files in _charts(files, name, owner, admin):
+        chart_dir = tmp_path / f"{owner}-{gpu}" / release
+        fsio.write_tree(chart_files, chart_dir)
+        chart = helm.load(chart_dir)
+        messages = helm.lint(chart_dir, values, namespace=ns, kube_version=kube.DEFAULT_KUBE_VERSION)
+        assert not [m for m in messages if m.severity == "error"], messages
+        out = [obj for _, obj in helm.objects(helm.render(chart, values, namespace=ns))]
+        if namespaces is not None:
+            namespaces.update({f"{o['kind']}/{o['metadata']['name']}@{release}": ns for o in out})
+        objs += out
+    return objs
 
 
 @pytest.mark.parametrize("app_name,target", CASES, ids=IDS)
@@ -73,14 +107,26 @@ def test_helm_renders_with_installer_values_and_objects_validate(app_name: str, 
     app = load_app(APPS / app_name)
     modes = [*app.modes, None]  # None: an installer that injects no GPU type at all
     for (owner, admin), gpu in itertools.product([("alice", "alice"), ("bob", "alice")], modes):
-        objs = _render_with_helm(tmp_path, files, app_name, owner=owner, admin=admin, gpu=gpu)
+        namespaces: dict[str, str] = {}
+        objs = _render_with_helm(tmp_path, files, app_name, owner=owner, admin=admin, gpu=gpu, namespaces=namespaces)
         kinds = sorted(o["kind"] for o in objs)
-        # shared: the engine and llm-init, their Services (engine, entrance, shared API)
-        assert kinds == (["ConfigMap", "Deployment", "Deployment", "Secret", "Service", "Service", "Service"]
-                         if shared(app_name, target) else ["ConfigMap", "Deployment", "Secret", "Service"])
+        if shared(app_name, target):
+            # shared: the engine and llm-init, their Services (engine, entrance, shared API)
+            assert kinds == ["ConfigMap", "Deployment", "Deployment", "Secret", "Service", "Service", "Service"]
+        elif shared_v2(app_name, target):
+            # v2: the administrator's install adds the shared server chart (engine, its Service, the
+            # shared API's Service, download script, token) to the client every user gets (proxy
+            # ConfigMap, Deployment, the entrance's Service)
+            client = ["ConfigMap", "Deployment", "Service"]
+            server = ["ConfigMap", "Deployment", "Secret", "Service", "Service"]
+            assert kinds == (sorted(client + server) if owner == admin else client)
+        else:
+            assert kinds == ["ConfigMap", "Deployment", "Secret", "Service"]
         for obj in objs:
             assert kube.schema_errors(obj) == [], (obj["kind"], obj["metadata"]["name"])
-            assert obj["metadata"]["namespace"] == f"{app_name}-{owner}"
+        for key, ns in namespaces.items():
+            assert ns == (f"{app_name}server-shared" if key.endswith(f"@{app_name}server") else f"{app_name}-{owner}"), key
+        assert {o["metadata"]["namespace"] for o in objs} <= set(namespaces.values())
 
 
 # ---- the installer's structural rules (README, "What a rendered chart contains" and "Lint"), per target
@@ -98,7 +144,8 @@ def test_structure_rules(app_name: str, target: str, tmp_path: Path) -> None:
     assert manifest["metadata"]["version"] == chart["version"]
     assert manifest["spec"]["versionName"] == chart["appVersion"]
     assert manifest["olaresManifest.version"] == profile.manifest_version
-    assert manifest["apiVersion"] == profile.api_version
+    v2 = shared_v2(app_name, target)
+    assert manifest["apiVersion"] == ("v2" if v2 else profile.api_version)
     deps = [d for d in manifest["options"]["dependencies"] if d["name"] == "olares"]
     assert deps == [{"name": "olares", "type": "system", "version": profile.dependency}]
 
@@ -113,7 +160,9 @@ def test_structure_rules(app_name: str, target: str, tmp_path: Path) -> None:
     objs = _render_with_helm(tmp_path, files, app_name, owner="alice", admin="alice", gpu="nvidia")
     deployments = [o for o in objs if o["kind"] == "Deployment"]
     names = [d["metadata"]["name"] for d in deployments]
-    assert names == ([app_name, "llminit"] if shared(app_name, target) else [app_name])
+    # v2: the shared engine and the administrator's own client, both named after the app (the
+    # installer labels the client chart's Deployment of the app's name)
+    assert names == ([app_name, "llminit"] if shared(app_name, target) else [app_name, app_name] if v2 else [app_name])
     for dep in deployments:
         pod = dep["spec"]["template"]["spec"]
         if any("hostPath" in v for v in pod["volumes"]):
@@ -134,6 +183,18 @@ def test_structure_rules(app_name: str, target: str, tmp_path: Path) -> None:
         for key, total in sums.items():
             assert total <= quantity.parse(env[key]), (key, total, env[key])
         assert quantity.parse(env["requiredDisk"]) <= quantity.parse(env["limitedDisk"])
+    if v2:
+        # a user's install: the client alone, within the user's (non-administrator) envelope
+        user = _manifest(files, owner="bob", admin="alice")
+        bob = _render_with_helm(tmp_path, files, app_name, owner="bob", admin="alice", gpu="nvidia")
+        client = [c for o in bob if o["kind"] == "Deployment" for c in o["spec"]["template"]["spec"]["containers"]]
+        for key, (sec, res) in {"requiredCpu": ("requests", "cpu"), "limitedCpu": ("limits", "cpu"),
+                                "requiredMemory": ("requests", "memory"), "limitedMemory": ("limits", "memory")}.items():
+            assert sum(quantity.parse(c["resources"][sec][res]) for c in client) <= quantity.parse(user["spec"][key]), key
+        assert "requiredGpu" not in user["spec"] and user["options"]["appScope"] == {"clusterScoped": False}
+        assert {"name": app_name, "type": "application", "version": ">=0.0.0-0", "mandatory": True} in user["options"]["dependencies"]
+        assert manifest["options"]["appScope"] == {"clusterScoped": True, "appRef": [app_name]}
+        assert manifest["spec"]["subCharts"] == [{"name": f"{app_name}server", "shared": True}, {"name": app_name}]
 
     # the rendered Service matches the entrance
     services = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Service"}
@@ -144,13 +205,13 @@ def test_structure_rules(app_name: str, target: str, tmp_path: Path) -> None:
         assert svc["spec"]["selector"] in selectors
 
     # permissions match userspace use, in both directions
-    text = "\n".join(v for k, v in files.items() if k.startswith("templates/"))
+    text = "\n".join(v for k, v in files.items() if "templates/" in k)
     for key in ("appData", "appCache", "userData", "appCommon"):
         assert (f".Values.userspace.{key}" in text) == bool(manifest.get("permission", {}).get(key)), key
 
     # namespace always templated
     for k, v in files.items():
-        if k.startswith("templates/"):
+        if "templates/" in k and k != "templates/keep":
             assert 'namespace: "{{ .Release.Namespace }}"' in v, k
 
 
@@ -235,10 +296,14 @@ def test_legacy_target_uses_flat_resources(tmp_path: Path) -> None:
     files = rendered("llamacppqwen36mtpone", "legacy")
     spec = _manifest(files)["spec"]
     assert "accelerator" not in spec
-    assert (spec["requiredCpu"], spec["limitedCpu"]) == (4, 16)
+    # the administrator's install: the engine (4/16 cores, 20Gi/40Gi) plus the proxy client
+    # (10m/500m, 64Mi/500Mi), CPU rounded up to whole cores
+    assert (spec["requiredCpu"], spec["limitedCpu"]) == (5, 17)
+    assert (spec["requiredMemory"], spec["limitedMemory"]) == ("20544Mi", "41460Mi")
     assert (spec["requiredGpu"], spec["limitedGpu"]) == ("23552Mi", "23552Mi")
     assert "workloadReplicas" not in _manifest(files)
-    dep = _deployment(tmp_path, "llamacppqwen36mtpone", "legacy", "nvidia")["Deployment"]
+    objs = _render_with_helm(tmp_path, files, "llamacppqwen36mtpone", owner="alice", admin="alice", gpu="nvidia")
+    dep = next(o for o in objs if o["kind"] == "Deployment" and o["spec"]["template"]["spec"].get("initContainers"))
     assert dep["metadata"]["annotations"]["applications.app.bytetrade.io/gpu-inject"] == "true"
     assert "nvidia.com/gpumem" not in dep["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
 
@@ -275,7 +340,8 @@ def test_build_renders_every_app_and_target(tmp_path: Path) -> None:
 
 def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     text = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text()
-    text = text.replace("    locales:\n      zh-CN:\n        summary: ", "    notes: measured nothing new\n    locales:\n      zh-CN:\n        summary: ")
+    at = text.rindex("    locales:\n      zh-CN:\n        summary: ")  # the newest entry's
+    text = text[:at] + "    notes: measured nothing new\n" + text[at:]
     start = text.index("    full_description: |\n      **Qwen3.6-27B，多 Token")
     end = text.index("\n\nengine:")
     text = text[:start] + text[end:]  # zh-CN without a full description of its own
@@ -286,7 +352,7 @@ def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     assert _manifest(files)["spec"]["locale"] == ["en-US", "zh-CN"]
     zh = yaml.safe_load(files["i18n/zh-CN/OlaresManifest.yaml"])
     assert zh["metadata"]["title"] == "Qwen36 27B 长上下文"
-    assert zh["spec"]["upgradeDescription"].startswith("**1.0.11** (2026-12-04): Olares 1.12.6+：所有用户共用一个引擎")
+    assert zh["spec"]["upgradeDescription"].startswith("**1.0.12** (2026-12-04): Olares 1.12.3–1.12.5：同样所有用户共用一个引擎")
     assert "measured nothing new" in zh["spec"]["upgradeDescription"]  # notes fall back to en-US
     assert zh["spec"]["fullDescription"] == zh["metadata"]["description"]  # exactly, no newline added
     en = yaml.safe_load(files["i18n/en-US/OlaresManifest.yaml"])

@@ -53,7 +53,7 @@ _RULE_FIELDS: dict[str, tuple[tuple[Any, ...], ...]] = {
 }
 _CONTAINER = re.compile(r"(initContainers|containers)\[([^\]]+)\]")
 # containers of the shared form whose image is not engine.image (templates/llmbase/llm-init.yaml.j2)
-_HELPER_IMAGES = {"llm-init": "llm_init", "init-chown": "chown_image"}
+_HELPER_IMAGES = {"llm-init": "llm_init", "init-chown": "chown_image", "proxy": "proxy_image"}
 
 
 def place_results(results: list[ChartResult], sources: list[ChartSource], cwd: Path | None = None) -> list[ChartResult]:
@@ -153,11 +153,16 @@ class _Placer:
 
     def _template(self, rendered: str) -> str | None:
         """olares-pack's own template of a rendered file, when this repository holds it."""
-        from ..render import CHART_FILES
+        from ..render import CHART_FILES, V2_SERVER_TEMPLATES
 
-        name = CHART_FILES.get(rendered) or ("i18n.yaml.j2" if rendered.startswith("i18n/") else None)
-        if name is None:
-            return None
+        # a v2 sub-chart's file (<sub>/templates/x.yaml): the template of its file in the sub-chart
+        sub = rendered.split("/", 1)[1] if re.match(r"[^/]+/templates/", rendered) else None
+        name = (CHART_FILES.get(rendered) or ("i18n.yaml.j2" if rendered.startswith("i18n/") else None)
+                or (V2_SERVER_TEMPLATES.get(sub) if sub else None)
+                or ("sharedv2/client.yaml.j2" if sub == "templates/client.yaml" else None))
+        return self._template_path(name) if name else None
+
+    def _template_path(self, name: str) -> str | None:
         path = (Path(__file__).resolve().parent.parent.parent / "templates" / name)
         try:
             return path.relative_to(self.cwd).as_posix() if path.is_file() else None
