@@ -26,9 +26,11 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from olares_pack import catalogue, generation, records, releases  # noqa: E402
-from olares_pack.manifest import validate_data  # noqa: E402
-from olares_pack.repo import Repo  # noqa: E402
+from olares_pack.apps.manifest import validate_data  # noqa: E402
+from olares_pack.catalogue import checks as catalogue  # noqa: E402
+from olares_pack.catalogue import records, releases  # noqa: E402
+from olares_pack.catalogue.repo import Repo  # noqa: E402
+from olares_pack.render import generation  # noqa: E402
 
 QUANTS = ["UD-Q2_K_XL", "UD-Q3_K_XL", "Q4_K_M", "UD-Q4_K_XL", "Q5_K_M", "Q6_K", "Q8_0"]
 MODELS = ["Qwen3.6-27B", "Qwen3.6-35B-A3B", "Gemma-4-27B", "Llama-4-Scout-17B", "Mistral-Small-4-24B", "GLM-5-Air"]

@@ -25,10 +25,11 @@ import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from olares_pack import fsio, helm
+from olares_pack.charts import helm
+from olares_pack.charts.source import ChartSource, resolve
+from olares_pack.common import fsio
 from olares_pack.lint import LintOptions, lint_chart
 from olares_pack.lint.context import build_context
-from olares_pack.lint.source import ChartSource, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))

@@ -25,10 +25,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fuzzing import command_lines, dump, manifests  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
-from olares_pack import render, targets  # noqa: E402
-from olares_pack.cli import main  # noqa: E402
-from olares_pack.errors import InputError  # noqa: E402
-from olares_pack.manifest import parse_app  # noqa: E402
+from olares_pack import olares as targets  # noqa: E402
+from olares_pack.apps.manifest import parse_app  # noqa: E402
+from olares_pack.cli.commands import main  # noqa: E402
+from olares_pack.common.errors import InputError  # noqa: E402
+from olares_pack.render import app as render  # noqa: E402
 
 outcomes: Counter[str] = Counter()
 failures: list[str] = []

@@ -20,11 +20,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from olares_pack import fsio, helm, render, targets
+from olares_pack import olares as targets
+from olares_pack.apps.manifest import discover, parse_app
+from olares_pack.charts import helm
+from olares_pack.charts.source import resolve
+from olares_pack.common import fsio
 from olares_pack.lint import LintOptions, lint_charts
 from olares_pack.lint.context import build_context
-from olares_pack.lint.source import resolve
-from olares_pack.manifest import discover, parse_app
+from olares_pack.render import app as render
 
 ROOT = Path(__file__).resolve().parent.parent
 HAND_WRITTEN = ROOT / "tests" / "data" / "charts"

@@ -17,12 +17,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from olares_pack import importer, render, targets
-from olares_pack.errors import OlaresPackError
+from olares_pack import olares as targets
+from olares_pack.apps.manifest import ChartApp
+from olares_pack.catalogue.repo import Repo
+from olares_pack.charts.source import ChartSource
+from olares_pack.common.errors import OlaresPackError
+from olares_pack.importing import importer
 from olares_pack.lint import LintOptions, lint_chart
-from olares_pack.lint.source import ChartSource
-from olares_pack.manifest import ChartApp
-from olares_pack.repo import Repo
+from olares_pack.render import app as render
 
 
 def legacy(folder: Path) -> bool:
@@ -35,7 +37,7 @@ def pods(app: ChartApp) -> dict[str, Any]:
     """Each workload's containers (image, argv, env, resources, ports, probes, mounts) and volumes,
     rendered as the installer renders them (owner == admin, GPU.Type nvidia, no olaresEnv values),
     a v2 chart sub-chart by sub-chart."""
-    from olares_pack import chartrender
+    from olares_pack.render import imported as chartrender
 
     keys = ("name", "image", "command", "args", "env", "resources", "ports", "startupProbe", "livenessProbe",
             "readinessProbe", "volumeMounts")
@@ -107,8 +109,8 @@ def main() -> int:
                 print(f"{chart.name}: not converted: {reason}")
                 continue
             data = next(v for k, v in plan.writes.items() if k.name == "app.yaml")
-            from olares_pack.manifest import validate_data
-            from olares_pack.yamlsrc import safe_load
+            from olares_pack.apps.manifest import validate_data
+            from olares_pack.common.yamlsrc import safe_load
 
             app = validate_data(safe_load(data), chart.name)
             assert isinstance(app, ChartApp)

@@ -9,13 +9,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import quantity
-from .engines import registry
-from .engines.detect import Invocation, find_engines
-from .engines.normalize import normalize_generic, normalize_llama
-from .errors import InputError
-from .lint.context import LintOptions, build_context, run_helm
-from .lint.source import ChartSource
+from olares_pack.charts.source import ChartSource
+from olares_pack.common import quantity
+from olares_pack.common.errors import InputError
+from olares_pack.engines import registry
+from olares_pack.engines.detect import Invocation, find_engines
+from olares_pack.engines.normalize import normalize_generic, normalize_llama
+from olares_pack.lint.context import LintOptions, build_context, run_helm
 
 # The texts a store shows: upgradeDescription is the "what's new" of the version, a text like the others.
 TEXT_FIELDS = (("metadata", "title"), ("metadata", "description"), ("spec", "fullDescription"), ("spec", "upgradeDescription"))
@@ -91,7 +91,7 @@ def _model(objects: list[dict[str, Any]], inv: Invocation | None, flags: dict[st
             if env.get("MODEL_REPO"):
                 files = [line.split("|")[0] for line in (env.get("MODEL_FILES") or "").splitlines() if line]
                 return {"repo": env["MODEL_REPO"], "files": files, "revision": env.get("MODEL_REVISION")}
-    from .llmbase_import import download_env
+    from olares_pack.importing.llmbase import download_env
 
     if env := download_env(objects):  # llm-init's MODEL_SOURCE (the official llmbase charts)
         return {"repo": env["MODEL_REPO"], "files": [f for f in env.get("MODEL_FILES", "").splitlines() if f],

@@ -33,8 +33,8 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 
 def published_app(name: str, version: str):  # noqa: ANN201 - an App
     """A published version of a bundled app, as its release record holds it."""
-    from olares_pack import records
-    from olares_pack.repo import Repo
+    from olares_pack.catalogue import records
+    from olares_pack.catalogue.repo import Repo
 
     return records.app_of(records.read(Repo.at(ROOT), name, version))
 
@@ -70,7 +70,7 @@ def serving(source: Any, **options: Any) -> Iterator[str]:
     import asyncio
     import threading
 
-    from olares_pack import server
+    from olares_pack.market import server
 
     sock = server.listen("127.0.0.1", 0)
     try:  # the loop `serve` runs on

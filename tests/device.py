@@ -24,7 +24,8 @@ import httpx
 import semver
 import yaml
 
-from olares_pack import helm, targets
+from olares_pack import olares as targets
+from olares_pack.charts import helm
 
 NAME, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"  # the bundled example apps
 MODERN_OS = semver.Version.parse("1.12.6-0")  # README, "What a rendered chart contains": two targets

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from olares_pack.yamlsrc import fast_load
+from olares_pack.common.yamlsrc import fast_load
 
 APPS = Path(__file__).resolve().parent.parent / "apps"
 BASES = [fast_load((p / "app.yaml").read_text(), p / "app.yaml") for p in sorted(APPS.iterdir()) if (p / "app.yaml").exists()]

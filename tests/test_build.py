@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import tree_digest
 
-from olares_pack import generation
-from olares_pack.cli import main
+from olares_pack.cli.commands import main
+from olares_pack.render import generation
 
 NAME, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"
 

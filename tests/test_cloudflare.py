@@ -26,9 +26,10 @@ from device import (
     envelope,
 )
 
-from olares_pack import cloudflare, index
-from olares_pack.cli import main
-from olares_pack.server import Source
+from olares_pack.catalogue import ledger as index
+from olares_pack.cli.commands import main
+from olares_pack.market import cloudflare
+from olares_pack.market.server import Source
 
 WRANGLER = ROOT / "node" / "node_modules" / ".bin" / "wrangler"
 pytestmark = pytest.mark.skipif(not WRANGLER.exists(), reason="wrangler is not installed (make installs it into node/)")

@@ -9,10 +9,11 @@ import pytest
 from conftest import build_file_tree, published_app
 from test_lint import HAND_WRITTEN_LEGACY
 
-from olares_pack import render, targets
-from olares_pack.cli import main
+from olares_pack import olares as targets
+from olares_pack.charts.source import ChartSource, from_folder
+from olares_pack.cli.commands import main
 from olares_pack.diff import compare, facts, suggested_changes
-from olares_pack.lint.source import ChartSource, from_folder
+from olares_pack.render import app as render
 
 NAME = "llamacppqwen36mtpone"
 

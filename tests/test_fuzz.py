@@ -12,11 +12,13 @@ from conftest import APPS, ROOT
 from fuzzing import command_lines, dump, manifests
 from hypothesis import HealthCheck, given, settings
 
-from olares_pack import helm, package, render, targets
-from olares_pack.cli import main
-from olares_pack.errors import InputError
-from olares_pack.manifest import parse_app
-from olares_pack.yamlsrc import safe_load
+from olares_pack import olares as targets
+from olares_pack.apps.manifest import parse_app
+from olares_pack.charts import helm, package
+from olares_pack.cli.commands import main
+from olares_pack.common.errors import InputError
+from olares_pack.common.yamlsrc import safe_load
+from olares_pack.render import app as render
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

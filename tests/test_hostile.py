@@ -13,10 +13,12 @@ import pytest
 import yaml
 from conftest import APPS
 
-from olares_pack import helm, render, targets
-from olares_pack.cli import main
-from olares_pack.manifest import parse_app
-from olares_pack.yamlsrc import fast_load, safe_load
+from olares_pack import olares as targets
+from olares_pack.apps.manifest import parse_app
+from olares_pack.charts import helm
+from olares_pack.cli.commands import main
+from olares_pack.common.yamlsrc import fast_load, safe_load
+from olares_pack.render import app as render
 
 NAME = "llamacppqwen36mtpone"
 GOOD_TEXT = (APPS / NAME / "app.yaml").read_text()
@@ -273,7 +275,7 @@ def test_there_are_at_least_a_hundred_named_cases() -> None:
 
 
 def test_an_internal_error_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from olares_pack import build
+    from olares_pack.catalogue import build
 
     def boom(*args: object, **kwargs: object) -> None:
         raise KeyError("a bug")
@@ -318,7 +320,7 @@ def _rendered_yaml(app_data: dict[str, Any], target: targets.TargetProfile) -> d
     values = helm.installer_values(app.name, [app.name])
     import tempfile
 
-    from olares_pack import fsio
+    from olares_pack.common import fsio
 
     def through_helm(name: str, chart_files: dict[str, str]) -> dict[str, str]:
         with tempfile.TemporaryDirectory() as tmp:

@@ -14,13 +14,17 @@ import pytest
 import yaml
 from conftest import ROOT, serving, tree_digest
 
-from olares_pack import helm, importer, package, records, render, targets
-from olares_pack.cli import main
+from olares_pack import olares as targets
+from olares_pack.apps.manifest import ChartApp, load_app
+from olares_pack.catalogue import records
+from olares_pack.catalogue.repo import Repo
+from olares_pack.charts import helm, package
+from olares_pack.charts.source import ChartSource
+from olares_pack.cli.commands import main
+from olares_pack.importing import importer
 from olares_pack.lint import LintOptions, lint_chart
-from olares_pack.lint.source import ChartSource
-from olares_pack.manifest import ChartApp, load_app
-from olares_pack.repo import Repo
-from olares_pack.server import Source
+from olares_pack.market.server import Source
+from olares_pack.render import app as render
 from oracle import oracle  # noqa: F401 - the fixture (the official checker, skipped where it cannot be built)
 
 CHARTS = Path(__file__).parent / "data" / "charts"
@@ -405,7 +409,7 @@ def test_upgrade_flattens_a_multi_chart_v2_app_as_beclab_did(tmp_path: Path, cap
     assert (m["apiVersion"], m["spec"]["onlyAdmin"], m["workloadReplicas"]) == ("v3", True, {"ragdb": 1, "ragstack": 1})
     assert "subCharts" not in m["spec"] and sorted(p for p in files if p.startswith("templates/")) == [
         "templates/NOTES.txt", "templates/ragdb/statefulset.yaml", "templates/ragstack/deployment.yaml"]
-    from olares_pack import chartrender
+    from olares_pack.render import imported as chartrender
 
     before, after = pods(chartrender.objects(legacy)), pods(chartrender.objects(app))
     assert before.keys() == after.keys() == {"Deployment/ragstack", "StatefulSet/ragdb"}
@@ -583,7 +587,7 @@ def test_a_multi_chart_app_in_the_third_party_form_flattens(tmp_path: Path, caps
     app = load_app(root / "apps" / "ragstack")
     files = render.render(app, targets.CURRENT)
     assert "  name: ragstack\n" in files["templates/ragstack/deployment.yaml"]
-    from olares_pack import chartrender
+    from olares_pack.render import imported as chartrender
 
     before, after = pods(chartrender.objects(legacy)), pods(chartrender.objects(app))
     assert after["Deployment/ragstack"]["volumes"] == before["Deployment/ragstack"]["volumes"]  # same host path

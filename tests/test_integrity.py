@@ -14,11 +14,15 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, tree_digest
 
-from olares_pack import catalogue, generation, index, journal, records, releases, render
-from olares_pack.cli import main
-from olares_pack.lock import RepoLock
-from olares_pack.manifest import load_app
-from olares_pack.repo import Repo
+from olares_pack.apps.manifest import load_app
+from olares_pack.catalogue import checks as catalogue
+from olares_pack.catalogue import journal, records, releases
+from olares_pack.catalogue import ledger as index
+from olares_pack.catalogue.lock import RepoLock
+from olares_pack.catalogue.repo import Repo
+from olares_pack.cli.commands import main
+from olares_pack.render import app as render
+from olares_pack.render import generation
 
 NAME = "llamacppqwen36mtpone"
 CLI = [sys.executable, "-c", "from olares_pack.cli import main; main()"]
@@ -73,7 +77,7 @@ def test_a_template_change_without_a_new_generation_fails_the_check(
     assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
     err = capsys.readouterr().err
     assert f"generation {generation.GENERATION} no longer renders llamacppqwen36mtpone {version} (current)" in err
-    assert "Raise GENERATION in olares_pack/generation.py" in err
+    assert "Raise GENERATION in olares_pack/render/generation.py" in err
     assert "market-index.json" not in err and "changed since" not in err  # the ledger and packages are fine
 
 

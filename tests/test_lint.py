@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 from conftest import APPS, build_file_tree
 
-from olares_pack import package, render, targets
-from olares_pack.cli import main
+from olares_pack import olares as targets
+from olares_pack.apps.manifest import parse_app
+from olares_pack.charts import package
+from olares_pack.charts.source import from_archive_bytes, from_folder
+from olares_pack.cli.commands import main
 from olares_pack.lint import LintOptions, lint_source
-from olares_pack.lint.source import from_archive_bytes, from_folder
-from olares_pack.manifest import parse_app
+from olares_pack.render import app as render
 
 DIGEST = "sha256:" + "7451496e224c9" + "0" * 51  # a syntactically valid stand-in: tests never pull
 NAME = "llamacppqwen36mtpone"

@@ -12,12 +12,12 @@ import pytest
 from conftest import APPS, build_file_tree
 from test_lint import CASES, DIGEST, NAME, D, M, base_files, edit, flagged, lint_files
 
-from olares_pack.cli import main
+from olares_pack.charts.source import from_app, from_folder, resolve
+from olares_pack.cli.commands import main
 from olares_pack.engines import argcpp, registry
 from olares_pack.lint import LintOptions, lint_chart, lint_charts
 from olares_pack.lint.engine_rules import hami_mib
 from olares_pack.lint.findings import RULES
-from olares_pack.lint.source import from_app, from_folder, resolve
 
 CHARTS = Path(__file__).parent / "data" / "charts"
 
@@ -177,7 +177,7 @@ def test_explain_prints_the_rule_its_source_and_releases(capsys: pytest.CaptureF
 
 
 def test_every_rule_cites_a_source_and_a_release_range() -> None:
-    from olares_pack.targets import constraint_terms
+    from olares_pack.olares import constraint_terms
 
     for rule, info in RULES.items():
         assert len(info.source) > 10, rule
@@ -355,9 +355,9 @@ spec:
 def test_template_syntax_in_values_is_not_a_finding_a_duplicate_key_is(tmp_path: Path) -> None:
     # Nothing reads a template as YAML before Helm renders it: '{{ a }}:{{ b }}' values, keys in
     # both branches of one if/else and actions left of a block scalar's text all render fine.
+    from olares_pack.charts.source import ChartSource
     from olares_pack.lint.context import ChartContext
     from olares_pack.lint.raw_rules import raw_yaml
-    from olares_pack.lint.source import ChartSource
 
     ctx = ChartContext(ChartSource("x", "x", {"templates/d.yaml": RAW.format(name="x")}), LintOptions())
     raw_yaml(ctx)
@@ -449,8 +449,9 @@ VLLM_IMAGE = "docker.io/aamsellem/vllm-qwen36-blackwell:0.20.0-genesis-v3"
 
 
 def vllm_chart(tmp_path: Path, image: str, extra: str = "") -> list:
-    from olares_pack import render, targets
-    from olares_pack.manifest import parse_app
+    from olares_pack import olares as targets
+    from olares_pack.apps.manifest import parse_app
+    from olares_pack.render import app as render
 
     # the per-user form, whose argv these cases edit (the shared form's ENGINE_ARGS: test_llmbase)
     text = (APPS / VLLM / "app.yaml").read_text().replace("  kind: vllm\n", "  kind: vllm\n  shared: false\n")

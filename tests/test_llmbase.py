@@ -13,8 +13,12 @@ import pytest
 import yaml
 from conftest import APPS
 
-from olares_pack import fsio, helm, llmbase, render, targets
-from olares_pack.manifest import load_app
+from olares_pack import olares as targets
+from olares_pack.apps.manifest import load_app
+from olares_pack.charts import helm
+from olares_pack.common import fsio
+from olares_pack.render import app as render
+from olares_pack.render import llmbase
 from oracle import oracle  # noqa: F401 - the fixture
 
 REPO = "example/tiny-GGUF"
@@ -133,7 +137,7 @@ def test_a_truncated_file_is_refused_without_hashing(tmp_path: Path) -> None:
 
 
 def test_engine_args_refuse_white_space(tmp_path: Path) -> None:
-    from olares_pack.errors import InputError
+    from olares_pack.common.errors import InputError
 
     text = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text().replace(
         "  chat_template_kwargs: {enable_thinking: false}", "  chat_template_kwargs: {enable_thinking: false}\n  extra_args: [--system-prompt, two words]")
@@ -266,7 +270,7 @@ def test_the_clone_dialog_values_reach_both_workloads(tmp_path: Path) -> None:
 def test_diff_shows_an_engine_args_default_change_as_a_flag_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from olares_pack.cli import main
+    from olares_pack.cli.commands import main
 
     paths = []
     for label, ctx in (("a", "262144"), ("b", "131072")):
@@ -284,8 +288,9 @@ def test_diff_shows_an_engine_args_default_change_as_a_flag_change(tmp_path: Pat
 def test_import_of_an_official_llmbase_app_renders_back_to_an_equivalent_chart(tmp_path: Path) -> None:
     import datetime as dt
 
-    from olares_pack import diff, importer, structure
-    from olares_pack.lint.source import ChartSource
+    from olares_pack import diff
+    from olares_pack.charts.source import ChartSource
+    from olares_pack.importing import importer, structure
 
     official_name = "llamacppqwen3627bmtpq4kxlv3"
     found = importer.find(str(OFFICIAL / official_name))[0]
@@ -311,7 +316,7 @@ def test_import_of_an_official_llmbase_app_renders_back_to_an_equivalent_chart(t
 def test_vram_estimates_the_default_engine_args_and_says_an_edit_is_the_installers_risk(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from olares_pack.cli import main
+    from olares_pack.cli.commands import main
 
     capsys.readouterr()
     main(["vram", "llamacppqwen36mtpone", "--apps-dir", str(APPS), "--format", "json"])
@@ -337,7 +342,7 @@ def test_locking_the_model_records_its_sha256_and_the_chart_checks_it(tmp_path: 
     from fakehub import serve
     from test_vram import write_hybrid
 
-    from olares_pack.cli import main
+    from olares_pack.cli.commands import main
 
     write_hybrid(tmp_path / "m.gguf")
     data = (tmp_path / "m.gguf").read_bytes()
@@ -372,8 +377,8 @@ def test_engine_shared_false_keeps_the_per_user_chart(tmp_path: Path) -> None:
 
 
 def test_lint_checks_the_flags_of_the_engine_args_default(tmp_path: Path) -> None:
+    from olares_pack.charts.source import from_folder
     from olares_pack.lint import lint_chart
-    from olares_pack.lint.source import from_folder
 
     name = "vllmqwen36turbo27bone"
     files = render.render(load_app(APPS / name), targets.CURRENT)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import APPS
 
-from olares_pack.cli import main
-from olares_pack.errors import InputError
-from olares_pack.manifest import LlamaCppApp, VllmApp, load_app, parse_app
+from olares_pack.apps.manifest import LlamaCppApp, VllmApp, load_app, parse_app
+from olares_pack.cli.commands import main
+from olares_pack.common.errors import InputError
 
 GOOD = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text()
 
@@ -155,7 +155,7 @@ block: |
                          ids=["tricky", "llama", "vllm"])
 def test_the_fast_reader_reads_what_the_round_trip_reader_reads(text: str) -> None:
     """libyaml (with the YAML 1.2 core schema) and ruamel's round-trip reader agree value for value."""
-    from olares_pack.yamlsrc import fast_load, roundtrip_yaml
+    from olares_pack.common.yamlsrc import fast_load, roundtrip_yaml
 
     fast = fast_load(text, Path("x.yaml"))
     assert fast == _plain(roundtrip_yaml().load(text))
@@ -178,7 +178,7 @@ def test_a_key_given_twice_is_an_error_with_its_line(tmp_path: Path) -> None:
     ("a: 1\na: 2\n", 2, "found duplicate key 'a'"),
 ], ids=["alias", "merge", "deep", "very-deep", "duplicate"])
 def test_yaml_shapes_that_are_refused_before_anything_is_built(text: str, line: int, fragment: str) -> None:
-    from olares_pack.yamlsrc import fast_load
+    from olares_pack.common.yamlsrc import fast_load
 
     with pytest.raises(InputError) as exc:
         fast_load(text, Path("app.yaml"))

@@ -36,9 +36,11 @@ from device import (
     envelope,
 )
 
-from olares_pack import index, market, server
-from olares_pack.cli import main
-from olares_pack.server import Source
+from olares_pack.catalogue import ledger as index
+from olares_pack.cli.commands import main
+from olares_pack.market import payloads as market
+from olares_pack.market import server
+from olares_pack.market.server import Source
 
 
 @pytest.fixture(scope="module")
@@ -423,7 +425,7 @@ def test_a_live_source_with_only_the_v2_routes_imports_the_same_charts(monkeypat
     """The live-source import reads a source the way a 1.12.7 device does: the app list from
     /api/v2/applications, charts under /api/v2; here the source answers 404 on the v1 list and
     chart routes, and the same charts come back as from the v1 routes."""
-    from olares_pack import marketclient
+    from olares_pack.market import client as marketclient
 
     with serving(Source(ROOT, ROOT / "market-index.json")) as url:
         whole = marketclient.fetch(url, ("1.12.5", "1.12.7"))

@@ -13,10 +13,11 @@ from conftest import tree_digest
 from fakehub import FakeHub, serve
 from test_pin import PASSWORD, USER, Images, docker_config, images, needs_registry  # noqa: F401 - the fixture
 
-from olares_pack import budget, gguf_meta, vram
-from olares_pack.cli import main
-from olares_pack.manifest import load_app
-from olares_pack.newapp import server_for
+from olares_pack.apps.manifest import load_app
+from olares_pack.apps.new_llamacpp import server_for
+from olares_pack.cli.commands import main
+from olares_pack.vram import budget, gguf_meta
+from olares_pack.vram import estimate as vram
 
 REPO = "acme/Qwen3.6-27B-GGUF"
 COMMIT = "1111111111111111111111111111111111111111"
@@ -212,7 +213,7 @@ def vllm_hub(hub: FakeHub) -> FakeHub:
 def test_vllm_sizes_the_grant_and_utilization_from_config_and_tree(
         images: Images, vllm_hub: FakeHub, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
         capsys: pytest.CaptureFixture[str]) -> None:
-    from olares_pack.newvllm import OVERHEAD_MIB
+    from olares_pack.apps.new_vllm import OVERHEAD_MIB
 
     docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
     common = ["--hf", SAFETENSORS, "--engine", "vllm", "--gpu-mib", "4096", *on_registry(images)]

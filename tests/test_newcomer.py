@@ -15,8 +15,9 @@ import pytest
 import yaml
 from conftest import ROOT, serving
 
-from olares_pack import targets, vram
-from olares_pack.cli import cli, main
+from olares_pack import olares as targets
+from olares_pack.cli.commands import cli, main
+from olares_pack.vram import estimate as vram
 
 NAME = "llamacppqwen36mtpone"
 README = (ROOT / "README.md").read_text()
@@ -184,8 +185,8 @@ def largest(capsys: pytest.CaptureFixture[str], *extra: str) -> list[str]:
 
 
 def test_largest_ctx_is_one_number_and_its_verdict(capsys: pytest.CaptureFixture[str]) -> None:
-    from olares_pack import budget
-    from olares_pack.manifest import load_app
+    from olares_pack.apps.manifest import load_app
+    from olares_pack.vram import budget
 
     app = load_app(ROOT / "apps" / NAME / "app.yaml")
     meta, s = budget.model_meta(app, ROOT / "apps" / NAME), budget.settings_for(app.server)
@@ -207,8 +208,8 @@ def test_largest_ctx_is_one_number_and_its_verdict(capsys: pytest.CaptureFixture
 
 
 def test_target_help_and_readme_say_the_legacy_manifest_the_render_writes() -> None:
-    from olares_pack import render
-    from olares_pack.manifest import load_app
+    from olares_pack.apps.manifest import load_app
+    from olares_pack.render import app as render
 
     legacy = targets.LEGACY
     app = load_app(ROOT / "apps" / NAME / "app.yaml")
@@ -237,7 +238,7 @@ def test_readme_command_table_lists_changes_from_diff_and_what_lock_needs() -> N
 
 
 def test_the_details_post_reads_its_version_from_the_body_as_the_readme_says(repo: Path) -> None:
-    from olares_pack.server import Source
+    from olares_pack.market.server import Source
 
     assert '`{"app_ids": ["<id>", ...],\n  "version": "<Olares version>"}`' in README
     assert "a `?version=` query on the POST's URL is ignored" in README

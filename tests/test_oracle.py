@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import APPS
 
+from olares_pack.charts.source import from_app
 from olares_pack.lint.findings import RULES
-from olares_pack.lint.source import from_app
 from oracle import oracle  # noqa: F401 - the fixture
 
 CHARTS = Path(__file__).resolve().parent / "data" / "charts"

@@ -30,9 +30,9 @@ from registry import (
 )
 from test_vram import write_hybrid
 
-from olares_pack import oci
-from olares_pack.cli import main
-from olares_pack.manifest import parse_app
+from olares_pack.apps.manifest import parse_app
+from olares_pack.cli.commands import main
+from olares_pack.remote import oci
 
 LLAMA, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"
 USER, PASSWORD = "alice", "s3cret"

@@ -12,21 +12,18 @@ from pathlib import Path
 import pytest
 from conftest import APPS, ROOT, published_app, tree_digest
 
-from olares_pack import (
-    __version__,
-    catalogue,
-    fsio,
-    generation,
-    helm,
-    index,
-    package,
-    records,
-    render,
-    targets,
-)
-from olares_pack.cli import main
-from olares_pack.manifest import load_app
-from olares_pack.repo import Repo
+from olares_pack import __version__
+from olares_pack import olares as targets
+from olares_pack.apps.manifest import load_app
+from olares_pack.catalogue import checks as catalogue
+from olares_pack.catalogue import ledger as index
+from olares_pack.catalogue import records
+from olares_pack.catalogue.repo import Repo
+from olares_pack.charts import helm, package
+from olares_pack.cli.commands import main
+from olares_pack.common import fsio
+from olares_pack.render import app as render
+from olares_pack.render import generation
 
 NAME = "llamacppqwen36mtpone"
 

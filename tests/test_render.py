@@ -11,9 +11,13 @@ import pytest
 import yaml
 from conftest import APPS, EXPECTED
 
-from olares_pack import fsio, helm, kube, llmbase, package, quantity, render, sharedv2, targets
-from olares_pack.cli import main
-from olares_pack.manifest import load_app
+from olares_pack import olares as targets
+from olares_pack.apps.manifest import load_app
+from olares_pack.charts import helm, kube, package
+from olares_pack.cli.commands import main
+from olares_pack.common import fsio, quantity
+from olares_pack.render import app as render
+from olares_pack.render import llmbase, sharedv2
 
 CASES = [
     (app, target)

@@ -14,9 +14,10 @@ import pytest
 from conftest import ROOT, serving
 from device import Device, Refused, device_lifecycle, installer_gate
 
-from olares_pack import helm, index
-from olares_pack.cli import main
-from olares_pack.server import Source
+from olares_pack.catalogue import ledger as index
+from olares_pack.charts import helm
+from olares_pack.cli.commands import main
+from olares_pack.market.server import Source
 
 HEADER_TIMEOUT = 1.0  # seconds: short, so that the slow-client test is quick
 

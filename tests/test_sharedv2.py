@@ -15,9 +15,12 @@ import pytest
 import yaml
 from conftest import APPS
 
-from olares_pack import fsio, helm, kube, package, render, targets
-from olares_pack.cli import main
-from olares_pack.manifest import load_app
+from olares_pack import olares as targets
+from olares_pack.apps.manifest import load_app
+from olares_pack.charts import helm, kube, package
+from olares_pack.cli.commands import main
+from olares_pack.common import fsio
+from olares_pack.render import app as render
 
 NAME = "llamacppqwen36mtpone"
 SERVER = f"{NAME}server"

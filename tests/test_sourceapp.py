@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from olares_pack import helm, package
-from olares_pack.cli import main
-from olares_pack.errors import InputError
+from olares_pack.charts import helm, package
+from olares_pack.charts.source import ChartSource
+from olares_pack.cli.commands import main
+from olares_pack.common.errors import InputError
 from olares_pack.lint import LintOptions, lint_source
-from olares_pack.lint.source import ChartSource
-from olares_pack.sourceapp import SourceApp, render_chart
+from olares_pack.market.sourceapp import SourceApp, render_chart
 
 IMAGE = "ghcr.io/example/olares-market:1.0.0@sha256:" + "ab" * 32
 

@@ -15,10 +15,11 @@ import pytest
 from conftest import APPS
 from fakehub import COMMIT, REPO, REVISION, serve
 
-from olares_pack import gguf_meta, vram
-from olares_pack.cli import main
-from olares_pack.gguf_meta import from_file, from_hub, load_lock
-from olares_pack.manifest import load_app
+from olares_pack.apps.manifest import load_app
+from olares_pack.cli.commands import main
+from olares_pack.vram import estimate as vram
+from olares_pack.vram import gguf_meta
+from olares_pack.vram.gguf_meta import from_file, from_hub, load_lock
 
 MIB = 1024 * 1024
 NAME = "llamacppqwen36mtpone"
@@ -293,8 +294,8 @@ def test_a_verdict_that_contradicts_the_record_is_reported(capsys: pytest.Captur
     says 1.0.5 fits (the device runs on b11434 agree with the estimate, not with the record):
     `vram --version 1.0.5` sets the record beside the verdict and warns that they disagree. No
     other published version has an out-of-memory record, and another device is not judged."""
-    from olares_pack import outcomes
-    from olares_pack.repo import Repo
+    from olares_pack.catalogue.repo import Repo
+    from olares_pack.vram import outcomes
 
     repo = Repo.of_apps(APPS)
     found = {v: outcomes.recorded(repo, NAME, v) for v in ("1.0.5", "1.0.7", "1.0.8", "1.0.9", "1.0.10", "1.0.11")}
@@ -363,7 +364,7 @@ MEASUREMENTS = Path(__file__).resolve().parent.parent / "bench" / "vram" / "meas
 
 
 def test_the_constants_are_fitted_from_the_measurements() -> None:
-    from olares_pack import vramfit
+    from olares_pack.vram import fit as vramfit
 
     entries = json.loads(MEASUREMENTS.read_text())
     assert len(entries) >= 30 and len({e["gpu"] for e in entries}) == 1
@@ -376,7 +377,7 @@ def test_the_estimator_against_every_measured_run() -> None:
     worst case is printed)."""
     import sys
 
-    from olares_pack import vramfit
+    from olares_pack.vram import fit as vramfit
 
     sys.path.insert(0, str(MEASUREMENTS.parent))
     from fit import settings
@@ -408,7 +409,7 @@ def test_without_flash_attention_the_growth_follows_the_tokens_filled() -> None:
     the full context (what a verdict uses) about 3 GiB higher."""
     import sys
 
-    from olares_pack import vramfit
+    from olares_pack.vram import fit as vramfit
 
     sys.path.insert(0, str(MEASUREMENTS.parent))
     from fit import settings
@@ -452,7 +453,7 @@ def test_the_run_time_runs_accept_drafts_by_their_weights() -> None:
 def test_the_run_time_growth_term_is_fitted_from_the_run_time_runs() -> None:
     """Each slope is recomputed from the requests; a growth planted in one run moves the slopes
     and the largest growth, which the band then covers."""
-    from olares_pack import vramfit
+    from olares_pack.vram import fit as vramfit
 
     entries = json.loads(MEASUREMENTS.read_text())
     c = vram.calibration()["constants"]

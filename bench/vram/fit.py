@@ -9,7 +9,7 @@ and accepted MTP drafts, population "run time"), writes bench/vram/measurements.
 per run: configuration, build, GPU, the synthetic model's numbers, each measured term,
 `boot_mib`, the peak as `measured_mib`, llama.cpp's own projection as `llamacpp_fit_mib`,
 olares-pack's `estimated_mib`; run-time runs add `run_time`: acceptance, tokens, requests and the
-memory around every request), fits the constants (olares_pack/vramfit.py) into
+memory around every request), fits the constants (olares_pack/vram/fit.py) into
 olares_pack/data/vram-fit.json, and prints every run with its residual. `--check` writes nothing
 and exits 1 when either file is not what the runs give.
 """
@@ -28,8 +28,9 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 import synth  # noqa: E402
 
-from olares_pack import vram, vramfit  # noqa: E402
-from olares_pack.gguf_meta import ModelMeta  # noqa: E402
+from olares_pack.vram import estimate as vram  # noqa: E402
+from olares_pack.vram import fit as vramfit  # noqa: E402
+from olares_pack.vram.gguf_meta import ModelMeta  # noqa: E402
 
 RAW, OUT, FIT = HERE / "measurements.raw.json", HERE / "measurements.json", ROOT / "olares_pack" / "data" / "vram-fit.json"
 RUNTIME_RAW = HERE / "runtime.raw.json"

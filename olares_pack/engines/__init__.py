@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import llamacpp, vllm
+from olares_pack.engines import llamacpp, vllm
 
 if TYPE_CHECKING:
-    from ..manifest import App
+    from olares_pack.apps.manifest import App
 
 # Where the chart mounts the model store inside both the download and the engine containers.
 MODELS_MOUNT = "/models"
@@ -35,9 +35,9 @@ def build_argv(app: App) -> list[str]:
 
 def normalized_flags(app: App) -> dict[str, str]:
     """The engine arguments as flag -> value, whatever their spelling (the registry of this build)."""
-    from ..errors import InputError
-    from . import registry
-    from .normalize import normalize_generic, normalize_llama
+    from olares_pack.common.errors import InputError
+    from olares_pack.engines import registry
+    from olares_pack.engines.normalize import normalize_generic, normalize_llama
 
     argv = build_argv(app)
     if app.engine.kind == "llamacpp":

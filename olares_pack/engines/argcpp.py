@@ -228,7 +228,7 @@ def dumps(table: dict[str, object]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from .gentable import run
+    from olares_pack.engines.gentable import run
 
     return run(argv, build_table, dumps)
 

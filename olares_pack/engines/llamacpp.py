@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..manifest import LlamaServer
+    from olares_pack.apps.manifest import LlamaServer
 
 # Index of the value following --n-gpu-layers in the argv built below: the chart swaps it for 0
 # in cpu mode.

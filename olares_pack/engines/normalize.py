@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .registry import Registry
+from olares_pack.engines.registry import Registry
 
 TRUE = {"true", "1", "on", "enabled", "yes"}
 FALSE = {"false", "0", "off", "disabled", "no"}

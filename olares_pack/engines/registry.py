@@ -18,8 +18,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, cast
 
-from ..errors import InputError
-from ..yamlsrc import safe_load
+from olares_pack.common.errors import InputError
+from olares_pack.common.yamlsrc import safe_load
 
 
 @dataclass

@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..manifest import VllmServer
+    from olares_pack.apps.manifest import VllmServer
 
 
 def build_argv(s: VllmServer, model: str, *, download_dir: str | None, revision: str | None) -> list[str]:

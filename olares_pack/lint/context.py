@@ -14,11 +14,13 @@ import helm_python
 import semver
 import yaml
 
-from .. import fsio, helm, package, targets
-from ..errors import InputError
-from ..yamlsrc import SourceDoc, compose_lines, node_line, parse_yaml, safe_load
-from .findings import Finding, Severity, make
-from .source import ChartSource
+from olares_pack import olares as targets
+from olares_pack.charts import helm, package
+from olares_pack.charts.source import ChartSource
+from olares_pack.common import fsio
+from olares_pack.common.errors import InputError
+from olares_pack.common.yamlsrc import SourceDoc, compose_lines, node_line, parse_yaml, safe_load
+from olares_pack.lint.findings import Finding, Severity, make
 
 MANIFEST = "OlaresManifest.yaml"
 OWNERS = (("alice", "alice"), ("bob", "alice"))  # owner == admin, owner != admin

@@ -9,12 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..engines import registry
-from ..engines.detect import Invocation, find_engines
-from ..engines.normalize import normalize_generic, normalize_llama
-from ..errors import InputError
-from .context import ChartContext
-from .template_rules import containers, obj_name
+from olares_pack.common.errors import InputError
+from olares_pack.engines import registry
+from olares_pack.engines.detect import Invocation, find_engines
+from olares_pack.engines.normalize import normalize_generic, normalize_llama
+from olares_pack.lint.context import ChartContext
+from olares_pack.lint.template_rules import containers, obj_name
 
 Rule = Callable[[ChartContext], None]
 # A token or API key by its name (HF_TOKEN, OPENAI_API_KEY, ...), not TOKENIZERS_PARALLELISM or
@@ -301,7 +301,8 @@ def _estimate(ctx: ChartContext) -> Any:
     app, app_dir = ctx.source.app, ctx.source.app_dir
     est = None
     if app is not None and app_dir is not None and "nvidia" in getattr(app, "modes", ()):
-        from .. import budget, vram
+        from olares_pack.vram import budget
+        from olares_pack.vram import estimate as vram
 
         try:
             est = budget.app_estimate(app, app_dir, vram.device())
@@ -319,8 +320,8 @@ def gpu_budget(ctx: ChartContext) -> None:
     est = _estimate(ctx)
     if app is None or est is None:
         return
-    from .. import vram
-    from ..manifest import LlamaCppApp
+    from olares_pack.apps.manifest import LlamaCppApp
+    from olares_pack.vram import estimate as vram
 
     declared = app.resources.gpu_memory_mib
     figures = f"{est.total_mib:,.0f} MiB at full context ({est.boot_mib:,.0f} at boot), {est.headroom_mib:,.0f} MiB headroom on {est.device.name}"
@@ -362,7 +363,7 @@ def hami_limit(ctx: ChartContext) -> None:
     """HAMi's device plugin sets CUDA_DEVICE_MEMORY_LIMIT_<i> from the granted nvidia.com/gpumem
     (beclab/HAMi plugin/server.go Allocate); a value the chart sets by hand replaces that bound, so
     it is checked against the grant and the estimate."""
-    from ..engines.detect import configmaps, resolve_env
+    from olares_pack.engines.detect import configmaps, resolve_env
 
     r = next((x for x in ctx.renders if x.mode in ("nvidia", None) and x.owner == x.admin), None)
     if r is None:

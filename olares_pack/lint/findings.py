@@ -231,7 +231,7 @@ POLICY_GATES = tuple(sorted(r for r, info in RULES.items() if info.policy and in
 
 def allowable(rule: str) -> None:
     """`--allow RULE` takes a policy rule only: an installer's refusal cannot be allowed away."""
-    from ..errors import InputError
+    from olares_pack.common.errors import InputError
 
     info = RULES.get(rule)
     if info is None:
@@ -243,7 +243,7 @@ def allowable(rule: str) -> None:
 
 def applies(rule: str, olares: str | None) -> bool:
     """Whether `rule` refuses charts on Olares `olares` (None: every release)."""
-    from ..targets import admits
+    from olares_pack.olares import admits
 
     return olares is None or admits(RULES[rule].olares, olares)
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import semver
 
-from .. import quantity
-from ..errors import InputError
-from ..naming import NAME_RE, RESERVED_NAMES, URL_RE
-from ..targets import KNOWN_RELEASES, admits, parse_os_version
-from ..yamlsrc import safe_load
-from .context import LEGACY_WINDOW, MANIFEST, ChartContext
-from .findings import make
+from olares_pack.common import quantity
+from olares_pack.common.errors import InputError
+from olares_pack.common.naming import NAME_RE, RESERVED_NAMES, URL_RE
+from olares_pack.common.yamlsrc import safe_load
+from olares_pack.lint.context import LEGACY_WINDOW, MANIFEST, ChartContext
+from olares_pack.lint.findings import make
+from olares_pack.olares import KNOWN_RELEASES, admits, parse_os_version
 
 Rule = Callable[[ChartContext], None]
 
@@ -374,7 +374,7 @@ def olares_user(ctx: ChartContext) -> None:
 
 
 def api_timeout(ctx: ChartContext) -> None:
-    from ..engines.detect import find_engines
+    from olares_pack.engines.detect import find_engines
 
     if not ctx.renders or not find_engines(ctx.renders[0].objects):
         return

@@ -8,10 +8,10 @@ from collections import Counter
 from rich.markup import escape
 from rich.table import Table
 
-from .. import console
-from ..errors import InputError
-from .findings import ALL_RELEASES, RULES, Finding
-from .runner import ChartResult
+from olares_pack.common import console
+from olares_pack.common.errors import InputError
+from olares_pack.lint.findings import ALL_RELEASES, RULES, Finding
+from olares_pack.lint.runner import ChartResult
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 

@@ -16,10 +16,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..repo import MANIFEST_FILE
-from .findings import Finding
-from .runner import ChartResult
-from .source import ChartSource
+from olares_pack.catalogue.repo import MANIFEST_FILE
+from olares_pack.charts.source import ChartSource
+from olares_pack.lint.findings import Finding
+from olares_pack.lint.runner import ChartResult
 
 # Manifest keys the app's own fields hold (OlaresManifest.yaml key -> app.yaml field).
 _OWN_FIELDS = {"name": "name", "title": "title", "description": "description", "icon": "icon", "version": "version",
@@ -153,7 +153,7 @@ class _Placer:
 
     def _template(self, rendered: str) -> str | None:
         """olares-pack's own template of a rendered file, when this repository holds it."""
-        from ..render import CHART_FILES, V2_SERVER_TEMPLATES
+        from olares_pack.render.app import CHART_FILES, V2_SERVER_TEMPLATES
 
         # a v2 sub-chart's file (<sub>/templates/x.yaml): the template of its file in the sub-chart
         sub = rendered.split("/", 1)[1] if re.match(r"[^/]+/templates/", rendered) else None
@@ -176,7 +176,7 @@ class _Lines:
     app.yaml, and only lines are wanted here)."""
 
     def __init__(self, text: str) -> None:
-        from ..yamlsrc import compose_lines, safe_load
+        from olares_pack.common.yamlsrc import compose_lines, safe_load
 
         self.lines = text.splitlines()
         self.data = safe_load(text)
@@ -184,7 +184,7 @@ class _Lines:
 
     def line_of(self, loc: tuple[Any, ...]) -> int | None:
         """1-based line of the deepest key of `loc` that the file holds (1 for none)."""
-        from ..yamlsrc import node_line
+        from olares_pack.common.yamlsrc import node_line
 
         return node_line(self.root, loc)
 
@@ -223,8 +223,8 @@ def _placer(source: ChartSource, cwd: Path) -> _Placer | None:
     app_yaml = _app_of_archive(Path(label), source.folder)
     app = None
     if app_yaml is not None:
-        from ..errors import OlaresPackError
-        from ..manifest import load_app
+        from olares_pack.apps.manifest import load_app
+        from olares_pack.common.errors import OlaresPackError
 
         try:
             app = load_app(app_yaml)

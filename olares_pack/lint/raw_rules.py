@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .context import ChartContext
+from olares_pack.lint.context import ChartContext
 
 Rule = Callable[[ChartContext], None]
 

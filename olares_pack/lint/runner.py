@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import engine_rules, manifest_rules, raw_rules, template_rules
-from .context import ChartContext, LintOptions, build_context, run_helm
-from .findings import Finding, allow, for_release
-from .source import ChartSource
+from olares_pack.charts.source import ChartSource
+from olares_pack.lint import engine_rules, manifest_rules, raw_rules, template_rules
+from olares_pack.lint.context import ChartContext, LintOptions, build_context, run_helm
+from olares_pack.lint.findings import Finding, allow, for_release
 
 
 @dataclass(frozen=True)

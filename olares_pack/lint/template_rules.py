@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
-from .. import kube, quantity
-from .context import ChartContext, Render
+from olares_pack.charts import kube
+from olares_pack.common import quantity
+from olares_pack.lint.context import ChartContext, Render
 
 Rule = Callable[[ChartContext], None]
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
@@ -291,7 +292,7 @@ def multiple_install(ctx: ChartContext) -> None:
     """options.allowMultipleInstall: a workload named after the release, and no cluster-scoped object
     whose name stays the same under another release name (oac CheckReleaseNameWorkload,
     CheckClusterScopedFixedNames)."""
-    from .context import PROBES
+    from olares_pack.lint.context import PROBES
 
     probes = ctx.memo.get("probes")
     if not probes:

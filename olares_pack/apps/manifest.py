@@ -1,0 +1,768 @@
+"""The app manifest (`apps/<name>/app.yaml`): pydantic models and loading with file:line errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import semver
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictInt,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from olares_pack.apps.fields import (
+    MAX_BYTES,
+    MAX_CORES,
+    MAX_GPU_MIB,
+    Count,
+    Flag,
+    Fraction,
+    HfPath,
+    HfRepo,
+    HfRevision,
+    Port,
+    Seconds,
+    Url,
+    text_problems,
+)
+from olares_pack.catalogue.repo import MANIFEST_FILE
+from olares_pack.common import quantity
+from olares_pack.common.errors import InputError, Problem
+from olares_pack.common.naming import NAME_RE, RESERVED_NAMES
+from olares_pack.common.yamlsrc import SourceDoc, load_yaml, parse_yaml
+
+LOCALE_RE = re.compile(r"^[a-z]{2,3}(-[A-Z][A-Za-z]{1,3})?$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+REPOSITORY_RE = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._/-][a-z0-9]+)*)+$|^[a-z0-9]+([._-][a-z0-9]+)*$")
+TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+
+FileSize = Annotated[StrictInt, Field(gt=0, le=1 << 45)]  # bytes: 32 TiB, above any model file
+
+CacheType = Literal["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]
+Target = Literal["current", "legacy"]
+Mode = Literal["nvidia", "cpu"]
+
+
+class Model_(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------- texts
+
+
+class License(Model_):
+    text: str = Field(min_length=1)
+    url: Url | None = None
+
+
+class LocaleTexts(Model_):
+    """Per-locale overrides of the app's texts (en-US comes from the top-level fields)."""
+
+    title: str = Field(min_length=1, max_length=30)
+    description: str = Field(min_length=1)
+    full_description: str | None = None
+
+
+# ---------------------------------------------------------------- engine and model
+
+
+class Image(Model_):
+    repository: str
+    tag: str
+    digest: str | None = None
+
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, v: str) -> str:
+        if not REPOSITORY_RE.match(v):
+            raise ValueError(f"{v!r} is not an image repository (expected e.g. docker.io/org/name)")
+        return v
+
+    @field_validator("tag")
+    @classmethod
+    def _tag(cls, v: str) -> str:
+        if not TAG_RE.match(v):
+            raise ValueError(f"{v!r} is not an image tag")
+        return v
+
+    @field_validator("digest")
+    @classmethod
+    def _digest(cls, v: str | None) -> str | None:
+        if v is not None and not DIGEST_RE.match(v):
+            raise ValueError(f"{v!r} is not an image digest (expected sha256: and 64 hex digits)")
+        return v
+
+    @property
+    def pinned(self) -> bool:
+        return self.digest is not None
+
+    @property
+    def ref(self) -> str:
+        base = f"{self.repository}:{self.tag}"
+        return f"{base}@{self.digest}" if self.digest else base
+
+
+class ModelFile(Model_):
+    name: HfPath
+    size: FileSize | None = Field(default=None, description="bytes")
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+
+
+Capability = Literal["tools", "thinking", "vision", "embedding"]
+
+
+class HFModel(Model_):
+    """Weights on Hugging Face. `file`/`size`/`sha256` is the one-file shorthand of `files`."""
+
+    repo: HfRepo
+    revision: HfRevision = "main"
+    # What the model can do, for the device's LLM gateway (shared apps: MODEL_SUPPORTS, expanded
+    # to supports_* keys as the official llm-init.yaml of beclab/apps llamacppllmbasev3 does).
+    # embedding makes it an embedding model (MODEL_MODE embedding).
+    capabilities: list[Capability] = Field(default_factory=list)
+    file: HfPath | None = None
+    size: FileSize | None = Field(default=None, description="bytes")
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    files: list[ModelFile] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> HFModel:
+        if self.file is not None:
+            if self.files:
+                raise ValueError("give either file (with size, sha256) or files, not both")
+            self.files = [ModelFile(name=self.file, size=self.size, sha256=self.sha256)]
+        elif self.size is not None or self.sha256 is not None:
+            raise ValueError("size and sha256 belong to file; with several files give them per file")
+        return self
+
+    _caps = field_validator("capabilities")(classmethod(lambda cls, v: _unique(v)))
+
+    @property
+    def mode(self) -> str:
+        return "embedding" if "embedding" in self.capabilities else "chat"
+
+    @property
+    def total_size(self) -> int | None:
+        sizes = [f.size for f in self.files]
+        return sum(sizes) if sizes and all(s is not None for s in sizes) else None  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------- server settings
+
+
+class CacheTypes(Model_):
+    k: CacheType = "f16"
+    v: CacheType = "f16"
+
+
+class Speculative(Model_):
+    type: str = Field(pattern=r"^[a-z0-9-]+(,[a-z0-9-]+)*$", description="--spec-type, e.g. draft-mtp")
+    draft_n_max: Count | None = None
+    draft_n_min: Count | None = None
+    draft_p_min: Fraction | None = None
+    draft_cache_type: CacheTypes | None = None
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> Speculative:
+        if self.draft_n_min is not None and self.draft_n_max is not None and self.draft_n_min > self.draft_n_max:
+            raise ValueError("draft_n_min must be <= draft_n_max")
+        return self
+
+
+def _on_off(v: Any) -> Any:
+    # YAML 1.1 readers turn `on`/`off` into booleans; accept both spellings.
+    if v is True:
+        return "on"
+    if v is False:
+        return "off"
+    return v
+
+
+class _ExtraArgs(Model_):
+    extra_args: list[str] = Field(default_factory=list, description="passed through verbatim, after the typed flags")
+
+    @field_validator("extra_args", mode="before")
+    @classmethod
+    def _stringify(cls, v: Any) -> Any:
+        # `--threads 16` written as a YAML list gives an int; argv items are strings.
+        if isinstance(v, list):
+            return [str(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else a for a in v]
+        return v
+
+
+class LlamaServer(_ExtraArgs):
+    """llama-server settings rendered to long-form flags (see engines/llamacpp.py)."""
+
+    port: Port = 8000
+    host: str = "0.0.0.0"
+    alias: str | None = None
+    ctx_size: Annotated[Count, Field(description="--ctx-size; 0 = the model's trained context")]
+    parallel: Annotated[StrictInt, Field(ge=1, le=1024, description="--parallel (slots)")] = 1
+    gpu_layers: Annotated[StrictInt, Field(ge=0, le=100000)] | Literal["auto", "all"] = "all"
+    flash_attn: Literal["on", "off", "auto"] = "on"
+    cache_type: CacheTypes = Field(default_factory=CacheTypes)
+    batch_size: Annotated[Count, Field(ge=1)] | None = None
+    ubatch_size: Annotated[Count, Field(ge=1)] | None = None
+    threads: Annotated[StrictInt, Field(ge=-1, le=4096)] | None = None
+    jinja: Flag | None = None
+    speculative: Speculative | None = None
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    _fa = field_validator("flash_attn", mode="before")(classmethod(lambda cls, v: _on_off(v)))
+
+
+class VllmServer(_ExtraArgs):
+    """vLLM `serve` settings rendered to long-form flags (see engines/vllm.py)."""
+
+    port: Port = 8000
+    host: str = "0.0.0.0"
+    alias: str | None = Field(default=None, description="--served-model-name")
+    max_model_len: Annotated[Count, Field(ge=1)] | None = None
+    gpu_memory_utilization: Annotated[Fraction, Field(gt=0)] | None = None
+    max_num_seqs: Annotated[Count, Field(ge=1)] | None = None
+    max_num_batched_tokens: Annotated[Count, Field(ge=1)] | None = None
+    dtype: str | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    speculative_config: dict[str, Any] | None = None
+    trust_remote_code: Flag = False
+    enable_prefix_caching: Flag | None = None
+    enable_chunked_prefill: Flag | None = None
+    enable_auto_tool_choice: Flag = False
+    reasoning_parser: str | None = None
+    tool_call_parser: str | None = None
+
+
+# The model-serving helper of the official catalogue's LLM apps (beclab/apps llamacppllmbasev3
+# templates/llm-init.yaml, 1.2.33): the newest tag an official chart runs.
+LLM_INIT_IMAGE = {"repository": "docker.io/beclab/llm-init", "tag": "v1.3.8"}
+# The init container that hands the hostPath folders to llm-init's user (UID 1000), the
+# official charts' image.
+CHOWN_IMAGE = {"repository": "docker.io/beclab/aboveos-busybox", "tag": "1.37.0"}
+# The v2 shared form's per-user proxy (legacy target), the official v2 client's image
+# (beclab/apps llamacppgptoss120bggufv2/llamacppgptoss120bggufv2/templates/clientproxy.yaml).
+PROXY_IMAGE = {"repository": "docker.io/beclab/aboveos-bitnami-openresty", "tag": "1.25.3-2"}
+
+
+class Engine(Model_):
+    kind: Literal["llamacpp", "vllm"]
+    image: Image
+    build: str | None = Field(
+        default=None, description="engine build whose flag registry applies, e.g. b11434 (llama.cpp)"
+    )
+    # One engine for every user of the device, behind llm-init (the official llmbase pattern);
+    # false: today's per-user chart (one engine per user who installs it).
+    shared: Flag = True
+    llm_init: Image = Field(default_factory=lambda: Image(**LLM_INIT_IMAGE))
+    chown_image: Image = Field(default_factory=lambda: Image(**CHOWN_IMAGE))
+    # The v2 shared form's per-user proxy (legacy target); null: PROXY_IMAGE unpinned. Optional
+    # rather than defaulted so that records published before it resolve the same.
+    proxy_image: Image | None = None
+
+    @property
+    def proxy(self) -> Image:
+        return self.proxy_image or Image(**PROXY_IMAGE)
+
+    def helper_images(self, targets: list[str] | tuple[str, ...]) -> dict[str, Image]:
+        """The shared form's images beside the engine, by field: llm-init and its chown step
+        (current target), the proxy client (legacy target)."""
+        if not self.shared:
+            return {}
+        out = {}
+        if "current" in targets:
+            out |= {"llm_init": self.llm_init, "chown_image": self.chown_image}
+        if "legacy" in targets:
+            out["proxy_image"] = self.proxy
+        return out
+
+
+# ---------------------------------------------------------------- resources, entrance, probes
+
+
+class _Range(Model_):
+    request: str
+    limit: str
+
+    @model_validator(mode="after")
+    def _order(self) -> _Range:
+        if quantity.parse(self.request) > quantity.parse(self.limit):
+            raise ValueError(f"request {self.request} is larger than limit {self.limit}")
+        return self
+
+
+class CpuRange(_Range):
+
+    @field_validator("request", "limit", mode="before")
+    @classmethod
+    def _cpu(cls, v: Any) -> str:
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise ValueError("expected a CPU quantity such as 4 or 4000m")
+        try:
+            cores = quantity.parse(v)
+        except quantity.QuantityError as exc:
+            raise ValueError(str(exc)) from None
+        if not 0 < cores <= MAX_CORES:
+            raise ValueError(f"{v!r}: a CPU quantity from 1m to {MAX_CORES} cores")
+        return str(v)
+
+
+class ByteRange(_Range):
+
+    @field_validator("request", "limit", mode="before")
+    @classmethod
+    def _bytes(cls, v: Any) -> str:
+        if not isinstance(v, str):
+            raise ValueError(f"{v!r} has no unit: write a quantity such as 24Gi or 512Mi")
+        try:
+            size = quantity.parse(v)
+        except quantity.QuantityError as exc:
+            raise ValueError(str(exc)) from None
+        if v.endswith("m"):
+            raise ValueError(f"{v!r} is in millibytes: write Mi or Gi")
+        if not 0 < size <= MAX_BYTES:
+            raise ValueError(f"{v!r}: a size from 1 byte to 1Pi")
+        return v
+
+
+class Resources(Model_):
+    """The engine container's requests/limits, which are also the manifest envelope."""
+
+    cpu: CpuRange
+    memory: ByteRange
+    disk: ByteRange
+    gpu_memory_mib: Annotated[StrictInt, Field(gt=0, le=MAX_GPU_MIB)] | Literal["auto"] | None = Field(
+        default=None, description="nvidia.com/gpumem, whole MiB; auto: derived from the GPU memory estimate")
+
+
+class Entrance(Model_):
+    name: str | None = Field(default=None, pattern=r"^[a-z0-9A-Z-]{1,63}$")
+    title: str = Field(min_length=1, max_length=30)
+    auth_level: Literal["", "public", "private", "internal"] = "internal"
+    open_method: Literal["", "default", "iframe", "window"] = "window"
+    icon: Url | None = None
+
+
+class Probe(Model_):
+    initial_delay_seconds: Seconds = 0
+    period_seconds: Annotated[Seconds, Field(ge=1)] = 10
+    timeout_seconds: Annotated[Seconds, Field(ge=1)] = 5
+    failure_threshold: Annotated[StrictInt, Field(ge=1, le=100000)] = 3
+
+
+class Probes(Model_):
+    path: str = Field(default="/health", pattern=r"^/[A-Za-z0-9/._-]*$")
+    startup: Probe = Field(
+        default_factory=lambda: Probe(initial_delay_seconds=30, period_seconds=15, failure_threshold=240)
+    )
+    liveness: Probe = Field(default_factory=lambda: Probe(period_seconds=30, failure_threshold=5))
+    readiness: Probe = Field(default_factory=lambda: Probe(period_seconds=10, failure_threshold=3))
+
+
+# ---------------------------------------------------------------- changelog
+
+ChangeKind = Literal["model", "image", "engine-args", "resources", "packaging", "fix", "docs", "feature"]
+
+
+class Change(Model_):
+    kind: ChangeKind
+    text: str = Field(min_length=1)
+
+
+class LocaleChangelog(Model_):
+    summary: str = Field(min_length=1)
+    notes: str = ""
+
+
+class ChangelogEntry(Model_):
+    version: str
+    date: dt.date
+    summary: str = Field(min_length=1)
+    changes: list[Change] = Field(default_factory=list)
+    notes: str = ""
+    # A version that was tried but never published: never packaged, listed or served. Its entry
+    # reaches the market's version history only when in_history says so.
+    shipped: Flag = True
+    in_history: Flag = False
+    locales: dict[str, LocaleChangelog] = Field(default_factory=dict)
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, v: str) -> str:
+        return _check_semver(v)
+
+    @field_validator("summary")
+    @classmethod
+    def _one_line(cls, v: str) -> str:
+        if "\n" in v.strip():
+            raise ValueError("summary is one line; put details in notes")
+        return v.strip()
+
+    @model_validator(mode="after")
+    def _history_of_unshipped(self) -> ChangelogEntry:
+        if self.in_history and self.shipped:
+            raise ValueError("in_history lists an unshipped version (shipped: false); a shipped one is always listed")
+        return self
+
+
+def _unique(v: list[str]) -> list[str]:
+    if len(set(v)) != len(v):
+        raise ValueError("entries must be unique")
+    return v
+
+
+def _check_semver(v: Any) -> str:
+    v = str(v)
+    try:
+        semver.Version.parse(v)
+    except ValueError:
+        raise ValueError(f"{v!r} is not a semantic version (expected e.g. 1.0.9)") from None
+    return v
+
+
+# ---------------------------------------------------------------- the app
+
+
+class AppTexts(Model_):
+    """What every app has, whatever runs it: its name, version, texts, targets and changelog."""
+
+    name: str
+    version: str
+    version_name: str | None = Field(default=None, description="upstream/display version; default: image tag")
+    title: str = Field(min_length=1, max_length=30)
+    description: str = Field(min_length=1)
+    full_description: str | None = None
+    icon: Url
+    categories: list[str] = Field(default_factory=lambda: ["AI"], min_length=1)
+    developer: str = Field(min_length=1)
+    submitter: str | None = None
+    website: Url | None = None
+    source_code: Url | None = None
+    doc: Url | None = None
+    license: list[License] = Field(default_factory=list)
+    owners: list[str] = Field(default_factory=list)
+    locales: dict[str, LocaleTexts] = Field(default_factory=dict)
+    targets: list[Target] = Field(default_factory=lambda: ["current"], min_length=1)
+    changelog: list[ChangelogEntry] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError(f"{v!r} is not an Olares app name (expected ^[a-z0-9]{{1,30}}$: lowercase letters and digits, no hyphens)")
+        if v in RESERVED_NAMES:
+            raise ValueError(f"{v!r} is reserved by Olares")
+        return v
+
+    _version = field_validator("version", mode="before")(classmethod(lambda cls, v: _check_semver(v)))
+
+    @field_validator("locales")
+    @classmethod
+    def _locales(cls, v: dict[str, LocaleTexts]) -> dict[str, LocaleTexts]:
+        for key in v:
+            if not LOCALE_RE.match(key):
+                raise ValueError(f"{key!r} is not a locale (expected e.g. zh-CN)")
+            if key == "en-US":
+                raise ValueError("en-US texts are the top-level title/description/full_description")
+        return dict(sorted(v.items()))
+
+    _targets = field_validator("targets")(classmethod(lambda cls, v: _unique(v)))
+
+    @property
+    def all_locales(self) -> list[str]:
+        return ["en-US", *self.locales]
+
+    @property
+    def chart_owners(self) -> list[str]:
+        return self.owners or [self.developer]
+
+    @property
+    def changelog_entry(self) -> ChangelogEntry | None:
+        return next((e for e in self.changelog if e.version == self.version), None)
+
+    @model_validator(mode="after")
+    def _changelog_once(self) -> AppTexts:
+        versions = [e.version for e in self.changelog]
+        if len(set(versions)) != len(versions):
+            raise ValueError("changelog has a version twice")
+        return self
+
+
+class AppManifestBase(AppTexts):
+    modes: list[Mode] = Field(default_factory=lambda: ["nvidia"], min_length=1)
+    model: HFModel
+    resources: Resources
+    entrance: Entrance
+    env: dict[str, str] = Field(default_factory=dict)
+    probes: Probes = Field(default_factory=Probes)
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if not ENV_NAME_RE.match(key):
+                raise ValueError(f"{key!r} is not an environment variable name")
+            if key.startswith("OLARES_"):
+                raise ValueError(f"{key!r}: OLARES_* names are the system's; choose another name")
+        return v
+
+    _modes = field_validator("modes")(classmethod(lambda cls, v: _unique(v)))
+
+    @model_validator(mode="after")
+    def _cross(self) -> AppManifestBase:
+        if "nvidia" in self.modes and self.resources.gpu_memory_mib is None:
+            raise ValueError("resources.gpu_memory_mib is required when modes include nvidia")
+        return self
+
+    @model_validator(mode="after")
+    def _shared_args(self) -> AppManifestBase:
+        # The shared form passes the engine arguments as one ENGINE_ARGS string its wrapper splits
+        # on white space: an argument that cannot travel that way is refused here, at load.
+        if getattr(self, "engine", None) is not None and self.engine.shared and "current" in self.targets:  # type: ignore[attr-defined]
+            from olares_pack.render.llmbase import bad_argument
+
+            if (bad := bad_argument(self)) is not None:  # type: ignore[arg-type]
+                raise ValueError(f"server: the engine argument {bad!r} is empty or holds white space, and ENGINE_ARGS "
+                                 "(the shared form) is split on white space: write it without, or set engine.shared: false")
+        return self
+
+    # ---- derived values every renderer needs
+
+    @property
+    def display_version(self) -> str:
+        return self.version_name or self.engine.image.tag  # type: ignore[attr-defined]
+
+    @property
+    def entrance_name(self) -> str:
+        return self.entrance.name or self.name
+
+    @property
+    def service_name(self) -> str:
+        # Entrance hosts must start with a letter; app names may start with a digit.
+        return self.name if self.name[0].isalpha() else f"app{self.name}"
+
+    def warnings(self) -> list[str]:
+        """Things that are allowed but that a maintainer must see."""
+        out = []
+        image = self.engine.image  # type: ignore[attr-defined]
+        if not image.pinned:
+            out.append(
+                f"{self.name}: image {image.repository}:{image.tag} is not pinned by digest "
+                "(add engine.image.digest: sha256:...)"
+            )
+        for key, helper in self.engine.helper_images(self.targets).items():  # type: ignore[attr-defined]
+            if not helper.pinned:
+                out.append(f"{self.name}: image {helper.repository}:{helper.tag} is not pinned by digest "
+                           f"(add engine.{key}.digest: sha256:...)")
+        if self.engine.shared and "current" in self.targets:  # type: ignore[attr-defined]
+            unchecked = [f.name for f in self.model.files if not f.sha256] or ([] if self.model.files else [self.model.repo])
+            if unchecked:
+                out.append(f"{self.name}: the model is not verified before the engine starts: {', '.join(unchecked)} "
+                           "has no sha256 (give model.size and model.sha256, or model.files with them)")
+        if self.model.revision == "main" or not re.fullmatch(r"[0-9a-f]{40}", self.model.revision):
+            out.append(f"{self.name}: model revision {self.model.revision!r} is a branch, not a commit")
+        return out
+
+
+class LlamaCppApp(AppManifestBase):
+    engine: Engine
+    server: LlamaServer
+
+    @model_validator(mode="after")
+    def _needs_file(self) -> LlamaCppApp:
+        if not self.model.files:
+            raise ValueError("model.file (or files) is required for llama.cpp: name the GGUF file")
+        if not self.model.files[0].name.endswith(".gguf"):
+            raise ValueError(f"model file {self.model.files[0].name!r} is not a .gguf file")
+        return self
+
+
+class VllmApp(AppManifestBase):
+    engine: Engine
+    server: VllmServer
+
+    @model_validator(mode="after")
+    def _gpu_only(self) -> VllmApp:
+        if "cpu" in self.modes:
+            raise ValueError("cpu mode is for llama.cpp apps: vLLM needs a GPU image")
+        return self
+
+
+class ChartFiles(Model_):
+    """A chart olares-pack does not model (imported from a hand-written catalogue): its files
+    kept as they were, and its OlaresManifest.yaml less what the app's own fields say (metadata
+    texts, version, spec texts, which render() writes back)."""
+
+    manifest_version: str  # olaresManifest.version the chart was written for: its target
+    manifest: dict[str, Any] = Field(default_factory=dict)
+    # A 0.10.0 manifest with Helm template syntax is not YAML until rendered: kept as its text
+    # (then the app's texts are read from it, and editing them means editing this text).
+    manifest_text: str | None = None
+    chart_yaml: dict[str, Any] = Field(default_factory=dict)  # Chart.yaml fields other than name/version/appVersion/description/icon
+    files: dict[str, str] = Field(min_length=1)  # templates/..., values.yaml, .helmignore, ...
+
+    @field_validator("files")
+    @classmethod
+    def _files(cls, v: dict[str, str]) -> dict[str, str]:
+        for path in v:
+            parts = path.split("/")
+            if path.startswith("/") or ".." in parts or "" in parts or path in ("Chart.yaml", "OlaresManifest.yaml") \
+                    or path.startswith("i18n/"):
+                raise ValueError(f"{path!r}: chart files are relative paths other than Chart.yaml, OlaresManifest.yaml and i18n/")
+        if not any(p.startswith("templates/") for p in v):
+            raise ValueError("a chart needs templates/")
+        return dict(sorted(v.items()))
+
+
+class ChartApp(AppTexts):
+    """An app whose chart is kept as written (olares-pack import): any engine, any containers."""
+
+    chart: ChartFiles
+
+    @model_validator(mode="after")
+    def _own_target(self) -> ChartApp:
+        from olares_pack.render.imported import own_target
+
+        own = own_target(self.chart.manifest_version)
+        if self.targets != [own]:
+            raise ValueError(f"a chart written for manifest {self.chart.manifest_version} renders for targets: [{own}] "
+                             "(olares-pack import --upgrade converts a legacy chart to the current target)")
+        return self
+
+    @property
+    def display_version(self) -> str:
+        return self.version_name or self.version
+
+    def images(self) -> list[str]:
+        """Image references written literally in the chart's templates and values."""
+        found = set()
+        for text in self.chart.files.values():
+            found |= set(re.findall(r"""(?m)^\s*-?\s*image:\s*["']?([^"'\s{}]+)["']?\s*$""", text))
+        return sorted(found)
+
+    def warnings(self) -> list[str]:
+        return [f"{self.name}: image {ref} is not pinned by digest" for ref in self.images() if "@sha256:" not in ref]
+
+
+def _engine_kind(data: Any) -> str | None:
+    if isinstance(data, dict):
+        if "chart" in data and "engine" not in data:
+            return "chart"
+        engine = data.get("engine")
+        return engine.get("kind") if isinstance(engine, dict) else None
+    if isinstance(data, ChartApp):
+        return "chart"
+    engine = getattr(data, "engine", None)
+    return getattr(engine, "kind", None)
+
+
+AppManifest = Annotated[
+    Union[Annotated[LlamaCppApp, Tag("llamacpp")], Annotated[VllmApp, Tag("vllm")], Annotated[ChartApp, Tag("chart")]],
+    Discriminator(
+        _engine_kind,
+        custom_error_type="engine_kind",
+        custom_error_message="engine.kind must be one of 'llamacpp', 'vllm' (or the app holds an imported chart:)",
+    ),
+]
+App = LlamaCppApp | VllmApp | ChartApp
+_ADAPTER: TypeAdapter[App] = TypeAdapter(AppManifest)
+
+
+
+def _problems(doc: SourceDoc, exc: ValidationError) -> list[Problem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        if loc and loc[0] in ("llamacpp", "vllm", "chart"):
+            loc = loc[1:]  # the union tag is ours, not a field the user wrote
+        if err["type"] == "engine_kind":
+            loc = ("engine", "kind")
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (not part of the app manifest; check the spelling)"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        elif "input" in err and err["type"] not in ("model_type", "dict_type"):
+            shown = repr(err["input"])
+            msg = f"{msg} (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
+        problems.append(doc.problem(loc, msg))
+    return problems
+
+
+def validate_doc(doc: SourceDoc) -> App:
+    if not isinstance(doc.data, dict):
+        raise InputError("", [Problem(str(doc.path), 1, "", "expected a mapping of app fields")])
+    if problems := text_problems(doc.data):
+        raise InputError("", [doc.problem(loc, msg) for loc, msg in problems])
+    try:
+        return _ADAPTER.validate_python(doc.data)
+    except ValidationError as exc:
+        raise InputError("", _problems(doc, exc)) from None
+
+
+def validate_data(data: dict[str, Any], label: str) -> App:
+    """An app from data that has no YAML source (a release record): problems name `label`."""
+    return validate_doc(SourceDoc(path=Path(label), text=None, data=data))
+
+
+def load_app(path: Path, *, derive: bool = True) -> App:
+    """Load `apps/<name>/app.yaml` (or the folder holding it); the folder must be named after the app.
+    With derive=False, `auto` values stay `auto` (nothing is estimated)."""
+    path = Path(path)
+    file = path / MANIFEST_FILE if path.is_dir() else path
+    if not file.exists():
+        raise InputError(f"{file}: no such app manifest")
+    doc = load_yaml(file)
+    app = validate_doc(doc)
+    if file.name == MANIFEST_FILE and file.parent.name != app.name:
+        raise InputError("", [doc.problem(("name",), f"{app.name!r} differs from its folder {file.parent.name!r}")])
+    if derive and not isinstance(app, ChartApp) and app.resources.gpu_memory_mib == "auto":
+        _derive_gpu_memory(app, doc)
+    return app
+
+
+def _derive_gpu_memory(app: App, doc: SourceDoc) -> None:
+    """gpu_memory_mib: auto -> the full-context estimate on an Olares One, rounded up to 256 MiB."""
+    from olares_pack.vram import budget
+    from olares_pack.vram import estimate as vram
+
+    loc = ("resources", "gpu_memory_mib")
+    if not isinstance(app, LlamaCppApp):
+        raise InputError("", [doc.problem(loc, "auto is derived from the llama.cpp estimate; give vLLM apps a number")])
+    try:
+        est = budget.app_estimate(app, budget.app_dir_of(doc.path), vram.device())
+    except InputError as exc:
+        raise InputError("", [doc.problem(loc, f"auto needs the model's metadata: {exc}")]) from None
+    if est.verdict == "does not fit":
+        raise InputError("", [doc.problem(loc, f"auto: the estimate ({est.total_mib:.0f} MiB at --ctx-size "
+                                          f"{est.settings.ctx}) does not fit {est.device.name}")])
+    app.resources.gpu_memory_mib = vram.gpu_request_mib(est)
+
+
+def parse_app(text: str, path: Path = Path("<string>"), *, derive: bool = True) -> App:
+    doc = parse_yaml(text, path)
+    app = validate_doc(doc)
+    if derive and not isinstance(app, ChartApp) and app.resources.gpu_memory_mib == "auto":
+        _derive_gpu_memory(app, doc)
+    return app
+
+
+def discover(apps_dir: Path) -> list[Path]:
+    """App folders under `apps_dir`, sorted by name (never directory order)."""
+    from olares_pack.catalogue.repo import Repo
+
+    return Repo.at(apps_dir.parent, apps_dir).app_dirs()

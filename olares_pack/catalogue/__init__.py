@@ -1,0 +1,1 @@
+"""The repository: its layout and lock, release records, the ledger, transactions, checks, releases, build."""

@@ -1,0 +1,322 @@
+"""Publishing a version: the bump and its changelog entry, packages, the frozen record, and one
+transaction that writes them with the ledger."""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import semver
+
+from olares_pack import __version__, engines
+from olares_pack import olares as targets
+from olares_pack.apps.manifest import MANIFEST_FILE, App, ChangelogEntry, ChartApp, parse_app, validate_doc
+from olares_pack.catalogue import ledger as index
+from olares_pack.catalogue import records
+from olares_pack.catalogue.journal import Transaction
+from olares_pack.catalogue.records import ChartRecord, EngineRecord, Record
+from olares_pack.catalogue.repo import Repo
+from olares_pack.charts import package
+from olares_pack.common.errors import InputError
+from olares_pack.common.yamlsrc import load_yaml, roundtrip_yaml
+from olares_pack.render import app as render
+from olares_pack.render import generation
+
+if TYPE_CHECKING:
+    from olares_pack.lint.findings import Finding
+
+TOOL = f"olares-pack {__version__}"
+
+
+class ImmutableVersionError(InputError):
+    pass
+
+
+@dataclass
+class BuiltPackage:
+    target: str
+    version: str  # the version this target's chart carries (targets.chart_version)
+    path: Path
+    files: dict[str, str]  # the rendered chart
+    tar: bytes
+    data: bytes  # the .tgz
+
+    @property
+    def sha256(self) -> str:
+        return package.sha256(self.data)
+
+    @property
+    def content_sha256(self) -> str:
+        return package.sha256(self.tar)
+
+
+def build_packages(app: App, repo: Repo) -> list[BuiltPackage]:
+    out = []
+    for name in app.targets:
+        target = targets.get(name)
+        files = render.render(app, target)
+        tar = package.build_tar(app.name, files)
+        # a chart app has one line: its chart carries the release version (chartrender.render)
+        version = app.version if isinstance(app, ChartApp) else targets.chart_version(app.version, target)
+        out.append(BuiltPackage(name, version, repo.package_path(name, app.name, version), files, tar, package.compress(tar)))
+    return out
+
+
+def lint_app(app: App, app_dir: Path, built: list[BuiltPackage], allow: tuple[str, ...] = ()) -> list[Finding]:
+    from olares_pack.charts.source import ChartSource
+    from olares_pack.lint import LintOptions, lint_source
+
+    findings: list[Finding] = []
+    for b in built:
+        src = ChartSource(f"{app.name}@{b.target}", app.name, b.files, app=app, target=b.target, app_dir=app_dir)
+        findings.extend(lint_source(src, LintOptions(allow=allow)))
+    return findings
+
+
+def engine_record(app: App) -> EngineRecord:
+    if isinstance(app, ChartApp):
+        return chart_engine(app)
+    return EngineRecord(kind=app.engine.kind, build=app.engine.build, argv=engines.build_argv(app),
+                        flags=engines.normalized_flags(app), env=dict(sorted(app.env.items())))
+
+
+def chart_engine(app: ChartApp) -> EngineRecord:
+    """What an imported chart runs, read from its render the way lint reads hand-written charts
+    (sh -c wrappers, ${VAR:-default}, LLAMA_ARG_* and ConfigMap env): the engine's argv and its
+    flags by canonical name, or kind "chart" (with the images) when no engine is recognised."""
+    from olares_pack.engines import registry
+    from olares_pack.engines.detect import find_engines
+    from olares_pack.engines.normalize import normalize_generic, normalize_llama
+    from olares_pack.render import imported as chartrender
+
+    images = {"image": ", ".join(app.images())} if app.images() else {}
+    try:
+        invs = find_engines(chartrender.objects(app))
+    except Exception:  # noqa: BLE001 - a chart that does not render still imports; lint says why
+        invs = []
+    if not invs:
+        return EngineRecord(kind="chart", build=None, argv=[], flags=images, env={})
+    inv = invs[0]
+    if inv.kind == "llamacpp":
+        tagged = inv.build or registry.tag_build(registry.image_parts(inv.image)[1])
+        reg = registry.resolve("llamacpp", tagged, "image tag").registry
+        flags = normalize_llama(inv.argv, reg, inv.env).values()
+        build = tagged
+    else:
+        flags, build = normalize_generic(inv.argv[1:] if inv.argv[:1] == ["serve"] else inv.argv).values(), None
+    return EngineRecord(kind=inv.kind, build=build, argv=inv.argv, flags={**flags, "image": inv.image}, env=dict(sorted(inv.env.items())))
+
+
+def make_record(app: App, built: list[BuiltPackage], repo: Repo, adds: list[ChangelogEntry],
+                derived: dict[str, str]) -> Record:
+    entry = adds[-1]
+    return Record(
+        name=app.name, version=app.version, published=entry.date, tool=TOOL, generation=generation.GENERATION,
+        charts={b.target: ChartRecord(file=repo.rel(b.path), sha256=b.sha256, size=len(b.data),
+                                      content_sha256=b.content_sha256, olares=targets.get(b.target).dependency,
+                                      version=b.version)
+                for b in built},
+        engine=engine_record(app), changelog=adds, derived=derived, manifest=records.resolved_manifest(app))
+
+
+def derived_fields(raw: App) -> dict[str, str]:
+    """Fields app.yaml leaves to olares-pack (`auto`), by path, so a later estimate that differs
+    is not mistaken for an edit."""
+    if isinstance(raw, ChartApp):
+        return {}
+    return {"resources.gpu_memory_mib": "auto"} if raw.resources.gpu_memory_mib == "auto" else {}
+
+
+def edits_since(raw: App, rec: Record) -> list[str]:
+    """What app.yaml (with `auto` not yet derived) changes in a published version, by field path."""
+    mine = records.resolved_manifest(raw)
+    for path in rec.derived:
+        head, _, key = path.rpartition(".")
+        node: Any = mine
+        for part in head.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get(key) == rec.derived[path]:
+            node[key] = _at(rec.manifest, path)
+    out = records.differences(rec.manifest, mine)
+    entry = raw.changelog_entry
+    theirs = rec.entry.model_dump(mode="json")
+    out += records.differences(theirs, entry.model_dump(mode="json") if entry else None, f"changelog[{rec.version}]")
+    return out
+
+
+def _at(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def immutable_error(repo: Repo, rec: Record, edits: list[str]) -> ImmutableVersionError:
+    shown = "; ".join(edits[:5]) + (f"; and {len(edits) - 5} more" if len(edits) > 5 else "")
+    return ImmutableVersionError(
+        f"{rec.name} {rec.version} is published ({repo.rel(records.path_of(repo, rec.name, rec.version))}); "
+        f"app.yaml differs from it at {shown}. A published version never changes, and devices would never see "
+        f"the edit: their catalogue hash changes only when a version is added, removed or renamed. Release a new "
+        f"version (olares-pack release {rec.name} --bump patch).")
+
+
+# ---------------------------------------------------------------- release
+
+
+@dataclass
+class ReleasePlan:
+    app: App
+    old_text: str
+    new_text: str
+    manifest_path: Path
+    findings: list[Finding]
+    already_published: bool
+    packages: list[BuiltPackage]
+    record: Record | None
+    record_path: Path
+    index_text: str
+
+    def diff(self) -> str:
+        return "".join(difflib.unified_diff(self.old_text.splitlines(True), self.new_text.splitlines(True),
+                                            str(self.manifest_path), str(self.manifest_path)))
+
+
+def next_version(current: str, bump: str) -> str:
+    v = semver.Version.parse(current)
+    return str({"patch": v.bump_patch, "minor": v.bump_minor, "major": v.bump_major}[bump]())
+
+
+def _entry_map(version: str, date: dt.date, summary: str, changes: list[tuple[str, str]], notes: str) -> Any:
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+    from ruamel.yaml.scalarstring import LiteralScalarString
+
+    entry = CommentedMap()
+    entry["version"] = version
+    entry["date"] = date
+    entry["summary"] = summary
+    if changes:
+        seq = CommentedSeq()
+        for kind, text in changes:
+            item = CommentedMap([("kind", kind), ("text", text)])
+            item.fa.set_flow_style()
+            seq.append(item)
+        entry["changes"] = seq
+    if notes.strip():
+        entry["notes"] = LiteralScalarString(notes.strip() + "\n")
+    return entry
+
+
+def plan_release(
+    repo: Repo,
+    app_ref: Path,
+    *,
+    version: str | None = None,
+    bump: str | None = None,
+    summary: str | None = None,
+    changes: list[tuple[str, str]] | None = None,
+    notes: str = "",
+    date: dt.date | None = None,
+    force: bool = False,
+    entry_override: Any = None,
+    allow: tuple[str, ...] = (),
+) -> ReleasePlan:
+    """Everything a release would write, computed without writing anything. It reads this app's
+    manifest and records and the ledger, nothing of the other apps."""
+    manifest_path = app_ref / MANIFEST_FILE if app_ref.is_dir() else app_ref
+    app_dir = manifest_path.parent
+    doc = load_yaml(manifest_path)
+    old = validate_doc(doc)
+    published = records.versions(repo, old.name)
+    latest = published[-1] if published else None
+    if bump and version:
+        raise InputError("give --bump or --version, not both")
+    if bump:
+        new_version = next_version(max([old.version, *published], key=semver.Version.parse), bump)
+    else:
+        new_version = version or old.version
+    try:
+        semver.Version.parse(new_version)
+    except ValueError:
+        raise InputError(f"{new_version!r} is not a semantic version") from None
+    if (line := targets.line_clash(new_version)) is not None:
+        raise InputError(f"{old.name} {new_version}: versions whose pre-release starts with {line!r} name the "
+                         f"{line} target's chart of a release; choose another pre-release")
+    old_text = doc.path.read_text(encoding="utf-8")
+
+    if new_version in published:
+        if new_version != old.version:
+            raise InputError(f"{old.name} {new_version} is already published; app.yaml holds {old.version}")
+        rec = records.read(repo, old.name, new_version)
+        edits = edits_since(old, rec)
+        if edits:
+            raise immutable_error(repo, rec, edits)
+        return ReleasePlan(records.app_of(rec), old_text, old_text, manifest_path, [], True, [], rec,
+                           records.path_of(repo, old.name, new_version), "")
+    if latest and semver.Version.parse(new_version) <= semver.Version.parse(latest) and not force:
+        raise InputError(f"{old.name} {new_version} does not increase on the latest published version {latest} "
+                         "(a device only updates to a higher version; --force to publish it anyway)")
+
+    tree = doc.tree
+    tree["version"] = new_version
+    log = tree.get("changelog")
+    has_entry = any(str(e.get("version")) == new_version for e in (log or []))
+    if entry_override is not None or summary:
+        if has_entry:
+            raise InputError(f"{manifest_path}: the changelog already has an entry for {new_version}")
+        entry = entry_override if entry_override is not None else _entry_map(
+            new_version, date or dt.date.today(), summary or "", changes or [], notes)
+        entry["version"] = new_version  # the editor was opened before the version was final
+        if log is None:
+            from ruamel.yaml.comments import CommentedSeq
+
+            tree["changelog"] = log = CommentedSeq()
+        log.append(entry)
+    elif not has_entry:
+        raise InputError(f"{old.name} {new_version} needs a changelog entry: give --summary (and --change, --notes) or --edit")
+    buf = io.StringIO()
+    roundtrip_yaml().dump(tree, buf)
+    new_text = buf.getvalue()
+    raw = parse_app(new_text, manifest_path, derive=False)
+    app = parse_app(new_text, manifest_path)
+    own = app.changelog_entry
+    assert own is not None
+    if not own.shipped:
+        raise InputError(f"{manifest_path}: the changelog entry of {new_version} says shipped: false; an unshipped "
+                         "version is never packaged or published (remove shipped: false to publish it)")
+    top = semver.Version.parse(new_version)
+    below = [semver.Version.parse(v) for v in published if semver.Version.parse(v) < top]
+    floor = max(below) if below else None
+    adds = sorted((e for e in app.changelog
+                   if (floor is None or semver.Version.parse(e.version) > floor) and semver.Version.parse(e.version) <= top
+                   and (e.version == new_version or not e.shipped)),
+                  key=lambda e: semver.Version.parse(e.version))
+
+    built = build_packages(app, repo)
+    findings = lint_app(app, app_dir, built, allow)
+    rec = make_record(app, built, repo, adds, derived_fields(raw))
+    return ReleasePlan(app, old_text, new_text, manifest_path, findings, False, built, rec,
+                       records.path_of(repo, app.name, new_version), ledger_with(repo, rec))
+
+
+def ledger_with(repo: Repo, rec: Record) -> str:
+    """The ledger with one app's entry derived again from its records (plus `rec`); the other
+    apps' entries are carried over as they are."""
+    ledger = index.load(repo.index_file)
+    recs = [records.read(repo, rec.name, v) for v in records.versions(repo, rec.name) if v != rec.version]
+    ledger["apps"][rec.name] = index.app_entry(rec.name, [*recs, rec])
+    return index.dumps(ledger)
+
+
+def write_release(plan: ReleasePlan, repo: Repo) -> list[Path]:
+    """One transaction: packages, the record, app.yaml, the ledger (renamed into place in that order)."""
+    assert plan.record is not None
+    txn = Transaction(repo.root)
+    for p in plan.packages:
+        txn.write(p.path, p.data)
+    txn.write(plan.record_path, records.dumps(plan.record))
+    txn.write(plan.manifest_path, plan.new_text)
+    txn.write(repo.index_file, plan.index_text)
+    return txn.commit()

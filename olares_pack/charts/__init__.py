@@ -1,0 +1,1 @@
+"""A chart as files: its source and walker, rendered objects, Helm, Kubernetes schemas, reproducible archives."""

@@ -1,0 +1,121 @@
+"""Kubernetes objects checked against the JSON schemas of a Kubernetes version (offline).
+
+The schemas are kubernetes-validate's; its `validate()` re-reads the multi-megabyte definitions
+file on every call, so the compiled validator of each kind is cached here (same files, same
+resolution rules). The verdict comes from jsonschema-rs: 4 us an object against 540 us for the
+Python validator, on the 48 objects of six example charts (a one-off measurement of issue #14,
+not a committed bench; bench/lint_bench.py shows the effect on lint). Only an object it refuses
+goes through the Python validator, whose messages the findings quote.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+import jsonschema_rs
+import kubernetes_validate
+from kubernetes_validate import utils as kv_utils
+from referencing import Registry, Resource
+
+# Olares installs k3s v1.32 (installer DefaultK3sVersion "v1.32.2-k3s").
+from olares_pack.olares import DEFAULT_KUBE_VERSION
+
+
+@lru_cache(maxsize=None)
+def _schema_dir(kube_version: str, strict: bool) -> str:
+    wanted = kv_utils.major_minor(kube_version.lstrip("v"))
+    versions = [v for v in kv_utils.all_versions() if kv_utils.major_minor(v) <= wanted]
+    if not versions:
+        raise kubernetes_validate.utils.VersionNotSupportedError(version=wanted)
+    return f"v{versions[-1]}-local" + ("-strict" if strict else "")
+
+
+def _load(path: str) -> Any:
+    ref = kv_utils.importlib_resources.files("kubernetes_validate").joinpath(f"kubernetes-json-schema/{path}")
+    return json.loads(ref.read_text())
+
+
+@lru_cache(maxsize=None)
+def _definitions(schema_dir: str) -> Any:
+    return _load(f"{schema_dir}/_definitions.json")  # 1.3 MB for v1.32: read once, not once per kind
+
+
+@lru_cache(maxsize=None)
+def _registry(schema_dir: str) -> Registry:
+    return Resource.from_contents(_definitions(schema_dir)) @ Registry()
+
+
+@lru_cache(maxsize=None)
+def _schema(schema_dir: str, kind: str, api_version: str) -> Any:
+    """A kind's schema, None when kubernetes-validate has none (a custom resource)."""
+    # rbac.authorization.k8s.io/v1 -> rbac-v1, as kubernetes-validate names its files
+    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    try:
+        return _load(f"{schema_dir}/{kind.lower()}-{group}.json")
+    except FileNotFoundError:
+        return None
+
+
+@lru_cache(maxsize=None)
+def _validator(schema_dir: str, kind: str, api_version: str) -> jsonschema.protocols.Validator | None:
+    schema = _schema(schema_dir, kind, api_version)
+    if schema is None:
+        return None
+    registry = Resource.from_contents(schema) @ _registry(schema_dir)
+    return jsonschema.validators.Draft202012Validator(schema, registry=registry)
+
+
+@lru_cache(maxsize=None)
+def _fast_validator(schema_dir: str, kind: str, api_version: str) -> Any:
+    schema = _schema(schema_dir, kind, api_version)
+    if schema is None:
+        return None
+    definitions = _definitions(schema_dir)
+    # every $ref of a kind's schema points into the one definitions file
+    return jsonschema_rs.validator_for(schema, retriever=lambda uri: definitions)
+
+
+def _first_error(obj: dict[str, Any], kube_version: str, strict: bool) -> str | None | bool:
+    """The first schema error, None when valid, False when the kind has no schema."""
+    validator = _validator(_schema_dir(kube_version, strict), str(obj.get("kind", "")), str(obj.get("apiVersion", "")))
+    if validator is None:
+        return False
+    err = next(iter(validator.iter_errors(obj)), None)
+    if err is None:
+        return None
+    where = "/".join(str(p) for p in err.path)
+    return f"{where}: {err.message}" if where else err.message
+
+
+def check(obj: dict[str, Any], kube_version: str = DEFAULT_KUBE_VERSION) -> tuple[str, str] | None:
+    """(severity, message) for the first way `obj` breaks its schema, or None.
+
+    error: the API server rejects it (wrong type, missing field); warning: an unknown field,
+    which the API server drops with a warning; info: a kind without a published schema (a CRD).
+    """
+    if not obj.get("kind") or not obj.get("apiVersion"):
+        return "error", "an object without kind or apiVersion"
+    # The strict schemas only add "no unknown fields": an object they accept is valid, and the
+    # loose pass (the API server's verdict) is needed only for the objects they refuse.
+    fast = _fast_validator(_schema_dir(kube_version, True), str(obj.get("kind", "")), str(obj.get("apiVersion", "")))
+    if fast is not None and fast.is_valid(obj):
+        return None
+    strict = _first_error(obj, kube_version, strict=True)
+    if strict is None:
+        return None
+    loose = _first_error(obj, kube_version, strict=False)
+    if loose is False:
+        return "info", f"no schema for {obj.get('apiVersion')}/{obj.get('kind')} in Kubernetes {kube_version} (a custom resource?)"
+    if loose is not None:
+        return "error", str(loose)
+    return "warning", f"{strict} (the API server drops unknown fields)"
+
+
+def schema_errors(obj: dict[str, Any], kube_version: str = DEFAULT_KUBE_VERSION) -> list[str]:
+    """Every schema problem of `obj`, unknown fields included (what olares-pack's own charts must pass)."""
+    found = check(obj, kube_version)
+    return [found[1]] if found else []

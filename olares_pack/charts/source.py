@@ -1,0 +1,102 @@
+"""What lint reads: a chart folder, a chart archive, or an app manifest rendered per target."""
+
+from __future__ import annotations
+
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from olares_pack import olares as targets
+from olares_pack.catalogue.repo import MANIFEST_FILE
+from olares_pack.charts import package
+from olares_pack.common import fsio
+from olares_pack.common.errors import InputError
+
+if TYPE_CHECKING:
+    from olares_pack.apps.manifest import App
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    label: str  # how findings name it
+    folder: str  # the chart's folder name (the archive's top folder)
+    files: dict[str, str]
+    app: App | None = None  # set when rendered by olares-pack from an app manifest
+    target: str | None = None
+    binary: dict[str, bytes] = field(default_factory=dict)  # icons and other non-text files
+    app_dir: Path | None = None  # the app's folder (model.lock.json), for olares-pack apps
+
+
+def from_folder(path: Path) -> ChartSource:
+    text, binary = fsio.read_tree_split(path)
+    return ChartSource(str(path), path.resolve().name, text, binary=binary)
+
+
+def from_archive(path: Path) -> ChartSource:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    return from_archive_bytes(data, str(path))
+
+
+def from_archive_bytes(data: bytes, label: str) -> ChartSource:
+    try:
+        folder, files, binary = package.read_archive_split(data)
+    except (ValueError, OSError, EOFError, tarfile.TarError) as exc:
+        raise InputError(f"{label}: not a chart archive: {exc}") from None
+    return ChartSource(label, folder, files, binary=binary)
+
+
+def from_app(path: Path, target_names: list[str] | None = None) -> list[ChartSource]:
+    from olares_pack.apps.manifest import load_app
+    from olares_pack.render import app as render
+    from olares_pack.vram.budget import app_dir_of
+
+    app = load_app(path)
+    out = []
+    for name in target_names or app.targets:
+        t = targets.get(name)
+        out.append(ChartSource(f"{path}@{t.name}", app.name, render.render(app, t), app=app, target=t.name,
+                               app_dir=app_dir_of(path)))
+    return out
+
+
+def _search(folder: Path) -> list[Path]:
+    """Chart folders, app folders and .tgz files under `folder`, in path order (not descending
+    into what it finds)."""
+    found = []
+    for p in sorted(x for x in folder.iterdir() if not x.name.startswith(".")):
+        if p.is_dir() and ((p / "Chart.yaml").exists() or (p / MANIFEST_FILE).exists()):
+            found.append(p)
+        elif p.is_dir():
+            found.extend(_search(p))
+        elif p.name.endswith((".tgz", ".tar.gz")):
+            found.append(p)
+    return found
+
+
+def resolve(paths: list[Path], target_names: list[str] | None = None) -> list[ChartSource]:
+    """Every chart named by `paths`: folders holding Chart.yaml, .tgz files, app manifests, or
+    folders of those (searched one level deep, in name order)."""
+    out: list[ChartSource] = []
+    for path in paths:
+        if not path.exists():
+            raise InputError(f"{path}: no such file or folder")
+        if path.is_file() and path.name.endswith((".tgz", ".tar.gz")):
+            out.append(from_archive(path))
+        elif path.is_file() and path.suffix in (".yaml", ".yml"):
+            out.extend(from_app(path, target_names))
+        elif path.is_dir() and (path / "Chart.yaml").exists():
+            out.append(from_folder(path))
+        elif path.is_dir() and (path / MANIFEST_FILE).exists():
+            out.extend(from_app(path / MANIFEST_FILE, target_names))
+        elif path.is_dir():
+            found = _search(path)
+            if not found:
+                raise InputError(f"{path}: holds no chart folder, chart archive or app manifest")
+            out.extend(resolve(found, target_names))
+        else:
+            raise InputError(f"{path}: not a chart folder, a .tgz chart or an app manifest")
+    return out

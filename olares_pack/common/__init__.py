@@ -1,0 +1,1 @@
+"""What every room uses: one error hierarchy, one console, atomic files, YAML with lines, JSON text, quantities, names."""

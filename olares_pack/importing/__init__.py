@@ -1,0 +1,1 @@
+"""Hand-written charts into apps: find, plan, structured (typed) import, legacy upgrade."""

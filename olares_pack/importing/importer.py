@@ -1,0 +1,564 @@
+"""`olares-pack import`: hand-written charts (folders, .tgz packages, folders of many, or a live
+market source) become apps of this repository: `apps/<name>/app.yaml` holding the chart as it
+was written (a ChartApp), and one release record per version whose package is the source's own
+bytes (generation 0: never rendered here). Nothing is dropped silently: what an app manifest
+cannot hold is listed by path in the report, and `--strict` fails on it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import tarfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import semver
+import yaml
+
+from olares_pack import __version__
+from olares_pack import olares as targets
+from olares_pack.apps.manifest import ChangelogEntry, ChartApp, validate_data
+from olares_pack.catalogue import checks as catalogue
+from olares_pack.catalogue import records
+from olares_pack.catalogue.records import ChartRecord, EngineRecord, Record
+from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
+from olares_pack.charts import package
+from olares_pack.common.errors import InputError
+from olares_pack.common.naming import NAME_RE, RESERVED_NAMES
+from olares_pack.common.yamlsrc import safe_load
+from olares_pack.render import imported as chartrender
+
+TOOL = f"olares-pack {__version__}"
+MANIFEST = "OlaresManifest.yaml"
+# OlaresManifest.yaml keys the app's own fields hold (chartrender writes them back).
+_SPEC_TEXTS = {**chartrender.SPEC_FIELDS, "license": "license", "upgradeDescription": None}
+
+
+@dataclass
+class Found:
+    """One chart version found in a source, with the bytes that source serves for it."""
+
+    label: str
+    folder: str
+    files: dict[str, str]
+    binary: dict[str, bytes]
+    package: bytes
+    date: dt.date | None = None  # when the source published it (a live source's versionHistory)
+    upgrade: str | None = None  # its "what's new" from the source's versionHistory
+
+
+@dataclass
+class Imported:
+    """A chart version as an app, what it took, and what could not be kept."""
+
+    found: Found
+    app: ChartApp | None
+    line: str = ""  # the target its manifest generation installs on
+    notes: list[str] = field(default_factory=list)  # changed or not representable, by path
+    problem: str = ""  # why it was not imported
+    publishable: bool = True  # False: imported as a version still to be released (not recorded)
+    engine: EngineRecord | None = None  # the engine its render runs, flags parsed back
+
+    @property
+    def engine_text(self) -> str:
+        e = self.engine
+        if e is None or e.kind == "chart":
+            return "chart" + (f" ({e.flags.get('image')})" if e and e.flags.get("image") else "")
+        build = f" {e.build}" if e.build else ""
+        return f"{e.kind}{build}: {e.flags.get('image', '')}, {len(e.flags) - 1} flags"
+
+    @property
+    def name(self) -> str:
+        return self.app.name if self.app else self.found.folder
+
+    @property
+    def chart_version(self) -> str:
+        return str(safe_load(self.found.files.get("Chart.yaml", "")).get("version", ""))
+
+
+# ---------------------------------------------------------------- sources
+
+
+def find(source: str, *, os_versions: tuple[str, ...] = ("1.12.5", "1.12.7"), progress: Any = None,
+         report: list[str] | None = None) -> list[Found]:
+    """Every chart version in `source`: a chart folder, a .tgz, a folder of those, or the base URL
+    of a market source (every app's details and every version it lets a device download; what it
+    lists, names in versionHistory and serves is said in `report`)."""
+    if re.match(r"^https?://", source):
+        from olares_pack.market import client as marketclient
+
+        return marketclient.fetch(source, os_versions, progress, report)
+    path = Path(source)
+    if not path.exists():
+        raise InputError(f"{source}: no such file or folder (or an http(s):// market source)")
+    return [_read(p) for p in _charts(path)]
+
+
+def _charts(path: Path) -> list[Path]:
+    if path.is_file():
+        if path.name.endswith((".tgz", ".tar.gz")):
+            return [path]
+        raise InputError(f"{path}: not a chart folder, a .tgz chart or a folder of charts")
+    if (path / "Chart.yaml").exists():
+        return [path]
+    found: list[Path] = []
+    for p in sorted(x for x in path.iterdir() if not x.name.startswith(".")):
+        if p.is_dir() or p.name.endswith((".tgz", ".tar.gz")):
+            found += _charts(p) if p.is_dir() and not (p / "Chart.yaml").exists() else [p]
+    if not found and path.is_dir():
+        raise InputError(f"{path}: holds no chart folder or chart archive")
+    return [p for p in found if p.is_file() or (p / "Chart.yaml").exists()]
+
+
+def _read(path: Path) -> Found:
+    from olares_pack.common import fsio
+
+    if path.is_file():
+        data = path.read_bytes()
+        try:
+            folder, files, binary = package.read_archive_split(data)
+        except (ValueError, OSError, EOFError, tarfile.TarError) as exc:
+            raise InputError(f"{path}: not a chart archive: {exc}") from None
+        return Found(str(path), folder, files, binary, data)
+    files, binary = fsio.read_tree_split(path)
+    # A folder is packaged the way olares-pack packages charts (sorted, no clock, no owner).
+    tar = package.build_tar(path.resolve().name, {**files, **binary})
+    return Found(str(path), path.resolve().name, files, binary, package.compress(tar))
+
+
+# ---------------------------------------------------------------- one chart -> an app
+
+
+def proposed_name(name: str) -> str:
+    """A valid app name close to `name` (lowercase letters and digits, at most 30)."""
+    out = re.sub(r"[^a-z0-9]", "", name.lower())[:30] or "app"
+    return out if out not in RESERVED_NAMES else f"{out}app"[:30]
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        line = re.sub(r"^[#*\-\s]+|[*_`]+", "", line).strip()
+        if line:
+            return line[:200]
+    return ""
+
+
+def _manifest(found: Found, notes: list[str]) -> tuple[dict[str, Any], str | None]:
+    """The manifest as data, and its text when it holds template syntax (kept verbatim)."""
+    from olares_pack.charts.source import ChartSource
+    from olares_pack.lint.context import _is_modern, _render_templated_manifest
+
+    text = found.files.get(MANIFEST)
+    if text is None:
+        raise InputError("no OlaresManifest.yaml")
+    m = re.search(r"^olaresManifest\.version:\s*['\"]?([0-9][^'\"\s]*)", text, re.M)
+    if "{{" in text and not (m and _is_modern(m.group(1))):
+        rendered = _render_templated_manifest(ChartSource(found.label, found.folder, found.files), text)
+        notes.append(f"{MANIFEST}: holds template syntax; kept as its text (texts are read from a render; "
+                     "edit the text to change them)")
+        data = safe_load(rendered)
+        return (data if isinstance(data, dict) else {}), text
+    data = safe_load(text)
+    if not isinstance(data, dict):
+        raise InputError(f"{MANIFEST} is not a mapping")
+    return data, None
+
+
+def _renamed(found: Found, old: str, new: str, notes: list[str]) -> Found:
+    """The chart with its app name replaced wherever it stands as a name (not inside other words)."""
+    pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(old)}(?![A-Za-z0-9_])")
+    files = {}
+    for path, text in found.files.items():
+        files[path], n = pattern.subn(new, text)
+        if n:
+            notes.append(f"{path}: the name {old!r} → {new!r} ({n}x) (--rename)")
+    return Found(found.label, new, files, found.binary, package.compress(package.build_tar(new, {**files, **found.binary})),
+                 found.date, found.upgrade)
+
+
+def to_app(found: Found, default_date: dt.date, *, rename: bool = False, notes: list[str] | None = None,
+           publishable: bool = True) -> Imported:
+    notes = [] if notes is None else notes
+    try:
+        chart = safe_load(found.files.get("Chart.yaml", "")) or {}
+        if not isinstance(chart, dict):
+            raise InputError("Chart.yaml is not a mapping")
+        manifest, manifest_text = _manifest(found, notes)
+    except (InputError, yaml.YAMLError) as exc:
+        return Imported(found, None, problem=str(exc).splitlines()[0])
+    md = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    spec = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
+    name = str(md.get("name") or chart.get("name") or found.folder)
+    if not NAME_RE.match(name) or name in RESERVED_NAMES:
+        new = proposed_name(name)
+        if not rename:
+            return Imported(found, None, problem=f"app name {name!r} is not valid on Olares (^[a-z0-9]{{1,30}}$); "
+                            f"a valid one would be {new!r} (--rename applies it)")
+        # The chart's own bytes name the old app: a renamed app is a new app, to be released.
+        found = _renamed(found, name, new, notes)
+        return to_app(found, default_date, rename=False, notes=notes, publishable=False)
+    version = str(md.get("version") or chart.get("version") or "")
+    try:
+        semver.Version.parse(version)
+    except ValueError:
+        try:
+            strict = str(targets.parse_os_version(version))
+        except InputError:
+            return Imported(found, None, problem=f"version {version!r} is not a version")
+        # Devices install it (they read versions loosely), but the catalogue orders versions
+        # strictly: the app takes the strict spelling, as a version still to be released.
+        notes.append(f"metadata.version: {version!r} is not strict semver: the app is {strict}, to be released "
+                     "(its original package is not recorded as published)")
+        version, publishable = strict, False
+    rest = {k: v for k, v in manifest.items()}
+    rest["metadata"] = {k: v for k, v in md.items() if k not in chartrender.METADATA_FIELDS}
+    rest["spec"] = {k: v for k, v in spec.items() if k not in _SPEC_TEXTS}
+    if not rest["metadata"]:
+        del rest["metadata"]
+    if not rest["spec"]:
+        del rest["spec"]
+    # The chart's own "what's new" is kept verbatim (render writes it back); a source's version
+    # history only words the summary when the chart says nothing.
+    upgrade = spec.get("upgradeDescription")
+    locales, locale_changes = _locales(found, notes)
+    summary = _first_line(str(upgrade or "")) or _first_line(found.upgrade or "") or chartrender.imported_summary(version)
+    entry: dict[str, Any] = {"version": version, "date": (found.date or default_date).isoformat(), "summary": summary,
+                             "notes": str(upgrade) if upgrade else "", "locales": locale_changes}
+    files = {k: v for k, v in found.files.items()
+             if k not in ("Chart.yaml", MANIFEST) and not re.match(r"^i18n/[^/]+/OlaresManifest\.yaml$", k)}
+    for k in sorted(k for k in files if k.startswith("i18n/")):
+        # the market and the installer read only i18n/<locale>/OlaresManifest.yaml
+        notes.append(f"{k}: not an i18n/<locale>/OlaresManifest.yaml file, which no device reads: not kept")
+        del files[k]
+    for path in sorted(found.binary):
+        notes.append(f"{path}: a binary file; an app manifest holds text only: not kept")
+    data: dict[str, Any] = {
+        "name": name, "version": version, "title": md.get("title"), "description": md.get("description"),
+        "icon": md.get("icon"), "categories": md.get("categories") or [],
+        "developer": spec.get("developer") or _developer(spec, name, notes), "changelog": [entry], "locales": locales,
+        "chart": {"manifest_version": str(manifest.get("olaresManifest.version") or ""), "manifest": rest,
+                  "manifest_text": manifest_text,
+                  "chart_yaml": {k: v for k, v in chart.items() if k not in chartrender.CHART_FIELDS},
+                  "files": files},
+    }
+    for key, fld in chartrender.SPEC_FIELDS.items():
+        if key != "developer" and spec.get(key) is not None:
+            data[fld] = str(spec[key])
+    if isinstance(spec.get("license"), list):
+        data["license"] = spec["license"]
+    line = chartrender.own_target(data["chart"]["manifest_version"])
+    data["targets"] = [line]
+    representable(data, notes)
+    try:
+        app = validate_data(data, found.label)
+    except InputError as exc:
+        detail = "; ".join(f"{p.path}: {p.message}" for p in exc.problems) or str(exc)
+        return Imported(found, None, problem=f"not representable as an app manifest: {detail}")
+    assert isinstance(app, ChartApp)
+    notes += round_trip(found, app, line)
+    from olares_pack.catalogue.releases import chart_engine
+
+    notes[:] = list(dict.fromkeys(notes))  # a renamed chart is read twice: each note once
+    return Imported(found, app, line, notes, publishable=publishable, engine=chart_engine(app))
+
+
+# Texts an app manifest cannot hold but a device shows: template delimiters are refused in app
+# manifests (fields.TEMPLATE_DELIMITERS: olares-pack renders texts into Helm templates), while a
+# hand-written chart's manifest may hold them as text (a lone `}}` is literal to Go templates;
+# a 0.12.0 manifest is not rendered at all). A space between the two characters keeps the text
+# readable and representable.
+_DELIMITER = re.compile(r"\{\{|\}\}|\{%|\{#")
+# Optional fields whose empty value a device takes as unset (the market shows nothing).
+_OPTIONAL = ("version_name", "full_description", "developer", "submitter", "website", "source_code", "doc")
+
+
+def representable(data: dict[str, Any], notes: list[str]) -> None:
+    """Map device-accepted values an app manifest cannot hold into ones it can, each with a note:
+    an empty optional text is absent, template delimiters in texts are spaced."""
+    for key in _OPTIONAL:
+        if key in data and isinstance(data[key], str) and not data[key].strip():
+            notes.append(f"{key}: {data[key]!r} (empty) taken as absent, as a device shows it; the next render leaves it out")
+            del data[key]
+
+    def walk(value: Any, path: str) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, str) and _DELIMITER.search(value):
+            found = sorted(set(_DELIMITER.findall(value)))
+            notes.append(f"{path}: {', '.join(repr(d) for d in found)} in a text → "
+                         f"{', '.join(repr(d[0] + ' ' + d[1]) for d in found)} (app manifests hold no template "
+                         "delimiters; the published package keeps the original)")
+            return _DELIMITER.sub(lambda m: f"{m.group()[0]} {m.group()[1]}", value)
+        return value
+
+    for key in [k for k in data if k not in ("chart", "name", "version", "targets")]:
+        data[key] = walk(data[key], key)
+    for loc, texts in (data.get("locales") or {}).items():
+        if isinstance(texts, dict) and isinstance(texts.get("full_description"), str) and not texts["full_description"].strip():
+            notes.append(f"locales.{loc}.full_description: empty, taken as absent")
+            del texts["full_description"]
+
+
+def _developer(spec: dict[str, Any], name: str, notes: list[str]) -> str:
+    """A chart without spec.developer installs (the market shows none), while an app manifest
+    names one: the submitter, else the app's name, said in the report."""
+    who = str(spec.get("submitter") or "").strip() or name
+    notes.append(f"spec.developer: {'empty' if 'developer' in spec else 'absent'} (a device shows none); the app "
+                 f"manifest names {who!r} ({'the submitter' if spec.get('submitter') else 'the app name'})")
+    return who
+
+
+def _locales(found: Found, notes: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Per-locale texts (i18n/<locale>/OlaresManifest.yaml) and per-locale "what's new"."""
+    texts: dict[str, Any] = {}
+    changes: dict[str, Any] = {}
+    for path, text in sorted(found.files.items()):
+        m = re.match(r"^i18n/([^/]+)/OlaresManifest\.yaml$", path)
+        if not m:
+            continue
+        loc = m.group(1)
+        try:
+            doc = safe_load(text) or {}
+        except yaml.YAMLError:
+            notes.append(f"{path}: not valid YAML: not kept")
+            continue
+        md, spec = doc.get("metadata") or {}, doc.get("spec") or {}
+        if loc == "en-US":
+            notes.append(f"{path}: en-US texts are the app's own (metadata/spec): this file is not kept")
+            continue
+        if md.get("title") and md.get("description"):
+            texts[loc] = {"title": md["title"], "description": md["description"]}
+            if spec.get("fullDescription"):
+                texts[loc]["full_description"] = spec["fullDescription"]
+        if spec.get("upgradeDescription"):
+            changes[loc] = {"summary": _first_line(spec["upgradeDescription"]) or "-", "notes": spec["upgradeDescription"]}
+        kept = {("metadata", "title"), ("metadata", "description"), ("spec", "fullDescription"), ("spec", "upgradeDescription")}
+        for section, value in doc.items():
+            for key in (value or {}) if isinstance(value, dict) else [None]:
+                if (section, key) not in kept:
+                    notes.append(f"{path}: {section}{'.' + key if key else ''} is not a per-locale text: not kept")
+    return texts, changes
+
+
+def _yaml_docs(text: str) -> list[Any] | None:
+    try:
+        return [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError:
+        return None
+
+
+def round_trip(found: Found, app: ChartApp, line: str) -> list[str]:
+    """What rendering the app gives that the original did not say, file by file (data, not text,
+    for the files render() composes; templates and values are compared as text)."""
+    rendered = chartrender.render(app, targets.get(line))
+    out = []
+    for path in sorted(set(found.files) | set(rendered)):
+        a, b = found.files.get(path), rendered.get(path)
+        if a == b:
+            continue
+        if a is None or b is None:
+            if b is None and re.match(r"^i18n/en-US/OlaresManifest\.yaml$", path):
+                continue  # said once already (_locales: the en-US texts are the app's own)
+            out.append(f"{path}: {'added' if a is None else 'not kept'} by the import")
+            continue
+        if path in ("Chart.yaml", MANIFEST) or path.startswith("i18n/"):
+            da, db = _yaml_docs(a), _yaml_docs(b)
+            if da is not None and da == db:
+                continue
+            if isinstance(da, list) and isinstance(db, list) and len(da) == len(db) == 1:
+                diffs = records.differences(da[0], db[0])
+                out += [f"{path}: {d}" for d in diffs]
+                continue
+        out.append(f"{path}: differs after the import")
+    return out
+
+
+# ---------------------------------------------------------------- a catalogue -> apps and records
+
+
+@dataclass
+class Plan:
+    writes: dict[Path, bytes | str] = field(default_factory=dict)
+    results: list[Imported] = field(default_factory=list)
+    apps: dict[str, list[str]] = field(default_factory=dict)  # app name -> versions imported
+    skipped: dict[str, str] = field(default_factory=dict)  # app name -> why not
+
+
+def _base_version(version: str, line: str) -> str:
+    """The release a chart belongs to: an olares-pack legacy line (1.0.10-legacy) is 1.0.10's."""
+    v = semver.Version.parse(version)
+    if line == targets.LEGACY.name and v.prerelease and str(v.prerelease).split(".")[0] == "legacy":
+        return str(v.replace(prerelease=None))
+    return version
+
+
+def _dependency(found: Found, line: str) -> str:
+    data = safe_load(found.files.get(MANIFEST, "")) if "{{" not in found.files.get(MANIFEST, "") else {}
+    for d in ((data or {}).get("options") or {}).get("dependencies") or []:
+        if isinstance(d, dict) and d.get("name") == "olares" and d.get("version"):
+            return str(d["version"])
+    return targets.get(line).dependency
+
+
+def plan(repo: Repo, founds: list[Found], date: dt.date, *, upgrade: bool = False, rename: bool = False,
+         structured: bool = False) -> Plan:
+    out = Plan()
+    by_file: dict[tuple[str, str], Found] = {}
+    for f in founds:
+        by_file.setdefault((f.folder, package.sha256(f.package)), f)  # a chart seen twice (two OS views)
+    imported = [to_app(f, date, rename=rename) for f in by_file.values()]
+    out.results = imported
+    groups: dict[str, list[Imported]] = defaultdict(list)
+    for imp in imported:
+        if imp.app is not None:
+            groups[imp.name].append(imp)
+    existing = records.published_apps(repo)
+    all_recs = catalogue.load_records(repo)
+    for name, imps in sorted(groups.items()):
+        if name in existing or (repo.apps_dir / name).exists():
+            out.skipped[name] = f"apps/{name} already exists"
+            continue
+        pending = [i for i in imps if not i.publishable]
+        imps = [i for i in imps if i.publishable]
+        releases: dict[str, dict[str, Imported]] = defaultdict(dict)
+        for imp in imps:
+            base = _base_version(imp.app.version, imp.line)  # type: ignore[union-attr]
+            if imp.line in releases[base]:
+                out.skipped[name] = f"two {imp.line} charts of version {base} with different bytes"
+                break
+            releases[base][imp.line] = imp
+        if name in out.skipped:
+            continue
+        primary = targets.CURRENT.name if any(targets.CURRENT.name in r for r in releases.values()) else targets.LEGACY.name
+        recs = []
+        entries: list[ChangelogEntry] = []
+        for base in sorted(releases, key=semver.Version.parse):
+            lines = releases[base]
+            lead = lines.get(primary) or next(iter(lines.values()))
+            app = lead.app.model_copy(update={"version": base})  # type: ignore[union-attr]
+            entry = app.changelog[0].model_copy(update={"version": base})
+            entries.append(entry)
+            charts = {}
+            for line, imp in sorted(lines.items()):
+                version = imp.chart_version
+                path = repo.package_path(line, name, version)
+                out.writes[path] = imp.found.package
+                charts[line] = ChartRecord(file=repo.rel(path), sha256=package.sha256(imp.found.package),
+                                           size=len(imp.found.package), content_sha256=package.content_digest(imp.found.package),
+                                           olares=_dependency(imp.found, line), version=version)
+            rec = Record(name=name, version=base, published=entry.date, tool=TOOL, generation=0, charts=charts,
+                         engine=lead.engine, changelog=[entry], manifest=records.resolved_manifest(app))
+            recs.append(rec)
+            out.writes[records.path_of(repo, name, base)] = records.dumps(rec)
+        newest_pending = max(pending, key=lambda i: semver.Version.parse(i.app.version), default=None)  # type: ignore[union-attr]
+        if newest_pending is not None and (not recs or semver.Version.parse(newest_pending.app.version) >  # type: ignore[union-attr]
+                                           semver.Version.parse(recs[-1].version)):
+            app_data = records.resolved_manifest(newest_pending.app)  # type: ignore[arg-type]
+            entries.append(newest_pending.app.changelog[0])  # type: ignore[union-attr]
+        elif recs:
+            app_data = dict(recs[-1].manifest)
+        else:
+            out.skipped[name] = "no version to import"
+            continue
+        app_data["changelog"] = [e.model_dump(mode="json", exclude_defaults=True) for e in entries]
+        newest_imp = max(imps or pending, key=lambda i: semver.Version.parse(i.app.version))  # type: ignore[union-attr]
+        if upgrade and app_data["targets"] == [targets.LEGACY.name]:
+            app_data = _upgraded(app_data, date, newest_imp)
+        if structured:
+            app_data = _typed(app_data, date, newest_imp, published=[r.version for r in recs])
+        out.writes[repo.apps_dir / name / MANIFEST_FILE] = dump_app(app_data)
+        out.apps[name] = [r.version for r in recs]
+        if recs:
+            all_recs[name] = recs
+    if out.apps:
+        out.writes[repo.index_file] = catalogue.ledger_text(all_recs)
+    return out
+
+
+def _upgraded(app_data: dict[str, Any], date: dt.date, newest: Imported) -> dict[str, Any]:
+    """The app as a 0.12.0/v3 chart, a version to release; what it took, and what the 1.12.6
+    rules still refuse, go to the newest chart's notes."""
+    from olares_pack.charts.source import ChartSource
+    from olares_pack.importing import upgrade
+    from olares_pack.lint import LintOptions, lint_chart
+
+    app = validate_data(app_data, newest.found.label)
+    assert isinstance(app, ChartApp)
+    try:
+        new, notes = upgrade.to_current(app, date)
+    except upgrade.Blocked as exc:
+        newest.notes.append(f"--upgrade: not converted (the app stays {app.version} for 1.12.3-1.12.5): {exc}")
+        return app_data
+    newest.notes += [f"--upgrade to {new.version}: {n}" for n in notes]
+    files = chartrender.render(new, targets.CURRENT)
+    findings = lint_chart(ChartSource(f"{new.name}@current", new.name, files), LintOptions(olares_version="1.12.6")).findings
+    newest.notes += [f"--upgrade: still refused by 1.12.6: {f.rule}: {f.message}" for f in findings if f.severity == "error"]
+    data = records.resolved_manifest(new)
+    data["changelog"] = [e.model_dump(mode="json", exclude_defaults=True) for e in new.changelog]
+    return data
+
+
+def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published: list[str]) -> dict[str, Any]:
+    """The app in olares-pack's typed form when its engine fits it (else unchanged, with a note);
+    the report names what olares-pack's render does differently (the flag-aware diff)."""
+    from olares_pack import diff
+    from olares_pack.charts.source import ChartSource
+    from olares_pack.importing import structure
+
+    app = validate_data(app_data, newest.found.label)
+    assert isinstance(app, ChartApp)
+    try:
+        typed, notes = structure.structured(app)
+    except (InputError, ValueError) as exc:
+        newest.notes.append(f"--structured: kept as written: {str(exc).splitlines()[0]}")
+        return app_data
+    data = records.resolved_manifest(typed)
+    entries = list(typed.changelog)
+    if typed.version in published:  # a published version keeps its record: the typed form is the next version
+        version = str(semver.Version.parse(max([typed.version, *published], key=semver.Version.parse)).bump_patch())
+        data["version"] = version
+        entries.append(ChangelogEntry(version=version, date=date, summary="olares-pack's typed app manifest "
+                                      "(olares-pack import --structured)"))
+    data["changelog"] = [e.model_dump(mode="json", exclude_defaults=True) for e in entries]
+    line = app.targets[0]
+    files = render_app(data, line)
+    res = diff.compare(diff.facts(ChartSource(newest.found.label, app.name, newest.found.files)),
+                       diff.facts(ChartSource(f"{app.name} (typed)", app.name, files)))
+    newest.notes += [f"--structured: {n}" for n in notes]
+    newest.notes += [f"--structured renders differently: {line}" for line in diff.to_markdown(res).splitlines()
+                     if line.startswith("- ")]
+    return data
+
+
+def render_app(data: dict[str, Any], line: str) -> dict[str, str]:
+    from olares_pack.render import app as render
+
+    return render.render(validate_data(data, data.get("name", "app")), targets.get(line))
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value and not re.search(r"[ \t]\n|[^\S\n]$|\r", value) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_app(data: dict[str, Any]) -> str:
+    """app.yaml of an imported chart: plain YAML, multi-line texts and files as literal blocks."""
+    head = ("# Imported by olares-pack from a hand-written chart: `chart.files` are its files as they were, and\n"
+            "# `chart.manifest` its OlaresManifest.yaml less what the fields above say. Edit, then release.\n"
+            if "chart" in data else
+            "# Imported by olares-pack (--structured): the chart's engine, model and resources as typed settings.\n")
+    body = yaml.dump({k: v for k, v in data.items() if v not in (None, [], {})}, Dumper=_Dumper, sort_keys=False,
+                     allow_unicode=True, width=4096, default_flow_style=False)
+    return head + body

@@ -1,0 +1,196 @@
+"""`olares-pack import --structured`: a chart whose engine olares-pack models (llama.cpp, vLLM)
+as a typed app manifest (LlamaCppApp / VllmApp) instead of the chart as written. Read from the
+chart's render: the engine container's image, arguments (parsed back: `sh -c`, `${VAR:-default}`,
+LLAMA_ARG_* env), resources and probes; the model's Hugging Face repo, file and revision from
+olares-pack's download step (MODEL_REPO/MODEL_REVISION/MODEL_FILES), `-hf`/`--hf-repo` or a model
+path under `hf-files/<org>/<repo>/<revision>/`. What olares-pack renders differently is listed by
+the flag-aware diff of the original against the render, in the import report."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from olares_pack.apps.manifest import App, ChartApp, validate_data
+from olares_pack.common import quantity
+from olares_pack.common.errors import InputError
+from olares_pack.engines import registry
+from olares_pack.engines.detect import Invocation, find_engines
+from olares_pack.engines.normalize import normalize_generic, normalize_llama
+
+# llama.cpp flags the typed settings hold (canonical names of the registry), and their fields.
+_LLAMA = {"--alias": "alias", "--host": "host", "--port": "port", "--parallel": "parallel", "--ctx-size": "ctx_size",
+          "--gpu-layers": "gpu_layers", "--flash-attn": "flash_attn", "--batch-size": "batch_size",
+          "--ubatch-size": "ubatch_size", "--threads": "threads", "--jinja": "jinja"}
+_SPEC = {"--spec-type": "type", "--spec-draft-n-max": "draft_n_max", "--spec-draft-n-min": "draft_n_min",
+         "--spec-draft-p-min": "draft_p_min"}
+_VLLM = {"--served-model-name": "alias", "--host": "host", "--port": "port", "--max-model-len": "max_model_len",
+         "--gpu-memory-utilization": "gpu_memory_utilization", "--max-num-seqs": "max_num_seqs",
+         "--max-num-batched-tokens": "max_num_batched_tokens", "--dtype": "dtype", "--quantization": "quantization",
+         "--kv-cache-dtype": "kv_cache_dtype", "--trust-remote-code": "trust_remote_code",
+         "--enable-prefix-caching": "enable_prefix_caching", "--enable-chunked-prefill": "enable_chunked_prefill",
+         "--enable-auto-tool-choice": "enable_auto_tool_choice", "--reasoning-parser": "reasoning_parser",
+         "--tool-call-parser": "tool_call_parser"}
+_HF_PATH = re.compile(r"hf-files/([A-Za-z0-9._-]+/[A-Za-z0-9._-]+)/([A-Za-z0-9._-]+)/(.+)$")
+
+
+def _number(v: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return v
+
+
+def _flag(v: str) -> bool:
+    return v.strip().lower() in ("true", "1", "on", "yes", "enabled")
+
+
+def _container(objects: list[dict[str, Any]], inv: Invocation) -> dict[str, Any]:
+    kind, name = inv.workload.split("/", 1)
+    for o in objects:
+        if o.get("kind") == kind and (o.get("metadata") or {}).get("name") == name:
+            for c in (((o.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []:
+                if c.get("name") == inv.container:
+                    return c
+    return {}
+
+
+def _download_env(objects: list[dict[str, Any]]) -> dict[str, str]:
+    for o in objects:
+        for c in (((o.get("spec") or {}).get("template") or {}).get("spec") or {}).get("initContainers") or []:
+            env = {e.get("name"): str(e.get("value", "")) for e in c.get("env") or [] if "value" in e}
+            if "MODEL_REPO" in env:
+                return env
+    return {}
+
+
+def _model(flags: dict[str, str], download: dict[str, str], positional: list[str]) -> dict[str, Any]:
+    if download.get("MODEL_REPO"):
+        files = [line.split("|", 1)[0] for line in download.get("MODEL_FILES", "").splitlines() if line.strip()]
+        out: dict[str, Any] = {"repo": download["MODEL_REPO"], "revision": download.get("MODEL_REVISION") or "main"}
+        if files:
+            out["files"] = [{"name": f} for f in files]
+        return out
+    if flags.get("--hf-repo"):
+        repo, _, quant = flags["--hf-repo"].partition(":")
+        out = {"repo": repo, "revision": "main"}
+        if flags.get("--hf-file"):
+            out["file"] = flags["--hf-file"]
+        elif quant:
+            raise InputError(f"-hf {flags['--hf-repo']}: a quant tag, not a file name: name the file (--hf-file)")
+        return out
+    for path in [flags.get("--model", ""), *positional]:
+        if m := _HF_PATH.search(path):
+            return {"repo": m.group(1), "revision": m.group(2), "file": m.group(3)}
+    if positional and re.fullmatch(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+", positional[0]):
+        return {"repo": positional[0], "revision": flags.get("--revision", "main")}
+    raise InputError("the model's Hugging Face repo is not in the chart (no download step, -hf or hf-files/ path)")
+
+
+def _resources(container: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    res = container.get("resources") or {}
+    req, lim = res.get("requests") or {}, res.get("limits") or {}
+    env = next(iter(spec.get("accelerator") or []), spec)
+    out: dict[str, Any] = {
+        "cpu": {"request": str(req.get("cpu", "1")), "limit": str(lim.get("cpu", req.get("cpu", "1")))},
+        "memory": {"request": str(req.get("memory", "1Gi")), "limit": str(lim.get("memory", req.get("memory", "1Gi")))},
+        "disk": {"request": str(env.get("requiredDisk") or "10Gi"), "limit": str(env.get("limitedDisk") or env.get("requiredDisk") or "10Gi")},
+    }
+    gpumem = lim.get("nvidia.com/gpumem") or req.get("nvidia.com/gpumem")
+    if gpumem is not None and str(gpumem).isdigit():
+        out["gpu_memory_mib"] = int(gpumem)
+    elif env.get("requiredGPUMemory") or env.get("requiredGpu"):
+        out["gpu_memory_mib"] = int(quantity.parse(env.get("requiredGPUMemory") or env.get("requiredGpu")) / (1 << 20))
+    return out
+
+
+def _probes(container: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for kind, key in (("startupProbe", "startup"), ("livenessProbe", "liveness"), ("readinessProbe", "readiness")):
+        p = container.get(kind) or {}
+        if (p.get("httpGet") or {}).get("path"):
+            out["path"] = p["httpGet"]["path"]
+        fields = {f: p[c] for f, c in (("initial_delay_seconds", "initialDelaySeconds"), ("period_seconds", "periodSeconds"),
+                                       ("timeout_seconds", "timeoutSeconds"), ("failure_threshold", "failureThreshold")) if c in p}
+        if fields:
+            out[key] = fields
+    return out
+
+
+def structured(app: ChartApp) -> tuple[App, list[str]]:
+    """The typed app of a chart whose engine olares-pack models, and the notes; InputError when the
+    chart does not fit the typed form (the chart app is then kept)."""
+    from olares_pack.importing import llmbase as llmbase_import
+    from olares_pack.render import imported as chartrender
+
+    objects = llmbase_import.objects(app) or chartrender.objects(app)
+    invs = [i for i in find_engines(objects) if i.kind in ("llamacpp", "vllm")]
+    if not invs:
+        raise InputError("no llama.cpp or vLLM container: an engine olares-pack does not model")
+    if len(invs) > 1:
+        raise InputError(f"{len(invs)} engine containers (the typed form has one)")
+    inv = invs[0]
+    container = _container(objects, inv)
+    repo, tag = registry.image_parts(inv.image, as_written=True)
+    engine: dict[str, Any] = {"kind": inv.kind, "image": {"repository": repo.lower(), "tag": tag or "latest",
+                                                          "digest": inv.image.split("@", 1)[1] if "@" in inv.image else None}}
+    notes: list[str] = []
+    if inv.kind == "llamacpp":
+        engine["build"] = inv.build or registry.tag_build(tag)
+        reg = registry.resolve("llamacpp", engine["build"], "image tag").registry
+        args = normalize_llama(inv.argv, reg, inv.env)
+        flags = args.values()
+        server: dict[str, Any] = {field: _number(flags[f]) if field not in ("alias", "host", "flash_attn") else flags[f]
+                                  for f, field in _LLAMA.items() if f in flags}
+        if "jinja" in server:
+            server["jinja"] = _flag(str(flags["--jinja"]))
+        if "gpu_layers" in server and server["gpu_layers"] in ("-1", -1):
+            server["gpu_layers"] = "all"
+        server.setdefault("ctx_size", 0)
+        if "--cache-type-k" in flags or "--cache-type-v" in flags:
+            server["cache_type"] = {"k": flags.get("--cache-type-k", "f16"), "v": flags.get("--cache-type-v", "f16")}
+        if "--spec-type" in flags:
+            server["speculative"] = {field: _number(flags[f]) if field != "type" else flags[f] for f, field in _SPEC.items() if f in flags}
+        if "--chat-template-kwargs" in flags:
+            server["chat_template_kwargs"] = json.loads(flags["--chat-template-kwargs"])
+        used = {*_LLAMA, *_SPEC, "--cache-type-k", "--cache-type-v", "--chat-template-kwargs", "--model", "--hf-repo", "--hf-file"}
+        positional = args.positional
+    else:
+        args = normalize_generic(inv.argv[1:] if inv.argv[:1] == ["serve"] else inv.argv)
+        flags = args.values()
+        server = {}
+        for f, field in _VLLM.items():
+            if f in flags:
+                server[field] = _flag(flags[f]) if field.startswith(("enable_", "trust_")) else (
+                    _number(flags[f]) if field in ("port", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
+                                                   "max_num_batched_tokens") else flags[f])
+        if "--speculative-config" in flags:
+            server["speculative_config"] = json.loads(flags["--speculative-config"])
+        used = {*_VLLM, "--speculative-config", "--revision", "--download-dir", "--model"}
+        positional = args.positional
+    extra = [a.spelled for k, a in sorted(args.args.items()) if k not in used]
+    server["extra_args"] = [w for s in extra for w in s.split(" ", 1)]
+    download = _download_env(objects) or llmbase_import.download_env(objects)
+    model = _model(flags, download, positional)
+    spec = app.chart.manifest.get("spec") or {}
+    first = next((e for e in app.chart.manifest.get("entrances") or [] if isinstance(e, dict)), {})
+    consumed = {k for k in inv.env if k.startswith("LLAMA_ARG_")}
+    if download:
+        consumed.add("HF_HUB_OFFLINE")  # the typed render sets it whenever a download step fetches the model
+    data = {**{k: v for k, v in app.model_dump(mode="json", exclude={"chart"}).items()},
+            "engine": engine, "server": server, "model": model, "resources": _resources(container, spec),
+            "entrance": {"name": first.get("name"), "title": first.get("title") or app.title,
+                         "auth_level": first.get("authLevel", "internal"), "open_method": first.get("openMethod", "window")},
+            "env": {e["name"]: str(e["value"]) for e in container.get("env") or []
+                    if "value" in e and e["name"] not in consumed and not e["name"].startswith("OLARES_")},
+            "probes": _probes(container),
+            "modes": sorted({str(a.get("mode")) for a in spec.get("accelerator") or [] if a.get("mode") in ("nvidia", "cpu")})
+            or ["nvidia"]}
+    data = llmbase_import.extras(data, app, objects, inv, notes)
+    typed = validate_data(data, f"{app.name} (typed)")
+    if extra:
+        notes.append(f"engine arguments the typed settings do not hold, kept as server.extra_args: {' '.join(extra)}")
+    return typed, notes

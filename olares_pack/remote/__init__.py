@@ -1,0 +1,1 @@
+"""What lives off this machine: Hugging Face (huggingface_hub) and OCI registries."""
