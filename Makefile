@@ -10,7 +10,7 @@ WRANGLER := node/node_modules/.bin/wrangler
 # the official chart checker (oac) built as a test oracle; see oracle/main.go
 ORACLE := oracle/bin/oac-oracle
 
-.PHONY: all build test test-tools clean oracle
+.PHONY: all build lint test test-tools clean oracle
 
 all: build
 
@@ -50,7 +50,11 @@ oracle:
 		rm -f $(ORACLE); echo "oracle not built, see oracle/bin/build-error.txt" >&2; \
 	fi
 
-test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle
+# ruff, configured in pyproject.toml ([tool.ruff])
+lint: $(BIN)/olares-pack
+	$(BIN)/ruff check .
+
+test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle lint
 	$(BIN)/python -m pytest
 	$(BIN)/olares-pack build --check
 

@@ -479,7 +479,7 @@ def test_a_chart_renders_only_for_the_target_it_is_written_for(tmp_path: Path, c
 
 
 @pytest.mark.parametrize("chart", ["gpuvtwo", "llamaturbo", "ragstack", "textsvone"])
-def test_every_upgraded_fixture_is_accepted_by_the_official_checker(tmp_path: Path, chart: str, oracle: object,
+def test_every_upgraded_fixture_is_accepted_by_the_official_checker(tmp_path: Path, chart: str, oracle: object,  # noqa: F811 - the fixture
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """The oracle (beclab's oac Lint, oracle/): skipped with its build error where it cannot be built."""
     root = empty_repo(tmp_path)

@@ -318,7 +318,8 @@ def _wire_replicas(files: dict[str, str], names: list[str], app_name: str, notes
             if old:
                 docs[i] = doc[:old.start()] + "  " + wired_line + doc[old.end():]
             elif re.search(r"(?m)^spec:[ \t]*\r?$", doc):
-                docs[i] = re.sub(r"(?m)^spec:[ \t]*(\r?)$", lambda mo: f"spec:{mo.group(1)}\n  {wired_line}{mo.group(1)}", doc, count=1)
+                docs[i] = re.sub(r"(?m)^spec:[ \t]*(\r?)$", lambda mo: f"spec:{mo.group(1)}\n  {wired_line}{mo.group(1)}", doc,  # noqa: B023 - called at once
+                                 count=1)
             else:
                 continue
             changed = True

@@ -276,7 +276,7 @@ class Answers:
                 chart = cat.archive(name, file_name) if NAME_RE.match(name) else None
                 # the device sends the app version as `version`: the file name alone decides
                 return ((b"chart", name, file_name) if chart is not None and not chart.problem else None,
-                        lambda: self._chart(name, file_name, chart))
+                        lambda: self._chart(name, file_name, chart))  # noqa: B023 - returned at once, inside its turn
         if path.startswith(ICON_PREFIX) and path.endswith(ICON_SUFFIX):
             name = unquote(path[len(ICON_PREFIX):-len(ICON_SUFFIX)].decode("latin-1"), errors="replace")
             data = cat.icons.get(name) if NAME_RE.match(name) else None
