@@ -386,7 +386,7 @@ def main() -> None:
         record: dict[str, Any] = {"build": "b11434", "gpu": gpu}
         runs.append(record)
 
-        def save() -> None:
+        def save(runs: list[dict[str, Any]] = runs, record: dict[str, Any] = record, name: str = name) -> None:
             slim = [{k: v for k, v in r.items() if k != "samples"} for r in runs]
             if "samples" in record:
                 samples[name] = record["samples"]
