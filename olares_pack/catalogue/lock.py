@@ -15,13 +15,11 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from olares_pack.common.errors import OlaresPackError
+from olares_pack.common.errors import LockTimeout
 
 POLL_SECONDS = 0.05
 
 
-class LockTimeout(OlaresPackError):
-    """Another command held the repository for longer than we were told to wait."""
 
 
 class RepoLock:

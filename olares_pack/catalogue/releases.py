@@ -21,7 +21,7 @@ from olares_pack.catalogue.journal import Transaction
 from olares_pack.catalogue.records import ChartRecord, EngineRecord, Record
 from olares_pack.catalogue.repo import Repo
 from olares_pack.charts import package
-from olares_pack.common.errors import InputError
+from olares_pack.common.errors import ImmutableVersionError, InputError
 from olares_pack.common.yamlsrc import load_yaml, roundtrip_yaml
 from olares_pack.render import app as render
 from olares_pack.render import generation
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 TOOL = f"olares-pack {__version__}"
 
 
-class ImmutableVersionError(InputError):
-    pass
 
 
 @dataclass

@@ -16,7 +16,7 @@ import click
 from olares_pack import __version__
 from olares_pack import olares as targets
 from olares_pack.catalogue.repo import DEFAULT_LOCK_TIMEOUT, MANIFEST_FILE, Repo
-from olares_pack.common.errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, InputError, OlaresPackError
+from olares_pack.common.errors import ExitCode, InputError, OlaresPackError
 
 if TYPE_CHECKING:
     from olares_pack.apps.manifest import App
@@ -72,6 +72,16 @@ def show_warnings(app: App) -> None:
 @click.option("--debug", is_flag=True, help="Show the full trace of an internal error.")
 def cli(debug: bool) -> None:
     """Turn app manifests for GPU LLM servers into Olares app charts."""
+    _session.debug = debug
+
+
+class _Session:
+    """What the group's own options set for the run; main() reads it when a command fails."""
+
+    debug = False
+
+
+_session = _Session()
 
 
 @cli.command("render")
@@ -100,7 +110,7 @@ def render_cmd(app_ref: str, target_names: tuple[str, ...], out: Path, apps_dir:
             dest = out / t.name / app.name
             fsio.write_tree(render.render(app, t), dest)
             console.out.print(str(dest))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 @cli.command("build")
@@ -136,10 +146,10 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: b
         for issue in issues:
             console.error(str(issue))
         if issues:
-            return EXIT_FINDINGS
+            return ExitCode.FINDINGS
         n = sum(len(v) for v in recs.values())
         console.info(f"up to date: {len(recs)} published app(s), {n} version(s), {repo.rel(repo.index_file)} and packages")
-        return EXIT_OK
+        return ExitCode.OK
     with repo.open(write=True, timeout=lock_timeout, purpose="build"):
         writes, stamp = build.sync_repository(repo, full=full)
         txn = Transaction(repo.root)
@@ -158,7 +168,7 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: b
                  + (f" ({result.kept} unchanged)" if result.kept else "")
                  + (f"; {result.repeated} warning(s) on unchanged apps not repeated (--full shows them)"
                     if result.repeated else ""))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 @cli.command("release")
@@ -214,31 +224,31 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
 
             print_findings(errors, sorted({f.chart for f in errors}))
             console.error(f"{plan.app.name} {plan.app.version}: lint found {len(errors)} error(s); nothing was released")
-            return EXIT_FINDINGS
+            return ExitCode.FINDINGS
         for f in plan.findings:
             if f.severity == "warning":
                 console.warn(f"{f.chart}: {f.rule}: {f.message}")
         if plan.already_published:
             console.info(f"{plan.app.name} {plan.app.version} is already published and app.yaml still says the same; nothing to do")
-            return EXIT_OK
+            return ExitCode.OK
         if online:
             checked = _online_check(plan.app)
             for rule, severity, path, message in checked:
                 (console.error if severity == "error" else console.warn)(f"{plan.app.name}: {rule}: {path}: {message}")
             if any(c[1] == "error" for c in checked):
                 console.error(f"{plan.app.name} {plan.app.version}: what app.yaml pins is gone upstream; nothing was released")
-                return EXIT_FINDINGS
+                return ExitCode.FINDINGS
         if dry_run:
             console.out.print(plan.diff(), markup=False, highlight=False)
             for p in plan.packages:
                 console.out.print(f"would write {repo.rel(p.path)} (sha256 {p.sha256})", markup=False)
             console.out.print(f"would write {repo.rel(plan.record_path)}, {repo.rel(plan.manifest_path)}, "
                               f"{repo.rel(repo.index_file)}", markup=False)
-            return EXIT_OK
+            return ExitCode.OK
         for path in releases.write_release(plan, repo):
             console.out.print(repo.rel(path), markup=False)
     console.info(f"released {plan.app.name} {plan.app.version} (template generation {plan.record.generation})")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 @cli.command("pin")
@@ -283,12 +293,12 @@ def pin_cmd(app_refs: tuple[str, ...], all_apps: bool, only_image: bool, only_mo
             text = "".join(p.diff(repo.root) for p in plans)
             if text:
                 console.out.print(text, markup=False, highlight=False, end="")
-            return EXIT_OK
+            return ExitCode.OK
         for path in pin.write_pins(plans, repo):
             console.out.print(repo.rel(path), markup=False)
     if not any(p.changed for p in plans):
         console.info("already pinned; nothing to write")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _online_check(app: App) -> list[tuple[str, str, str, str]]:
@@ -332,7 +342,7 @@ def package_cmd(app_ref: str, version: str | None, target_names: tuple[str, ...]
             dest = out / target / Path(rec.charts[target].file).name
             fsio.write_bytes_atomic(dest, data)
             console.out.print(f"{dest}  sha256:{package.sha256(data)}  ({how})", markup=False)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _package_unpublished(app_dir: Path, target_names: tuple[str, ...], out: Path, repo: Repo) -> int:
@@ -350,7 +360,7 @@ def _package_unpublished(app_dir: Path, target_names: tuple[str, ...], out: Path
         dest = out / b.target / b.path.name
         fsio.write_bytes_atomic(dest, b.data)
         console.out.print(f"{dest}  sha256:{b.sha256}  (not published)", markup=False)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 @cli.command("diff")
@@ -393,7 +403,7 @@ def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, ta
         console.out.print_json(json.dumps(diff.to_json(result, show_all=show_all), ensure_ascii=False, default=str))
     else:
         _print_diff_table(result, show_all)
-    return EXIT_OK if result.equal else EXIT_FINDINGS
+    return ExitCode.OK if result.equal else ExitCode.FINDINGS
 
 
 def _print_diff_table(result: DiffResult, show_all: bool) -> None:
@@ -545,7 +555,7 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
             console.warn(f"{app.name} {app.version}: the verdict '{row['verdict']}' contradicts its record "
                          f"({row['recorded_in']}'s changelog: ran out of GPU memory); the estimate does not explain "
                          "that outcome (README \"GPU memory budget\")")
-    return EXIT_FINDINGS if any(e.verdict == "does not fit" for e in estimates) else EXIT_OK
+    return ExitCode.FINDINGS if any(e.verdict == "does not fit" for e in estimates) else ExitCode.OK
 
 
 def _largest_ctx_lines(lc: dict[str, int]) -> list[str]:
@@ -721,7 +731,7 @@ def _write_new(apps_dir: Path, app_dir: Path, app_text: str, lock_text: str, dry
     parse_app(app_text, manifest, derive=False)
     if dry_run:
         console.out.print(app_text, markup=False, highlight=False, end="")
-        return EXIT_OK
+        return ExitCode.OK
     repo = Repo.of_apps(apps_dir)
     with repo.open(write=True, timeout=lock_timeout, purpose="new"):
         if app_dir.exists():
@@ -732,7 +742,7 @@ def _write_new(apps_dir: Path, app_dir: Path, app_text: str, lock_text: str, dry
         for path in txn.commit():
             console.info(f"wrote {repo.rel(path)}")
     console.info(f"next: olares-pack lint {app_dir} && olares-pack release {app_dir.name} --version 1.0.0 --dry-run")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _print_ladder(p: NewPlan) -> None:
@@ -779,7 +789,7 @@ def serve_cmd(host: str, port: int, tls_cert: Path | None, tls_key: Path | None,
     server.run(root, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key,
                reload_every=2.0 if reload_on_change else None, default_version=default_version, base_url=base_url,
                workers=workers, strict=strict)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 @cli.group("export")
@@ -802,7 +812,7 @@ def export_cloudflare(out: Path, name: str, root: Path, default_version: str) ->
     targets.parse_os_version(default_version)
     served = cloudflare.export(root, out, name=name, default_version=default_version)
     console.info(f"wrote {out} ({served} charts); deploy with: cd {out} && npm install && npx wrangler deploy")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 @export_group.command("olares-app")
@@ -824,10 +834,10 @@ def export_olares_app(out: Path, image: str, version: str, name: str, workers: i
     print_findings(findings, [f"{name} {version}"])
     if any(f.severity == "error" for f in findings):
         console.error(f"{name} {version}: lint found errors; nothing was written")
-        return EXIT_FINDINGS
+        return ExitCode.FINDINGS
     console.info(f"wrote {tgz}; install it on the device (Market -> My Olares -> upload) and add its entrance URL "
                  "as a market source")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _print_estimate(title: str, e: Estimate) -> None:
@@ -993,8 +1003,8 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
     console.info(f"{len(plan.results)} chart(s): {ok} imported ({noted} with notes), {refused} not imported; "
                  f"{len(plan.apps)} app(s) {'would be ' if dry_run else ''}written under {repo.rel(repo.apps_dir)}")
     if refused or (strict and noted):
-        return EXIT_FINDINGS
-    return EXIT_OK
+        return ExitCode.FINDINGS
+    return ExitCode.OK
 
 
 @cli.command("lint")
@@ -1047,7 +1057,7 @@ def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tupl
     results = place_results(results, sources)
     PRINTERS[fmt](results)
     failing = {"error", "warning"} if strict else {"error"}
-    return EXIT_FINDINGS if any(f.severity in failing for r in results for f in r.findings) else EXIT_OK
+    return ExitCode.FINDINGS if any(f.severity in failing for r in results for f in r.findings) else ExitCode.OK
 
 
 def _add_online_findings(sources: list[ChartSource], results: list[ChartResult]) -> None:
@@ -1068,18 +1078,19 @@ def _add_online_findings(sources: list[ChartSource], results: list[ChartResult])
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    _session.debug = False
     try:
         code = cli.main(args=args, prog_name="olares-pack", standalone_mode=False)
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:
         exc.show()
-        code = EXIT_INPUT
+        code = ExitCode.INPUT
     except click.Abort:
         from olares_pack.common import console
 
         console.error("aborted")
-        code = EXIT_INPUT
+        code = ExitCode.INPUT
     except OlaresPackError as exc:
         from olares_pack.common import console
 
@@ -1089,15 +1100,15 @@ def main(argv: list[str] | None = None) -> int:
         from olares_pack.common import console
 
         console.error("input nested too deeply to process")
-        code = EXIT_INPUT
+        code = ExitCode.INPUT
     except Exception as exc:  # noqa: BLE001 - a bug: one line and exit 3, the trace on request
         from olares_pack.common import console
 
-        if "--debug" in args:
+        if _session.debug:
             console.err.print_exception()
         console.error(f"internal error: {type(exc).__name__}: {exc} (olares-pack {__version__}; please report it, "
                       "with the command and `--debug` output)")
-        code = EXIT_INTERNAL
+        code = ExitCode.INTERNAL
     if argv is None:
         sys.exit(code or 0)
     return code or 0

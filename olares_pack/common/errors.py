@@ -1,13 +1,22 @@
-"""One error hierarchy: everything a user should see maps to an exit code."""
+"""One error hierarchy: everything a user should see maps to an exit code.
+
+Every exception olares-pack raises on purpose is defined here, so a reader sees at once what can
+go wrong and what the command exits with; the rooms raise them, the CLI maps them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 
-EXIT_OK = 0
-EXIT_FINDINGS = 1
-EXIT_INPUT = 2
-EXIT_INTERNAL = 3  # a bug in olares-pack, not in the input
+
+class ExitCode(IntEnum):
+    """The exit codes of `olares-pack`."""
+
+    OK = 0
+    FINDINGS = 1  # lint findings, a stale build, a diff that found changes
+    INPUT = 2  # usage or input error: nothing written
+    INTERNAL = 3  # a bug in olares-pack, not in the input
 
 
 @dataclass(frozen=True)
@@ -28,7 +37,7 @@ class Problem:
 class OlaresPackError(Exception):
     """An error to show the user as it is, without a traceback."""
 
-    exit_code = EXIT_INPUT
+    exit_code = ExitCode.INPUT
 
 
 class InputError(OlaresPackError):
@@ -39,3 +48,62 @@ class InputError(OlaresPackError):
         if self.problems:
             message = "\n".join(str(p) for p in self.problems)
         super().__init__(message)
+
+
+class QuantityError(ValueError):
+    """Not a Kubernetes quantity. A ValueError, so that a manifest field's validator reports it as
+    that field's problem."""
+
+
+# ---- the repository
+
+
+class LockTimeout(OlaresPackError):
+    """Another command held the repository for longer than we were told to wait."""
+
+
+class ImmutableVersionError(InputError):
+    """A published version's record, package or changelog entry would change."""
+
+
+# ---- the network: Hugging Face, registries, market sources
+
+
+class HubError(InputError):
+    """Hugging Face could not answer, or answered that the model or revision is not there."""
+
+
+class RegistryError(InputError):
+    """A registry answered something other than the manifest asked for, or could not be reached."""
+
+
+class TagNotFound(RegistryError):
+    def __init__(self, message: str, nearest: list[str]) -> None:
+        super().__init__(message)
+        self.nearest = nearest
+
+
+class HTTPStatus(InputError):
+    """A market source answered with an HTTP error status."""
+
+    def __init__(self, url: str, status: int) -> None:
+        super().__init__(f"{url}: HTTP {status}")
+        self.status = status
+
+
+# ---- import
+
+
+class UpgradeBlocked(InputError):
+    """What stops the conversion of a legacy chart, said exactly; the app stays as it was imported."""
+
+
+# ---- serving
+
+
+class BadRequest(OlaresPackError):
+    """A request the market server answers with a 4xx status and this message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status

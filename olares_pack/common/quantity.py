@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 
+from olares_pack.common.errors import QuantityError
+
 # The Kubernetes quantity grammar (apimachinery resource.Quantity), without exotic exponents.
 # Digits and exponents are bounded so that a typo cannot overflow the arithmetic.
 _QUANTITY = re.compile(r"^(?P<num>[+]?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30}))"
@@ -15,8 +17,6 @@ _DECIMAL = {"m": Decimal("0.001"), "k": Decimal(10**3), "M": Decimal(10**6), "G"
             "T": Decimal(10**12), "P": Decimal(10**15), "E": Decimal(10**18)}
 
 
-class QuantityError(ValueError):
-    pass
 
 
 def parse(value: str | int | float) -> Decimal:

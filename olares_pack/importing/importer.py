@@ -26,7 +26,7 @@ from olares_pack.catalogue import records
 from olares_pack.catalogue.records import ChartRecord, EngineRecord, Record
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.charts import package
-from olares_pack.common.errors import InputError
+from olares_pack.common.errors import InputError, UpgradeBlocked
 from olares_pack.common.naming import NAME_RE, RESERVED_NAMES
 from olares_pack.common.yamlsrc import safe_load
 from olares_pack.render import imported as chartrender
@@ -491,7 +491,7 @@ def _upgraded(app_data: dict[str, Any], date: dt.date, newest: Imported) -> dict
     assert isinstance(app, ChartApp)
     try:
         new, notes = upgrade.to_current(app, date)
-    except upgrade.Blocked as exc:
+    except UpgradeBlocked as exc:
         newest.notes.append(f"--upgrade: not converted (the app stays {app.version} for 1.12.3-1.12.5): {exc}")
         return app_data
     newest.notes += [f"--upgrade to {new.version}: {n}" for n in notes]

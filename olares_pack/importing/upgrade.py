@@ -54,7 +54,7 @@ import yaml
 
 from olares_pack.apps.manifest import ChangelogEntry, ChartApp
 from olares_pack.common import quantity
-from olares_pack.common.errors import InputError
+from olares_pack.common.errors import UpgradeBlocked
 from olares_pack.common.yamlsrc import safe_load
 
 ENVELOPE = ("requiredCpu", "limitedCpu", "requiredMemory", "limitedMemory", "requiredDisk", "limitedDisk")
@@ -71,8 +71,6 @@ _USER_VAR = re.compile(r"\bOLARES_USER_[A-Z0-9_]+\b")
 _READ = re.compile(r"""(olaresEnv\.|olaresEnv\s+["']|\$[A-Za-z_][A-Za-z0-9_]*\.)(OLARES_USER_[A-Z0-9_]+)\b""")
 
 
-class Blocked(InputError):
-    """What stops the conversion, said exactly; the app stays as it was imported."""
 
 
 def _plain(note: str) -> str:
@@ -116,7 +114,7 @@ def _merge(base: dict[str, Any], extra: dict[str, Any], where: str) -> None:
         if isinstance(v, dict) and isinstance(base.get(k), dict):
             _merge(base[k], v, f"{where}.{k}")
         elif k in base and base[k] != v:
-            raise Blocked(f"values.yaml: {where}.{k} is {base[k]!r} in one chart and {v!r} in another: "
+            raise UpgradeBlocked(f"values.yaml: {where}.{k} is {base[k]!r} in one chart and {v!r} in another: "
                           "one values.yaml cannot hold both")
         else:
             base[k] = copy.deepcopy(v)
@@ -167,14 +165,14 @@ def _flatten(app: ChartApp, m: dict[str, Any], notes: list[str]) -> dict[str, st
         if not part:
             if s == app.name and any(k.startswith("templates/") for k in out):
                 continue  # the sub-chart is the chart's own root
-            raise Blocked(f"spec.subCharts names {s!r}, but the chart has no {s}/ folder")
+            raise UpgradeBlocked(f"spec.subCharts names {s!r}, but the chart has no {s}/ folder")
         for path, text in sorted(part.items()):
             if path.startswith("charts/"):
-                raise Blocked(f"{s}/{path}: a sub-chart with its own charts/ (nested Helm dependencies) cannot be flattened")
+                raise UpgradeBlocked(f"{s}/{path}: a sub-chart with its own charts/ (nested Helm dependencies) cannot be flattened")
             if path == "values.yaml":
                 sub_values = safe_load(text) or {}
                 if not isinstance(sub_values, dict):
-                    raise Blocked(f"{s}/values.yaml is not a mapping")
+                    raise UpgradeBlocked(f"{s}/values.yaml is not a mapping")
                 _merge(values, sub_values, "")
                 continue
             if not path.startswith("templates/"):
@@ -182,7 +180,7 @@ def _flatten(app: ChartApp, m: dict[str, Any], notes: list[str]) -> dict[str, st
                 continue
             for d in _DEFINE.findall(text):
                 if d in defines:
-                    raise Blocked(f"{s}/{path} defines the template {d!r}, which {defines[d]} defines too")
+                    raise UpgradeBlocked(f"{s}/{path} defines the template {d!r}, which {defines[d]} defines too")
                 defines[d] = f"{s}/{path}"
             new, n = _own_name(text, s)
             if n:
@@ -237,7 +235,7 @@ def _user_env(m: dict[str, Any], files: dict[str, str], notes: list[str]) -> dic
         if name.startswith("OLARES_USER_"):
             local = _local_name(name)
             if local in taken:
-                raise Blocked(f"envs[{i}].envName {name}: its app-local name {local} is declared already")
+                raise UpgradeBlocked(f"envs[{i}].envName {name}: its app-local name {local} is declared already")
             taken.add(local)
             renames[name] = local
             e["envName"] = local
@@ -256,7 +254,7 @@ def _user_env(m: dict[str, Any], files: dict[str, str], notes: list[str]) -> dic
         if var not in renames:
             local = _local_name(var)
             if local in taken:
-                raise Blocked(f"the templates read {var}, whose app-local name {local} is declared already")
+                raise UpgradeBlocked(f"the templates read {var}, whose app-local name {local} is declared already")
             renames[var] = local
             taken.add(local)
             envs.append({"envName": local, "required": False, "applyOnChange": True,
@@ -330,7 +328,7 @@ def _wire_replicas(files: dict[str, str], names: list[str], app_name: str, notes
             out[path] = "---".join(docs)
     missing = sorted(set(names) - wired)
     if missing:
-        raise Blocked(f"workload {', '.join(missing)}: its template's metadata.name is computed, so its spec.replicas "
+        raise UpgradeBlocked(f"workload {', '.join(missing)}: its template's metadata.name is computed, so its spec.replicas "
                       "cannot be wired to .Values.workloads.<name>.replicaCount by name; write the name literally")
     return out
 
@@ -339,7 +337,7 @@ def _values_with_workloads(text: str, names: list[str], notes: list[str]) -> str
     """values.yaml with workloads.<name>.replicaCount: 1, appended as text (its comments kept)."""
     data = safe_load(text) or {}
     if not isinstance(data, dict):
-        raise Blocked("values.yaml is not a mapping")
+        raise UpgradeBlocked("values.yaml is not a mapping")
     if "workloads" not in data:
         block = "workloads:\n" + "".join(f"  {n}:\n    replicaCount: 1\n" if re.fullmatch(r"[A-Za-z0-9_-]+", n)
                                          else f"  {n!r}:\n    replicaCount: 1\n" for n in names)
@@ -367,7 +365,7 @@ def _render(app: ChartApp, m: dict[str, Any], files: dict[str, str], mode: str) 
 
 def to_current(app: ChartApp, date: Any) -> tuple[ChartApp, list[str]]:
     """The app converted to manifest 0.12.0/v3, a patch version up, and what changed (by path);
-    Blocked says exactly what stops it."""
+    UpgradeBlocked says exactly what stops it."""
     notes: list[str] = []
     m = copy.deepcopy(app.chart.manifest)
     if app.chart.manifest_text is not None:
@@ -375,7 +373,7 @@ def to_current(app: ChartApp, date: Any) -> tuple[ChartApp, list[str]]:
                      "GPU.Type nvidia): a 0.12.0 manifest is static YAML (oac template_syntax.go)")
     api = str(m.get("apiVersion", "v1")).lower()
     if api not in ("v1", "v2"):
-        raise Blocked(f"apiVersion {api}: not a legacy chart")
+        raise UpgradeBlocked(f"apiVersion {api}: not a legacy chart")
     files = _flatten(app, m, notes)
     files = _user_env(m, files, notes)
     m["olaresManifest.version"], m["apiVersion"] = "0.12.0", "v3"
@@ -387,13 +385,13 @@ def to_current(app: ChartApp, date: Any) -> tuple[ChartApp, list[str]]:
     try:
         rendered = _render(app, m, files, mode)
     except Exception as exc:  # noqa: BLE001 - Helm's own message says what does not render
-        raise Blocked(f"the converted chart does not render: {str(exc).splitlines()[0]}") from None
+        raise UpgradeBlocked(f"the converted chart does not render: {str(exc).splitlines()[0]}") from None
     # Sub-charts installed in namespaces of their own may reuse a name; merged into one release
     # namespace, Kubernetes (and Helm's install) refuse a second object of one kind and name.
     seen = collections.Counter((str(o.get("kind")), str((o.get("metadata") or {}).get("name"))) for o in rendered)
     twice = sorted(f"{kind} {name}" for (kind, name), n in seen.items() if n > 1)
     if twice:
-        raise Blocked(f"merged into one namespace, the chart renders {', '.join(twice)} more than once (the sub-charts "
+        raise UpgradeBlocked(f"merged into one namespace, the chart renders {', '.join(twice)} more than once (the sub-charts "
                       "reuse the name in namespaces of their own); rename one of them in chart.files")
     workloads = [o for o in rendered if o.get("kind") in ("Deployment", "StatefulSet")]
     sums = _sums(workloads)
@@ -403,7 +401,7 @@ def to_current(app: ChartApp, date: Any) -> tuple[ChartApp, list[str]]:
         if value in (None, "") and key == "limitedDisk":
             value = spec.get("requiredDisk")
         if value in (None, ""):
-            raise Blocked(f"spec.{key} is not set: the {mode} envelope needs all six quantities")
+            raise UpgradeBlocked(f"spec.{key} is not set: the {mode} envelope needs all six quantities")
         env[key] = str(value)
         if key in sums and (_q(value) or 0) < sums[key]:
             env[key] = quantity.cores_string(sums[key]) if key.endswith("Cpu") else _memory(sums[key])
@@ -416,7 +414,7 @@ def to_current(app: ChartApp, date: Any) -> tuple[ChartApp, list[str]]:
     if gpu:
         required = spec.get("requiredGpu") or spec.get("limitedGpu")
         if not required:
-            raise Blocked("the chart asks for a GPU but declares no spec.requiredGpu: the nvidia envelope needs "
+            raise UpgradeBlocked("the chart asks for a GPU but declares no spec.requiredGpu: the nvidia envelope needs "
                           "requiredGPUMemory (set spec.requiredGpu in chart.manifest of app.yaml, then import again)")
         env["requiredGPUMemory"] = str(required)
         env["limitedGPUMemory"] = str(spec.get("limitedGpu") or required)

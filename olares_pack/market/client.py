@@ -20,15 +20,11 @@ import urllib.request
 from typing import Any
 
 from olares_pack.charts import package
-from olares_pack.common.errors import InputError
+from olares_pack.common.errors import HTTPStatus, InputError
 
 TIMEOUT = 30  # seconds, as a device waits for details
 
 
-class HTTPStatus(InputError):
-    def __init__(self, url: str, status: int) -> None:
-        super().__init__(f"{url}: HTTP {status}")
-        self.status = status
 
 
 def _get(url: str, data: bytes | None = None) -> bytes:

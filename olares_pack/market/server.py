@@ -33,7 +33,7 @@ import orjson
 
 from olares_pack import olares as targets
 from olares_pack.catalogue.repo import INDEX_FILE
-from olares_pack.common.errors import InputError, OlaresPackError
+from olares_pack.common.errors import BadRequest, InputError, OlaresPackError
 from olares_pack.common.naming import NAME_RE
 from olares_pack.market import payloads as market
 from olares_pack.market import v2 as market_v2
@@ -131,10 +131,6 @@ def _json_reply(body: bytes, cache: bytes = b"no-cache") -> Reply:
     return Reply(200, body, headers=((b"Cache-Control", cache),), etag=etag, gz=_zipped(body))
 
 
-class BadRequest(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.reply = error(status, message)
 
 
 def os_version(value: object) -> str:
@@ -238,7 +234,7 @@ class Answers:
         try:
             key, answer = self._route(url)
         except BadRequest as exc:
-            return exc.reply
+            return error(exc.status, str(exc))
         if key is None:
             return answer()
         reply = self.gets.get(key)
@@ -339,7 +335,7 @@ class Answers:
         try:
             key, view, ids, v = self._details_request(body)
         except BadRequest as exc:
-            return exc.reply
+            return error(exc.status, str(exc))
         reply = self.posts.get(key) if key is not None else None
         if reply is None:
             out = view.details_body(ids, v)
@@ -501,7 +497,7 @@ class Connection(asyncio.Protocol):
         except self.errors as exc:
             # a callback's BadRequest reaches here as the parser's error, the BadRequest its context
             cause = exc.__context__
-            self.finish(cause.reply if isinstance(cause, BadRequest) else
+            self.finish(error(cause.status, str(cause)) if isinstance(cause, BadRequest) else
                         error(400, "not an HTTP/1.1 request this server reads"), close=True)
 
     # httptools

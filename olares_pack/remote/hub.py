@@ -13,13 +13,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from olares_pack.common.errors import InputError
+from olares_pack.common.errors import HubError, InputError
 
 COMMIT_LEN = 40
 
 
-class HubError(InputError):
-    """Hugging Face could not answer, or answered that the model or revision is not there."""
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from olares_pack.common.errors import InputError
+from olares_pack.common.errors import RegistryError, TagNotFound
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -52,14 +52,6 @@ AMD64 = ("linux", "amd64")  # the Olares One's platform
 TAG_PAGES = 20  # tags/list pages read at most for the nearest-tag hint
 
 
-class RegistryError(InputError):
-    """A registry answered something other than the manifest asked for, or could not be reached."""
-
-
-class TagNotFound(RegistryError):
-    def __init__(self, message: str, nearest: list[str]) -> None:
-        super().__init__(message)
-        self.nearest = nearest
 
 
 # ---------------------------------------------------------------- names
