@@ -21,6 +21,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from olares_pack.common.errors import ExitCode
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = [sys.executable, "-c", "from olares_pack.cli import main; main()"]
 NAME = "llamacppqwen36mtpone"
@@ -81,7 +83,7 @@ def main() -> None:
             after = state(repo)
             left = strays(repo)
             outcomes[f"{'killed' if killed else 'finished'} -> {after}"] += 1
-            if check.returncode != 0 or left or after.startswith("half"):
+            if check.returncode != ExitCode.OK or left or after.startswith("half"):
                 failures.append(f"trial {i}: check exit {check.returncode}, {after}, strays {left}: {check.stderr[-500:]}")
     print(f"{trials} trials, kill within 0 - {duration * 1.1:.2f} s of a {duration:.2f} s release")
     for k, v in sorted(outcomes.items()):

@@ -9,13 +9,14 @@ import pytest
 from conftest import tree_digest
 
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.render import generation
 
 NAME, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"
 
 
 def build(repo: Path, out: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> list[str]:
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(out), *extra]) == 0
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(out), *extra]) == ExitCode.OK
     return [line for line in capsys.readouterr().out.splitlines() if line.startswith(str(out))]
 
 
@@ -38,18 +39,18 @@ def test_only_the_touched_app_is_rendered_again(repo: Path, tmp_path: Path, caps
 def test_warnings_of_unchanged_apps_are_counted_and_edits_always_said(repo: Path, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == 0
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == ExitCode.OK
     # per app: the engine, llm-init and its chown step unpinned (and the legacy proxy for the
     # llama.cpp app, which has both targets); the model unverified; a branch revision
     assert capsys.readouterr().err.count("is not pinned by digest") == 7
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == 0
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == ExitCode.OK
     err = capsys.readouterr().err
     assert "is not pinned by digest" not in err and "11 warning(s) on unchanged apps not repeated" in err
     # an edit to a published version is said on every build, kept or not
     app_yaml = repo / "apps" / NAME / "app.yaml"
     app_yaml.write_text(app_yaml.read_text().replace("  ctx_size: 262144", "  ctx_size: 131072"))
     for _ in range(2):
-        assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == 0
+        assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == ExitCode.OK
         assert "server.ctx_size (262144 → 131072)" in capsys.readouterr().err
 
 

@@ -28,6 +28,7 @@ from device import (
 
 from olares_pack.catalogue import ledger as index
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.market import cloudflare
 from olares_pack.market.server import Source
 
@@ -44,7 +45,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     out = tmp_path_factory.mktemp("cf") / "worker"
-    assert main(["export", "cloudflare", str(out), "--root", str(ROOT)]) == 0
+    assert main(["export", "cloudflare", str(out), "--root", str(ROOT)]) == ExitCode.OK
     port = free_port()
     # offline: no telemetry, no update check, no Request.cf download
     env = {**os.environ, "WRANGLER_SEND_METRICS": "false", "CI": "1", "CLOUDFLARE_CF_FETCH_ENABLED": "false",

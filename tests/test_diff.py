@@ -12,6 +12,7 @@ from test_lint import HAND_WRITTEN_LEGACY
 from olares_pack import olares as targets
 from olares_pack.charts.source import ChartSource, from_folder
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.diff import compare, facts, suggested_changes
 from olares_pack.render import app as render
 
@@ -60,13 +61,13 @@ def test_same_version_is_equal(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_markdown_is_ready_for_changelog_notes(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["diff", NAME, "1.0.8", "1.0.9", "--format", "markdown"]) == 1
+    assert main(["diff", NAME, "1.0.8", "1.0.9", "--format", "markdown"]) == ExitCode.FINDINGS
     out = capsys.readouterr().out
     assert "- arguments: `--spec-type` mtp → draft-mtp (same mode, renamed upstream on 2026-05-13)" in out
 
 
 def test_unknown_version_is_an_input_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["diff", NAME, "1.0.6", "1.0.9"]) == 2
+    assert main(["diff", NAME, "1.0.6", "1.0.9"]) == ExitCode.INPUT
     assert "1.0.6 is not published" in capsys.readouterr().err
 
 

@@ -17,6 +17,7 @@ from olares_pack import olares as targets
 from olares_pack.apps.manifest import parse_app
 from olares_pack.charts import helm
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.common.yamlsrc import fast_load, safe_load
 from olares_pack.render import app as render
 
@@ -281,10 +282,10 @@ def test_an_internal_error_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatc
         raise KeyError("a bug")
 
     monkeypatch.setattr(build, "render_apps", boom)
-    assert main(["build", "--apps-dir", str(APPS), "--out", "/tmp/olares-pack-never"]) == 3
+    assert main(["build", "--apps-dir", str(APPS), "--out", "/tmp/olares-pack-never"]) == ExitCode.INTERNAL
     err = capsys.readouterr().err
     assert "internal error: KeyError" in err and "please report" in err and "Traceback" not in err
-    assert main(["--debug", "build", "--apps-dir", str(APPS), "--out", "/tmp/olares-pack-never"]) == 3
+    assert main(["--debug", "build", "--apps-dir", str(APPS), "--out", "/tmp/olares-pack-never"]) == ExitCode.INTERNAL
     assert "Traceback" in capsys.readouterr().err
 
 
@@ -431,7 +432,7 @@ def test_a_gzip_bomb_is_not_inflated(tmp_path: Path, capsys: pytest.CaptureFixtu
     bomb = tmp_path / "bomb-1.0.0.tgz"
     bomb.write_bytes(gzip.compress(raw.getvalue(), compresslevel=9))
     assert bomb.stat().st_size < 200_000
-    assert main(["lint", str(bomb)]) == 2
+    assert main(["lint", str(bomb)]) == ExitCode.INPUT
     assert "unpacks to more than 64 MiB" in capsys.readouterr().err
 
 
@@ -452,6 +453,6 @@ def test_an_edited_changelog_entry_that_is_not_valid_is_refused(repo: Path, tmp_
     monkeypatch.setenv("EDITOR", str(editor))
     monkeypatch.setenv("VISUAL", str(editor))
     before = tree(root)
-    assert main(["release", NAME, "--apps-dir", str(root / "apps"), "--bump", "patch", "--edit"]) == 2
+    assert main(["release", NAME, "--apps-dir", str(root / "apps"), "--bump", "patch", "--edit"]) == ExitCode.INPUT
     assert fragment in capsys.readouterr().err
     assert tree(root) == before

@@ -21,6 +21,7 @@ from olares_pack.catalogue.repo import Repo
 from olares_pack.charts import helm, package
 from olares_pack.charts.source import ChartSource
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.importing import importer
 from olares_pack.lint import LintOptions, lint_chart
 from olares_pack.market.server import Source
@@ -87,7 +88,7 @@ def test_each_kind_of_chart_imports_and_renders_back_to_the_same_chart(tmp_path:
     assert [f for f in findings if f.severity == "error" and (chart, f.rule) != ("gpuvtwo", "manifest.schema-version")] == []
     if chart != "llamaupstream":
         assert main(["diff", str(folder), str(root / "apps" / chart / "app.yaml"), "--rendered",
-                     "--target", line]) == 0  # the flag-aware diff sees nothing
+                     "--target", line]) == ExitCode.OK  # the flag-aware diff sees nothing
 
 
 def test_engines_are_recognised_and_their_arguments_parsed_back() -> None:
@@ -147,7 +148,7 @@ def test_a_history_of_three_versions_keeps_each_published_package(tmp_path: Path
     app = load_app(root / "apps" / "speechapp")
     assert app.version == "1.2.0" and [e.version for e in app.changelog] == ["1.0.0", "1.1.0", "1.2.0"]
     assert [e.summary for e in app.changelog] == ["First release.", "Recordings up to 2 hours.", "large-v3-turbo."]
-    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0
+    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == ExitCode.OK
     # served: the market lists 1.2.0 and serves every version's original bytes by file name
     with serving(Source(root, root / "market-index.json")) as url:
         for tgz in tgzs:
@@ -177,7 +178,7 @@ def test_a_live_source_imports_into_an_empty_repository(tmp_path: Path) -> None:
     assert served >= 8
     latest = records.read(repo, "llamacppqwen36mtpone", "1.0.12")
     assert set(latest.charts) == {"current", "legacy"} and latest.charts["legacy"].version == "1.0.12-legacy"
-    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0
+    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == ExitCode.OK
     # the imported app renders its newest chart back, with its own changelog text
     app = load_app(root / "apps" / "vllmqwen36turbo27bone")
     original = records.read(repo, app.name, app.version).charts["current"]
@@ -257,11 +258,11 @@ def test_upgrade_turns_a_legacy_chart_into_one_the_1_12_6_installer_accepts(tmp_
     # the published legacy version keeps its bytes; the upgrade is the next version to release
     repo = Repo.of_apps(root / "apps")
     assert records.versions(repo, "llamaturbo") == ["1.3.0"]
-    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0
-    assert main(["release", "llamaturbo", "--apps-dir", str(root / "apps"), "--version", "1.3.1", "--date", DATE]) == 0
+    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == ExitCode.OK
+    assert main(["release", "llamaturbo", "--apps-dir", str(root / "apps"), "--version", "1.3.1", "--date", DATE]) == ExitCode.OK
     assert records.versions(repo, "llamaturbo") == ["1.3.0", "1.3.1"]
     assert records.read(repo, "llamaturbo", "1.3.1").charts["current"].file == "packages/current/llamaturbo-1.3.1.tgz"
-    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0  # the release renders back to its package
+    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == ExitCode.OK  # the release renders back to its package
 
 
 def test_structured_gives_a_recognised_engine_its_typed_form(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -275,8 +276,8 @@ def test_structured_gives_a_recognised_engine_its_typed_form(tmp_path: Path, cap
     assert (typed.model.repo, typed.server.max_model_len, typed.server.gpu_memory_utilization) == ("Qwen/Qwen3-8B-AWQ", 32768, 0.9)
     assert typed.resources.gpu_memory_mib == 16384 and typed.env == {"CUDA_DEVICE_MEMORY_LIMIT_0": "16384m"}
     assert isinstance(load_app(root / "apps" / "speechapp"), ChartApp)
-    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0
-    assert main(["release", "vllmserve", "--apps-dir", str(root / "apps"), "--version", "2.0.4", "--date", DATE]) == 0
+    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == ExitCode.OK
+    assert main(["release", "vllmserve", "--apps-dir", str(root / "apps"), "--version", "2.0.4", "--date", DATE]) == ExitCode.OK
 
 
 def test_structured_recovers_olares_packs_own_apps_from_their_served_charts(tmp_path: Path) -> None:
@@ -384,10 +385,10 @@ def test_upgrade_converts_a_single_chart_v2_app_and_both_device_lines_see_their_
     assert rendered_pods(files, "gpuvtwo", {"HF_ENDPOINT": "https://hf.example", "HF_TOKEN": "hf_secret"}) == \
         rendered_pods(original, "gpuvtwo", {v: k for k, v in HF.items()})
     assert errors_for_1_12_6("gpuvtwo", files) == []
-    assert main(["lint", str(root / "apps" / "gpuvtwo"), "--olares", "1.12.6"]) == 0
+    assert main(["lint", str(root / "apps" / "gpuvtwo"), "--olares", "1.12.6"]) == ExitCode.OK
     # both lines: 1.0.5 stays published as it was; 1.0.6 is the next release, for 1.12.6+
-    assert main(["release", "gpuvtwo", "--apps-dir", str(root / "apps"), "--version", "1.0.6", "--date", DATE]) == 0
-    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == 0
+    assert main(["release", "gpuvtwo", "--apps-dir", str(root / "apps"), "--version", "1.0.6", "--date", DATE]) == ExitCode.OK
+    assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == ExitCode.OK
     source_bytes = (served / "packages" / "legacy" / "gpuvtwo-1.0.5.tgz").read_bytes()
     with serving(Source(root, root / "market-index.json")) as url:
         old, new = offered(url, "1.12.5")["gpuvtwo"], offered(url, "1.12.6")["gpuvtwo"]
@@ -449,7 +450,7 @@ def test_a_lone_closing_brace_pair_and_empty_links_are_imported_and_mapped(tmp_p
     repo = Repo.of_apps(root / "apps")
     rec = records.read(repo, "textsvone", "2.1.0")
     assert (root / rec.charts["legacy"].file).read_bytes() == importer.find(str(LEGACY / "textsvone"))[0].package
-    assert main(["lint", str(root / "apps" / "textsvone"), "--olares", "1.12.5"]) == 0
+    assert main(["lint", str(root / "apps" / "textsvone"), "--olares", "1.12.5"]) == ExitCode.OK
     capsys.readouterr()
     shutil.rmtree(root)
     root = empty_repo(tmp_path)
@@ -465,15 +466,15 @@ def test_a_chart_renders_only_for_the_target_it_is_written_for(tmp_path: Path, c
     assert run_import(root, str(LEGACY / "gpuvtwo")) == 0
     capsys.readouterr()
     out = tmp_path / "out"
-    assert main(["render", "gpuvtwo", "--apps-dir", str(root / "apps"), "--target", "current", "--out", str(out)]) == 2
+    assert main(["render", "gpuvtwo", "--apps-dir", str(root / "apps"), "--target", "current", "--out", str(out)]) == ExitCode.INPUT
     assert "olares-pack import --upgrade" in capsys.readouterr().err
     assert not (out / "current").exists()
-    assert main(["lint", str(root / "apps" / "gpuvtwo"), "--target", "current"]) == 2
+    assert main(["lint", str(root / "apps" / "gpuvtwo"), "--target", "current"]) == ExitCode.INPUT
     assert "olares-pack import --upgrade" in capsys.readouterr().err
     app_yaml = root / "apps" / "gpuvtwo" / "app.yaml"
     app_yaml.write_text(app_yaml.read_text().replace("targets:\n- legacy", "targets:\n- current"))
     assert main(["release", "gpuvtwo", "--apps-dir", str(root / "apps"), "--bump", "patch", "--summary", "s",
-                 "--date", DATE]) == 2
+                 "--date", DATE]) == ExitCode.INPUT
     assert "olares-pack import --upgrade" in capsys.readouterr().err
     assert records.versions(Repo.of_apps(root / "apps"), "gpuvtwo") == ["1.0.5"]
 

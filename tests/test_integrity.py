@@ -21,6 +21,7 @@ from olares_pack.catalogue import ledger as index
 from olares_pack.catalogue.lock import RepoLock
 from olares_pack.catalogue.repo import Repo
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.render import app as render
 from olares_pack.render import generation
 
@@ -65,7 +66,7 @@ def change_a_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
 
 def release_patch(repo: Path) -> str:
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "a patch",
-                 "--date", "2026-06-01"]) == 0
+                 "--date", "2026-06-01"]) == ExitCode.OK
     return load_app(repo / "apps" / NAME).version
 
 
@@ -74,7 +75,7 @@ def test_a_template_change_without_a_new_generation_fails_the_check(
     version = release_patch(repo)  # the newest version is of this generation
     change_a_template()
     capsys.readouterr()
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.FINDINGS
     err = capsys.readouterr().err
     assert f"generation {generation.GENERATION} no longer renders llamacppqwen36mtpone {version} (current)" in err
     assert "Raise GENERATION in olares_pack/render/generation.py" in err
@@ -92,8 +93,8 @@ def test_a_template_change_with_a_new_generation_keeps_every_published_version(
     generation.fingerprint.cache_clear()
     before = tree_digest(repo)
     old = index.load(repo / "market-index.json")["apps"][NAME]["versions"]
-    assert main(["build", "--apps-dir", apps, "--check"]) == 0
-    assert main(["build", "--apps-dir", apps, "--out", str(repo.parent / "out")]) == 0
+    assert main(["build", "--apps-dir", apps, "--check"]) == ExitCode.OK
+    assert main(["build", "--apps-dir", apps, "--out", str(repo.parent / "out")]) == ExitCode.OK
     assert tree_digest(repo) == before  # no package, record or ledger entry moved
     assert "# a template fix" in (repo.parent / "out" / "current" / NAME / "templates" / "secret.yaml").read_text()
     version = release_patch(repo)
@@ -102,7 +103,7 @@ def test_a_template_change_with_a_new_generation_keeps_every_published_version(
     unchanged = {k for k in before if k not in (f"apps/{NAME}/app.yaml", "market-index.json")}
     assert {k: after[k] for k in unchanged} == {k: before[k] for k in unchanged}
     assert index.load(repo / "market-index.json")["apps"][NAME]["versions"][:-1] == old
-    assert main(["build", "--apps-dir", apps, "--check"]) == 0
+    assert main(["build", "--apps-dir", apps, "--check"]) == ExitCode.OK
 
 
 # ---------------------------------------------------------------- one writer at a time
@@ -131,7 +132,7 @@ def test_eight_concurrent_releases_of_distinct_apps(repo: Path) -> None:
     assert sorted(ledger["apps"]) == sorted([NAME, "vllmqwen36turbo27bone", *names])
     for n in names:
         assert [v["version"] for v in ledger["apps"][n]["versions"]] == ["1.0.13"]
-    assert run_cli(repo, "build", "--check").returncode == 0
+    assert run_cli(repo, "build", "--check").returncode == ExitCode.OK
     assert strays(repo) == []
 
 
@@ -142,7 +143,7 @@ def test_eight_concurrent_releases_of_one_app(repo: Path) -> None:
     versions = [v["version"] for v in json.loads((repo / "market-index.json").read_text())["apps"][NAME]["versions"]]
     assert versions == ["1.0.5", "1.0.7", "1.0.8", "1.0.9", *(f"1.0.{i}" for i in range(10, 21))]
     assert load_app(repo / "apps" / NAME).version == "1.0.20"
-    assert run_cli(repo, "build", "--check").returncode == 0
+    assert run_cli(repo, "build", "--check").returncode == ExitCode.OK
 
 
 def test_a_held_repository_is_named_after_the_timeout(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -150,7 +151,7 @@ def test_a_held_repository_is_named_after_the_timeout(repo: Path, capsys: pytest
     with RepoLock(r.state_dir / "lock", purpose="release"):
         before = tree_digest(repo)
         assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "x",
-                     "--lock-timeout", "0.3"]) == 2
+                     "--lock-timeout", "0.3"]) == ExitCode.INPUT
     err = capsys.readouterr().err
     assert "another release is in progress since" in err and f"(pid {os.getpid()} on" in err and "waited 0.3 s" in err
     assert tree_digest(repo) == before
@@ -172,10 +173,10 @@ def test_a_crash_at_every_write_step_is_completed_or_rolled_back(repo: Path) -> 
         shutil.copytree(pristine, repo)
         proc = run_cli(repo, "release", NAME, "--bump", "patch", "--summary", "crash", "--date", "2026-06-01",
                        env={"OLARES_PACK_FAULT": str(step)})
-        if proc.returncode == 0:
+        if proc.returncode == ExitCode.OK:
             break
         assert proc.returncode == -9, proc.stderr  # killed at the fault point, not an error
-        assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 0, step  # recovers first
+        assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.OK, step  # recovers first
         assert strays(repo) == [], step
         released = (repo / "apps" / NAME / "releases" / "1.0.13.json").exists()
         ledger = index.load(repo / "market-index.json")
@@ -198,14 +199,14 @@ def test_an_unshipped_version_is_never_packaged_listed_or_published(repo: Path, 
              "    summary: tried a 196K context\n")
     app_yaml.write_text(text)
     before = tree_digest(repo)
-    assert main(["release", NAME, "--apps-dir", str(repo / "apps")]) == 2
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps")]) == ExitCode.INPUT
     assert "says shipped: false" in capsys.readouterr().err
-    assert main(["package", NAME, "--apps-dir", str(repo / "apps"), "--out", str(repo.parent / "o")]) == 2
+    assert main(["package", NAME, "--apps-dir", str(repo / "apps"), "--out", str(repo.parent / "o")]) == ExitCode.INPUT
     assert "never packaged" in capsys.readouterr().err
     assert tree_digest(repo) == before and not (repo.parent / "o").exists()
     # the next shipped version carries it, and its owner asked for it in the version history
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.14", "--summary", "196K ships",
-                 "--date", "2026-06-02"]) == 0
+                 "--date", "2026-06-02"]) == ExitCode.OK
     rec = records.read(Repo.at(repo), NAME, "1.0.14")
     assert [(e.version, e.shipped) for e in rec.changelog] == [("1.0.13", False), ("1.0.14", True)]
     ledger = index.load(repo / "market-index.json")

@@ -15,6 +15,7 @@ from olares_pack.apps.manifest import parse_app
 from olares_pack.charts import package
 from olares_pack.charts.source import from_archive_bytes, from_folder
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.lint import LintOptions, lint_source
 from olares_pack.render import app as render
 
@@ -255,25 +256,25 @@ def test_hand_written_legacy_chart_is_refused_on_1_12_6(tmp_path: Path) -> None:
 def test_cli_formats_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = build_file_tree(tmp_path / "good" / NAME, base_files())
     bad = build_file_tree(tmp_path / "bad" / NAME, CASES["engine.value"][1](base_files()))
-    assert main(["lint", str(good)]) == 0
+    assert main(["lint", str(good)]) == ExitCode.OK
     capsys.readouterr()
-    assert main(["lint", str(bad), "--format", "json"]) == 1
+    assert main(["lint", str(bad), "--format", "json"]) == ExitCode.FINDINGS
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["errors"] == 1 and doc["findings"][0]["rule"] == "engine.value"
-    assert main(["lint", str(bad), "--format", "github"]) == 1
+    assert main(["lint", str(bad), "--format", "github"]) == ExitCode.FINDINGS
     out = capsys.readouterr().out
     assert out.startswith("::error file=") and "title=engine.value" in out
     warn = build_file_tree(tmp_path / "warn" / NAME, CASES["image.unpinned"][1](base_files()))
-    assert main(["lint", str(warn)]) == 0
-    assert main(["lint", str(warn), "--strict"]) == 1
+    assert main(["lint", str(warn)]) == ExitCode.OK
+    assert main(["lint", str(warn), "--strict"]) == ExitCode.FINDINGS
     capsys.readouterr()
-    assert main(["lint", str(warn), "--format", "github"]) == 0
+    assert main(["lint", str(warn), "--format", "github"]) == ExitCode.OK
     assert "title=image.unpinned (policy)" in capsys.readouterr().out  # olares-pack's own rule, marked
-    assert main(["lint", str(tmp_path / "missing")]) == 2
+    assert main(["lint", str(tmp_path / "missing")]) == ExitCode.INPUT
 
 
 def test_app_manifests_are_rendered_per_target(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["lint", str(APPS), "--format", "json"]) == 0
+    assert main(["lint", str(APPS), "--format", "json"]) == ExitCode.OK
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["charts"] == 3 and doc["summary"]["errors"] == 0
 
@@ -339,20 +340,20 @@ def test_a_service_port_of_a_sidecar_is_not_the_engines(tmp_path: Path) -> None:
 
 def test_policy_findings_are_a_class_of_their_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     chart = build_file_tree(tmp_path / NAME, CASES["secret.plaintext"][1](base_files()))
-    assert main(["lint", str(chart), "--format", "json"]) == 1
+    assert main(["lint", str(chart), "--format", "json"]) == ExitCode.FINDINGS
     doc = json.loads(capsys.readouterr().out)
     got = {(f["rule"], f["severity"], f["class"]) for f in doc["findings"] if f["severity"] != "info"}
     assert got == {("secret.plaintext", "error", "policy")}
     assert doc["summary"]["policy_errors"] == 1
     # allowed: reported as a warning, and lint passes
-    assert main(["lint", str(chart), "--format", "json", "--allow", "secret.plaintext"]) == 0
+    assert main(["lint", str(chart), "--format", "json", "--allow", "secret.plaintext"]) == ExitCode.OK
     doc = json.loads(capsys.readouterr().out)
     assert [(f["severity"], f["message"].endswith("(allowed)")) for f in doc["findings"] if f["severity"] != "info"] == [("warning", True)]
 
 
 def test_an_installer_rule_cannot_be_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     chart = build_file_tree(tmp_path / NAME, CASES["template.envelope"][1](base_files()))
-    assert main(["lint", str(chart), "--allow", "template.envelope"]) == 2
+    assert main(["lint", str(chart), "--allow", "template.envelope"]) == ExitCode.INPUT
     assert "only policy rules can be allowed" in capsys.readouterr().err
 
 
@@ -363,11 +364,11 @@ def test_release_refuses_on_a_policy_error_unless_allowed(repo: Path, capsys: py
     app_yaml.write_text(app_yaml.read_text().replace("\nresources:", "\nenv:\n  API_TOKEN: hf_Abcdefghijklmnop1234567890\n\nresources:", 1))
     args = ["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "x", "--date", "2026-06-01"]
     before = tree_digest(repo)
-    assert main(args) == 1
+    assert main(args) == ExitCode.FINDINGS
     assert "secret.plaintext" in capsys.readouterr().out
     assert tree_digest(repo) == before
-    assert main([*args, "--allow", "engine.value"]) == 2  # an installer's refusal is not the maintainer's to waive
-    assert main([*args, "--allow", "secret.plaintext"]) == 0
+    assert main([*args, "--allow", "engine.value"]) == ExitCode.INPUT  # an installer's refusal is not the maintainer's to waive
+    assert main([*args, "--allow", "secret.plaintext"]) == ExitCode.OK
 
 
 def test_a_gpu_memory_suffix_is_a_warning(tmp_path: Path) -> None:

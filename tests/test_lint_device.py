@@ -14,6 +14,7 @@ from test_lint import CASES, DIGEST, NAME, D, M, base_files, edit, flagged, lint
 
 from olares_pack.charts.source import from_app, from_folder, resolve
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.engines import argcpp, registry
 from olares_pack.lint import LintOptions, lint_chart, lint_charts
 from olares_pack.lint.engine_rules import hami_mib
@@ -170,10 +171,10 @@ def test_a_window_no_known_release_admits_is_a_warning(tmp_path: Path) -> None:
 
 
 def test_explain_prints_the_rule_its_source_and_releases(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["lint", "--explain", "manifest.static"]) == 0
+    assert main(["lint", "--explain", "manifest.static"]) == ExitCode.OK
     out = capsys.readouterr().out
     assert "template_syntax.go" in out and ">=1.12.6-0" in out and "error" in out
-    assert main(["lint", "--explain", "no.such-rule"]) == 2
+    assert main(["lint", "--explain", "no.such-rule"]) == ExitCode.INPUT
 
 
 def test_every_rule_cites_a_source_and_a_release_range() -> None:
@@ -415,7 +416,7 @@ def test_parallel_lint_gives_the_serial_results(tmp_path: Path) -> None:
 
 
 def test_json_output_names_the_rule_set_of_each_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["lint", str(CHARTS), "--format", "json", "-j", "2"]) == 0
+    assert main(["lint", str(CHARTS), "--format", "json", "-j", "2"]) == ExitCode.OK
     doc = json.loads(capsys.readouterr().out)
     got = {c["chart"].rsplit("/", 1)[-1]: c["olares"] for c in doc["charts"]}
     assert got["llamaturbo"] == "1.12.5" and got["llamaupstream"] == "1.12.7"

@@ -17,6 +17,7 @@ from olares_pack import olares as targets
 from olares_pack.apps.manifest import load_app
 from olares_pack.charts import helm
 from olares_pack.common import fsio
+from olares_pack.common.errors import ExitCode
 from olares_pack.render import app as render
 from olares_pack.render import llmbase
 from oracle import oracle  # noqa: F401 - the fixture
@@ -280,7 +281,7 @@ def test_diff_shows_an_engine_args_default_change_as_a_flag_change(tmp_path: Pat
                                           .replace("ctx_size: 262144", f"ctx_size: {ctx}"))
         paths.append(str(app_dir / "app.yaml"))
     capsys.readouterr()
-    assert main(["diff", *paths, "--format", "json"]) == 1
+    assert main(["diff", *paths, "--format", "json"]) == ExitCode.FINDINGS
     changes = json.loads(capsys.readouterr().out)["changes"]
     assert [(c["section"], c["key"], c["old"], c["new"]) for c in changes] == [("arguments", "--ctx-size", "262144", "131072")]
 

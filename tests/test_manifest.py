@@ -10,7 +10,7 @@ from conftest import APPS
 
 from olares_pack.apps.manifest import LlamaCppApp, VllmApp, load_app, parse_app
 from olares_pack.cli.commands import main
-from olares_pack.common.errors import InputError
+from olares_pack.common.errors import ExitCode, InputError
 
 GOOD = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text()
 
@@ -189,14 +189,14 @@ def test_an_alias_bomb_is_refused_without_expanding(tmp_path: Path) -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
     (tmp_path / "app.yaml").write_text("\n".join(lines) + "\n")  # 10^9 strings once expanded
-    assert main(["lint", str(tmp_path / "app.yaml")]) == 2
+    assert main(["lint", str(tmp_path / "app.yaml")]) == ExitCode.INPUT
 
 
 def test_undecodable_bytes_name_their_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = tmp_path / "llamacppqwen36mtpone"
     d.mkdir()
     (d / "app.yaml").write_bytes(GOOD.encode().replace(b"title: Qwen36", b"title: Qwen\xff36"))
-    assert main(["render", str(d), "--out", str(tmp_path / "out")]) == 2
+    assert main(["render", str(d), "--out", str(tmp_path / "out")]) == ExitCode.INPUT
     line = GOOD.splitlines().index(next(x for x in GOOD.splitlines() if x.startswith("title: "))) + 1
     assert f"app.yaml:{line}: not UTF-8 text (byte 0xff" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

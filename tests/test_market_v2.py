@@ -38,6 +38,7 @@ from device import (
 
 from olares_pack.catalogue import ledger as index
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.market import payloads as market
 from olares_pack.market import server
 from olares_pack.market.server import Source
@@ -121,7 +122,7 @@ def test_a_release_changes_the_digest_and_times_from_the_release_date(repo: Path
     with serving(Source(repo, repo / "market-index.json"), reload_every=0.05) as url:
         before = get(url, "/api/v2/catalog").json()["data"]
         assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "x",
-                     "--date", "2027-01-15"]) == 0
+                     "--date", "2027-01-15"]) == ExitCode.OK
         deadline = time.monotonic() + 10
         while (after := get(url, "/api/v2/catalog").json()["data"]) == before:
             assert time.monotonic() < deadline
@@ -224,7 +225,7 @@ def test_the_taxonomy_comes_from_market_yaml_and_leaves_v1_alone(repo: Path) -> 
 ])
 def test_a_bad_market_yaml_is_refused_with_its_line(repo: Path, capsys: pytest.CaptureFixture[str], text: str, where: str) -> None:
     (repo / "market.yaml").write_text(text)
-    assert main(["export", "cloudflare", str(repo / "out"), "--root", str(repo)]) == 2
+    assert main(["export", "cloudflare", str(repo / "out"), "--root", str(repo)]) == ExitCode.INPUT
     assert where in capsys.readouterr().err
     assert not (repo / "out").exists()
 
@@ -401,7 +402,7 @@ def test_serve_strict_refuses_to_start_naming_each_chart(repo: Path) -> None:
     missing, unreadable = break_two_charts(repo)
     proc = subprocess.run([sys.executable, "-m", "olares_pack.cli", "serve", "--root", str(repo), "--port", "0", "--strict"],
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2
+    assert proc.returncode == ExitCode.INPUT
     assert missing in proc.stderr and "missing" in proc.stderr
     assert unreadable in proc.stderr and "unreadable" in proc.stderr
 

@@ -16,6 +16,7 @@ from test_pin import PASSWORD, USER, Images, docker_config, images, needs_regist
 from olares_pack.apps.manifest import load_app
 from olares_pack.apps.new_llamacpp import server_for
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.vram import budget, gguf_meta
 from olares_pack.vram import estimate as vram
 
@@ -125,14 +126,14 @@ def test_new_picks_what_the_estimate_says_and_writes_a_releasable_app(
     assert app.license[0].text == "apache-2.0"
     assert "a quant of Qwen/Qwen3.6-27B" in (app.full_description or "")
     # the ladder equals `vram --quants` on the written locks
-    assert main(["vram", "qwen27bnew", "--apps-dir", str(repo / "apps"), "--quants", "--format", "json"]) == 0
+    assert main(["vram", "qwen27bnew", "--apps-dir", str(repo / "apps"), "--quants", "--format", "json"]) == ExitCode.OK
     quants = json.loads(capsys.readouterr().out)["quants"]
     assert quants == [{k: v for k, v in r.items() if k not in ("quant", "parts")}
                       for r in sorted(doc["ladder"], key=lambda r: r["file"])]
     # lints clean (no warning either: --strict) for both targets, and a release dry-run succeeds
-    assert main(["lint", str(app_dir), "--strict", "--target", "current", "--target", "legacy"]) == 0, capsys.readouterr()
+    assert main(["lint", str(app_dir), "--strict", "--target", "current", "--target", "legacy"]) == ExitCode.OK, capsys.readouterr()
     assert main(["release", "qwen27bnew", "--apps-dir", str(repo / "apps"), "--version", "1.0.0", "--summary",
-                 "first version", "--dry-run"]) == 0, capsys.readouterr().err
+                 "first version", "--dry-run"]) == ExitCode.OK, capsys.readouterr().err
     capsys.readouterr()
     # never overwrites: a second run is an error and changes nothing
     before = tree_digest(repo)
@@ -158,7 +159,7 @@ def test_draft_mtp_and_a_larger_context(images: Images, hub: FakeHub, repo: Path
     meta = gguf_meta.load_lock(repo / "apps" / "qwenmtp").models[0]
     plain = vram.estimate(meta, budget.settings_for(server_for("x", 65536, False)), vram.device())
     assert doc["ladder"][0]["total_mib"] > round(plain.total_mib)
-    assert main(["lint", str(repo / "apps" / "qwenmtp"), "--strict"]) == 0
+    assert main(["lint", str(repo / "apps" / "qwenmtp"), "--strict"]) == ExitCode.OK
 
 
 def test_refusals_are_one_line_exit_2_and_write_nothing(hub: FakeHub, repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -233,10 +234,10 @@ def test_vllm_sizes_the_grant_and_utilization_from_config_and_tree(
     assert app.resources.gpu_memory_mib == grant
     # vLLM's reservation (utilization x the grant) holds the estimate, and fits the device
     assert need <= app.server.gpu_memory_utilization * grant <= usable
-    assert main(["vram", "qsmall", "--apps-dir", str(repo / "apps"), "--gpu-mib", "4096"]) == 0
-    assert main(["lint", str(repo / "apps" / "qsmall"), "--strict"]) == 0, capsys.readouterr()
+    assert main(["vram", "qsmall", "--apps-dir", str(repo / "apps"), "--gpu-mib", "4096"]) == ExitCode.OK
+    assert main(["lint", str(repo / "apps" / "qsmall"), "--strict"]) == ExitCode.OK, capsys.readouterr()
     assert main(["release", "qsmall", "--apps-dir", str(repo / "apps"), "--version", "1.0.0", "--summary", "first",
-                 "--dry-run"]) == 0
+                 "--dry-run"]) == ExitCode.OK
 
 
 @needs_registry
@@ -252,10 +253,10 @@ def test_a_split_quant_is_one_model_of_several_files(images: Images, hub: FakeHu
     meta = gguf_meta.load_lock(repo / "apps" / "qwenbig").find(REPO, app.model.files[0].name, COMMIT)
     assert meta is not None and meta.file_size == sum(f.size for f in app.model.files)  # both parts' tensors and bytes
     capsys.readouterr()
-    assert main(["vram", "qwenbig", "--apps-dir", apps, "--gpu-mib", "40960"]) == 0
+    assert main(["vram", "qwenbig", "--apps-dir", apps, "--gpu-mib", "40960"]) == ExitCode.OK
     capsys.readouterr()
     # lint judges the fit on the Olares One, the catalogue's device: Q8_0 (27 GiB of weights) is
     # refused there, and that is the only thing it refuses
-    assert main(["lint", str(repo / "apps" / "qwenbig"), "--strict", "--format", "json"]) == 1
+    assert main(["lint", str(repo / "apps" / "qwenbig"), "--strict", "--format", "json"]) == ExitCode.FINDINGS
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert {f["rule"] for f in findings if f["severity"] != "info"} == {"vram.budget"}

@@ -17,6 +17,7 @@ from conftest import ROOT, serving
 
 from olares_pack import olares as targets
 from olares_pack.cli.commands import cli, main
+from olares_pack.common.errors import ExitCode
 from olares_pack.vram import estimate as vram
 
 NAME = "llamacppqwen36mtpone"
@@ -37,7 +38,7 @@ def chart_yaml(tgz: bytes) -> dict:
 def test_package_writes_the_legacy_chart_under_its_published_name(repo: Path, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    assert main(["package", NAME, "--version", "1.0.10", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == 0
+    assert main(["package", NAME, "--version", "1.0.10", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == ExitCode.OK
     legacy = out / "legacy" / f"{NAME}-1.0.10-legacy.tgz"
     assert legacy.read_bytes() == (repo / "packages" / "legacy" / legacy.name).read_bytes()
     assert chart_yaml(legacy.read_bytes())["version"] == "1.0.10-legacy"

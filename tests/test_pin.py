@@ -32,6 +32,7 @@ from test_vram import write_hybrid
 
 from olares_pack.apps.manifest import parse_app
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.remote import oci
 
 LLAMA, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"
@@ -134,7 +135,7 @@ def test_pin_all_writes_the_registry_digest_and_the_hub_commit(images: Images, h
     docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
     apps = make_apps(tmp_path, images.repository, "multi")
     before = (apps / LLAMA / "app.yaml").read_text()
-    assert main(["pin", "--all", "--apps-dir", str(apps)]) == 0
+    assert main(["pin", "--all", "--apps-dir", str(apps)]) == ExitCode.OK
     out, err = capsys.readouterr()
     assert f"apps/{LLAMA}/app.yaml" in out and f"apps/{VLLM}/model.lock.json" in out
     assert "OCI index: linux/amd64, linux/arm64" in err
@@ -165,7 +166,7 @@ def test_pin_all_writes_the_registry_digest_and_the_hub_commit(images: Images, h
     # a second pin finds nothing to change
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
     state = snapshot(apps)
-    assert main(["pin", LLAMA, VLLM, "--apps-dir", str(apps)]) == 0
+    assert main(["pin", LLAMA, VLLM, "--apps-dir", str(apps)]) == ExitCode.OK
     assert "already pinned" in capsys.readouterr().err
     assert snapshot(apps) == state
 
@@ -182,7 +183,7 @@ def test_a_shared_app_pins_its_helper_images_too(images: Images, hub: FakeHub, t
     text = (apps / LLAMA / "app.yaml").read_text().replace(f"{{repository: {images.repository}, tag: multi}}",
                                                             f"{{repository: {helper}, tag: multi}}")
     (apps / LLAMA / "app.yaml").write_text(text)
-    assert main(["pin", LLAMA, "--image", "--apps-dir", str(apps)]) == 0
+    assert main(["pin", LLAMA, "--image", "--apps-dir", str(apps)]) == ExitCode.OK
     app = parse_app((apps / LLAMA / "app.yaml").read_text())
     assert app.engine.proxy_image is not None
     assert {app.engine.image.digest, app.engine.llm_init.digest, app.engine.chown_image.digest,
@@ -214,11 +215,11 @@ def test_dry_run_shows_the_diff_and_writes_nothing(images: Images, hub: FakeHub,
     docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
     apps = make_apps(tmp_path, images.repository, "multi")
     state = snapshot(apps)
-    assert main(["pin", VLLM, "--apps-dir", str(apps), "--dry-run", "--image"]) == 0
+    assert main(["pin", VLLM, "--apps-dir", str(apps), "--dry-run", "--image"]) == ExitCode.OK
     out = capsys.readouterr().out
     assert f"-    digest: null\n+    digest: {images.multi}\n" in out
     assert "revision" not in out and "model.lock.json" not in out  # --image: the model is left alone
-    assert main(["pin", VLLM, "--apps-dir", str(apps), "--dry-run", "--model"]) == 0
+    assert main(["pin", VLLM, "--apps-dir", str(apps), "--dry-run", "--model"]) == ExitCode.OK
     out = capsys.readouterr().out
     assert f"+  revision: {VLLM_COMMIT}" in out and "--- /dev/null" in out and "digest" not in out.split("model.lock.json")[0]
     assert snapshot(apps) == state
@@ -229,7 +230,7 @@ def test_a_docker_v2_manifest_is_pinned_by_its_digest(images: Images, hub: FakeH
                                                       monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
     apps = make_apps(tmp_path, images.repository, "dock")
-    assert main(["pin", VLLM, "--image", "--apps-dir", str(apps)]) == 0
+    assert main(["pin", VLLM, "--image", "--apps-dir", str(apps)]) == ExitCode.OK
     assert "Docker v2 manifest: linux/amd64" in capsys.readouterr().err
     assert f"digest: {images.dock}" in (apps / VLLM / "app.yaml").read_text()
 
@@ -252,7 +253,7 @@ def test_registry_errors_are_one_line_exit_2_and_write_nothing(images: Images, h
     apps = make_apps(tmp_path, images.repository, tag)
     state = snapshot(apps)
     # both apps: the good one is not written either when the other fails
-    assert main(["pin", "--all", "--apps-dir", str(apps)]) == 2
+    assert main(["pin", "--all", "--apps-dir", str(apps)]) == ExitCode.INPUT
     err = capsys.readouterr().err
     lines = err_lines(err)
     assert len(lines) == 1, err
@@ -267,7 +268,7 @@ def test_the_bearer_token_challenge(images: Images, hub: FakeHub, tmp_path: Path
     with token_front(images.reg, "bob", "token-pw") as (host, log):
         docker_config(tmp_path, monkeypatch, host, "bob", "token-pw")
         apps = make_apps(tmp_path, f"{host}/acme/llama", "multi")
-        assert main(["pin", VLLM, "--image", "--apps-dir", str(apps)]) == 0
+        assert main(["pin", VLLM, "--image", "--apps-dir", str(apps)]) == ExitCode.OK
         assert f"digest: {images.multi}" in (apps / VLLM / "app.yaml").read_text()
         # challenged, then a token from the realm for the credentials, then the manifest with it
         assert log[:3] == ["GET /v2/acme/llama/manifests/multi -",
@@ -275,7 +276,7 @@ def test_the_bearer_token_challenge(images: Images, hub: FakeHub, tmp_path: Path
                            "GET /v2/acme/llama/manifests/multi Bearer"]
         docker_config(tmp_path, monkeypatch, host, "bob", "nope")
         apps2 = make_apps(tmp_path / "2", f"{host}/acme/llama", "multi")
-        assert main(["pin", VLLM, "--image", "--apps-dir", str(apps2)]) == 2
+        assert main(["pin", VLLM, "--image", "--apps-dir", str(apps2)]) == ExitCode.INPUT
         assert "unauthorised: the token service" in capsys.readouterr().err
 
 
@@ -369,18 +370,18 @@ def test_hub_errors_are_one_line(hub: FakeHub, tmp_path: Path, capsys: pytest.Ca
     text = (apps / VLLM / "app.yaml").read_text()
     (apps / VLLM / "app.yaml").write_text(text.replace(f"repo: {VLLM_REPO}", "repo: acme/secret"))
     state = snapshot(apps)
-    assert main(["pin", VLLM, "--model", "--apps-dir", str(apps)]) == 2
+    assert main(["pin", VLLM, "--model", "--apps-dir", str(apps)]) == ExitCode.INPUT
     assert err_lines(capsys.readouterr().err) == [
         "error: acme/secret@main: no such model, or a private one (HTTP 401); set HF_TOKEN if it is yours"]
     (apps / VLLM / "app.yaml").write_text(text.replace("revision: main", "revision: v9"))
-    assert main(["pin", VLLM, "--model", "--apps-dir", str(apps)]) == 2
+    assert main(["pin", VLLM, "--model", "--apps-dir", str(apps)]) == ExitCode.INPUT
     assert "no such revision" in capsys.readouterr().err
     (apps / VLLM / "app.yaml").write_text(text)
     hub.fail_next.append((429, {"Retry-After": "12"}))
-    assert main(["pin", VLLM, "--model", "--apps-dir", str(apps)]) == 2
+    assert main(["pin", VLLM, "--model", "--apps-dir", str(apps)]) == ExitCode.INPUT
     assert err_lines(capsys.readouterr().err) == [f"error: {VLLM_REPO}@main: rate-limited by Hugging Face (429); retry after 12 s"]
     (apps / LLAMA / "app.yaml").write_text((apps / LLAMA / "app.yaml").read_text().replace("file: m.gguf", "file: gone.gguf"))
-    assert main(["pin", LLAMA, "--model", "--apps-dir", str(apps)]) == 2
+    assert main(["pin", LLAMA, "--model", "--apps-dir", str(apps)]) == ExitCode.INPUT
     assert f"gone.gguf is not in {REPO} at main (commit {COMMIT})" in capsys.readouterr().err
     assert snapshot(apps) == {**state, f"{VLLM}/app.yaml": text.encode(),
                               f"{LLAMA}/app.yaml": (apps / LLAMA / "app.yaml").read_bytes()}
@@ -405,7 +406,7 @@ def test_lint_and_release_online(images: Images, hub: FakeHub, tmp_path: Path, r
     docker_config(tmp_path, monkeypatch, images.reg.host, USER, PASSWORD)
     apps = make_apps(tmp_path, f"{images.reg.host}/acme/online", "multi")
     images.reg.push(images.layout, "multi", "acme/online")
-    assert main(["pin", VLLM, "--apps-dir", str(apps)]) == 0
+    assert main(["pin", VLLM, "--apps-dir", str(apps)]) == ExitCode.OK
     capsys.readouterr()
 
     def online() -> list[dict[str, str]]:
@@ -427,7 +428,7 @@ def test_lint_and_release_online(images: Images, hub: FakeHub, tmp_path: Path, r
     assert [(f["rule"], f["severity"]) for f in found] == [("image.tag-moved", "warning")]
     assert found[0]["message"] == f"{images.reg.host}/acme/online:multi now names {moved}, not the pinned {images.multi}"
     # pin again follows the tag, and says it moved
-    assert main(["pin", VLLM, "--image", "--dry-run", "--apps-dir", str(apps)]) == 0
+    assert main(["pin", VLLM, "--image", "--dry-run", "--apps-dir", str(apps)]) == ExitCode.OK
     out, err = capsys.readouterr()
     assert f"acme/online:multi moved from {images.multi} to {moved}" in err and f"+    digest: {moved}" in out
     # the pinned digest is deleted from the registry: an error
@@ -450,7 +451,7 @@ def test_lint_and_release_online(images: Images, hub: FakeHub, tmp_path: Path, r
 
 def test_lint_online_reports_a_commit_gone_from_the_hub(hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     apps = make_apps(tmp_path, "docker.io/org/x", "v1")  # digest null: nothing to ask a registry
-    assert main(["pin", VLLM, "--model", "--apps-dir", str(apps)]) == 0
+    assert main(["pin", VLLM, "--model", "--apps-dir", str(apps)]) == ExitCode.OK
     capsys.readouterr()
 
     def online() -> list[tuple[str, str, str]]:
@@ -481,7 +482,7 @@ def test_pin_refused_by_a_registry_exits_2_writing_nothing(stub: list[tuple[int,
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "none"))
     apps = make_apps(tmp_path, f"{host}/acme/llama", "v1")
     state = snapshot(apps)
-    assert main(["pin", "--all", "--apps-dir", str(apps)]) == 2
+    assert main(["pin", "--all", "--apps-dir", str(apps)]) == ExitCode.INPUT
     lines = err_lines(capsys.readouterr().err)
     assert len(lines) == 1 and expected in lines[0], lines
     assert snapshot(apps) == state

@@ -22,6 +22,7 @@ from olares_pack.catalogue.repo import Repo
 from olares_pack.charts import helm, package
 from olares_pack.cli.commands import main
 from olares_pack.common import fsio
+from olares_pack.common.errors import ExitCode
 from olares_pack.render import app as render
 from olares_pack.render import generation
 
@@ -74,7 +75,7 @@ def test_every_published_package_is_what_its_record_says() -> None:
 def release_patch(repo: Path, summary: str = "a patch") -> str:
     """Publish the next patch of the example app in a copy of the catalogue (current generation)."""
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", summary,
-                 "--date", "2026-06-01"]) == 0
+                 "--date", "2026-06-01"]) == ExitCode.OK
     return load_app(repo / "apps" / NAME).version
 
 
@@ -144,13 +145,13 @@ def test_release_from_a_clean_checkout(repo: Path, capsys: pytest.CaptureFixture
     assert [e.version for e in rec.changelog] == ["1.0.13"] and rec.manifest["server"]["ctx_size"] == 262144
     with helm.load(repo / "packages" / "current" / f"{NAME}-1.0.13.tgz") as chart:
         assert chart.version == "1.0.13"
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 0
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.OK
 
 
 def test_dry_run_changes_nothing(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = tree_digest(repo)
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "minor", "--summary", "x",
-                 "--date", "2026-06-01", "--dry-run"]) == 0
+                 "--date", "2026-06-01", "--dry-run"]) == ExitCode.OK
     out = capsys.readouterr().out
     assert "+version: 1.1.0" in out and "would write packages/current/llamacppqwen36mtpone-1.1.0.tgz" in out
     assert tree_digest(repo) == before
@@ -160,13 +161,13 @@ def test_republishing_with_a_changed_argument_is_refused(repo: Path, capsys: pyt
     app_yaml = repo / "apps" / NAME / "app.yaml"
     app_yaml.write_text(app_yaml.read_text().replace("  ctx_size: 262144", "  ctx_size: 131072"))
     before = tree_digest(repo)
-    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.12"]) == 2
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.12"]) == ExitCode.INPUT
     err = capsys.readouterr().err
     assert "llamacppqwen36mtpone 1.0.12 is published (apps/llamacppqwen36mtpone/releases/1.0.12.json)" in err
     assert "server.ctx_size (262144 → 131072)" in err
     assert tree_digest(repo) == before
     # and CI notices the edit without a new version, naming the field
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.FINDINGS
     err = capsys.readouterr().err
     assert "apps/llamacppqwen36mtpone/app.yaml:" in err and "server.ctx_size (262144 → 131072)" in err
 
@@ -174,20 +175,20 @@ def test_republishing_with_a_changed_argument_is_refused(repo: Path, capsys: pyt
 def test_a_version_that_does_not_increase_is_refused(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = tree_digest(repo)
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.4", "--summary", "x",
-                 "--date", "2026-06-01"]) == 2
+                 "--date", "2026-06-01"]) == ExitCode.INPUT
     assert "does not increase on the latest published version 1.0.12" in capsys.readouterr().err
     assert tree_digest(repo) == before
 
 
 def test_republishing_identical_bytes_is_a_no_op(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = tree_digest(repo)
-    assert main(["release", NAME, "--apps-dir", str(repo / "apps")]) == 0
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps")]) == ExitCode.OK
     assert "already published" in capsys.readouterr().err
     assert tree_digest(repo) == before
 
 
 def test_release_needs_a_changelog_entry(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch"]) == 2
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch"]) == ExitCode.INPUT
     assert "needs a changelog entry" in capsys.readouterr().err
 
 
@@ -196,7 +197,7 @@ def test_lint_errors_stop_a_release(repo: Path, capsys: pytest.CaptureFixture[st
     app_yaml.write_text(app_yaml.read_text().replace("    type: draft-mtp", "    type: mtp"))  # renamed on ad27757
     before = tree_digest(repo)
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "x",
-                 "--date", "2026-06-01"]) == 1
+                 "--date", "2026-06-01"]) == ExitCode.FINDINGS
     assert "engine.value" in capsys.readouterr().out
     assert tree_digest(repo) == before
 
@@ -204,7 +205,7 @@ def test_lint_errors_stop_a_release(repo: Path, capsys: pytest.CaptureFixture[st
 def test_check_names_stale_files_and_build_restores_them(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     apps = str(repo / "apps")
     version = release_patch(repo)
-    assert main(["build", "--apps-dir", apps, "--check"]) == 0
+    assert main(["build", "--apps-dir", apps, "--check"]) == ExitCode.OK
     pkg = repo / "packages" / "legacy" / f"{NAME}-{version}-legacy.tgz"
     published = pkg.read_bytes()
     pkg.unlink()
@@ -212,13 +213,13 @@ def test_check_names_stale_files_and_build_restores_them(repo: Path, capsys: pyt
     good_ledger = ledger.read_text()
     ledger.write_text(good_ledger.replace('"72.14', '"72.15'))
     capsys.readouterr()
-    assert main(["build", "--apps-dir", apps, "--check"]) == 1
+    assert main(["build", "--apps-dir", apps, "--check"]) == ExitCode.FINDINGS
     err = capsys.readouterr().err
     assert f"packages/legacy/llamacppqwen36mtpone-{version}-legacy.tgz: missing" in err
     assert "market-index.json: differs from the release records" in err
     # build reproduces the package from its record (same generation) and derives the ledger, byte for byte
-    assert main(["build", "--apps-dir", apps, "--out", str(repo / "build")]) == 0
-    assert main(["build", "--apps-dir", apps, "--check"]) == 0
+    assert main(["build", "--apps-dir", apps, "--out", str(repo / "build")]) == ExitCode.OK
+    assert main(["build", "--apps-dir", apps, "--check"]) == ExitCode.OK
     assert pkg.read_bytes() == published and ledger.read_text() == good_ledger
 
 
@@ -226,7 +227,7 @@ def test_a_missing_package_of_an_older_generation_is_restored_from_git_not_rebui
         repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (repo / "packages" / "legacy" / f"{NAME}-1.0.7.tgz").unlink()
     before = tree_digest(repo)
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(repo / "build")]) == 2
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(repo / "build")]) == ExitCode.INPUT
     err = capsys.readouterr().err
     assert "llamacppqwen36mtpone-1.0.7.tgz: llamacppqwen36mtpone 1.0.7 was rendered by generation 1" in err
     assert "restore it from git" in err and tree_digest(repo) == before
@@ -237,12 +238,12 @@ def test_a_changed_published_package_is_named_with_both_digests(repo: Path, caps
     files = render.render(published_app(NAME, "1.0.8"), targets.CURRENT)
     files["values.yaml"] += "# edited by hand\n"
     pkg.write_bytes(package.build_archive(NAME, files))
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.FINDINGS
     err = capsys.readouterr().err
     assert "packages/current/llamacppqwen36mtpone-1.0.8.tgz: changed since publication" in err
     assert package.sha256(pkg.read_bytes()) in err and index.recorded_sha(index.load(ROOT / "market-index.json"), NAME, "1.0.8", "current") in err
     before = tree_digest(repo)
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(repo / "build")]) == 2  # never overwritten
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(repo / "build")]) == ExitCode.INPUT  # never overwritten
     assert "a published package was changed" in capsys.readouterr().err
     assert tree_digest(repo) == before
 
@@ -253,7 +254,7 @@ def test_a_recompressed_package_is_the_same_content_with_other_bytes(repo: Path,
     original = pkg.read_bytes()
     pkg.write_bytes(gzip.compress(gzip.decompress(original), compresslevel=1, mtime=0))
     assert pkg.read_bytes() != original and package.content_digest(pkg.read_bytes()) == package.content_digest(original)
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.FINDINGS
     err = capsys.readouterr().err
     assert "llamacppqwen36mtpone-1.0.9.tgz: same content, different bytes" in err
     assert "changed since publication" not in err
@@ -262,7 +263,7 @@ def test_a_recompressed_package_is_the_same_content_with_other_bytes(repo: Path,
 def test_package_hands_back_the_committed_bytes_or_reproduces_them(repo: Path, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    assert main(["package", NAME, "--version", "1.0.5", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == 0
+    assert main(["package", NAME, "--version", "1.0.5", "--apps-dir", str(repo / "apps"), "--out", str(out)]) == ExitCode.OK
     assert capsys.readouterr().out.count("(committed)") == 2
     for target in ("current", "legacy"):
         assert (out / target / f"{NAME}-1.0.5.tgz").read_bytes() == (ROOT / "packages" / target / f"{NAME}-1.0.5.tgz").read_bytes()
@@ -270,7 +271,7 @@ def test_package_hands_back_the_committed_bytes_or_reproduces_them(repo: Path, t
     committed = (repo / "packages" / "current" / f"{NAME}-{version}.tgz").read_bytes()
     (repo / "packages" / "current" / f"{NAME}-{version}.tgz").unlink()
     capsys.readouterr()
-    assert main(["package", NAME, "--version", version, "--apps-dir", str(repo / "apps"), "--out", str(out)]) == 0
+    assert main(["package", NAME, "--version", version, "--apps-dir", str(repo / "apps"), "--out", str(out)]) == ExitCode.OK
     said = capsys.readouterr().out
     assert f"current/llamacppqwen36mtpone-{version}.tgz" in said and "(reproduced)" in said
     assert (out / "current" / f"{NAME}-{version}.tgz").read_bytes() == committed
@@ -279,7 +280,7 @@ def test_package_hands_back_the_committed_bytes_or_reproduces_them(repo: Path, t
 def test_a_missing_package_of_another_generation_is_not_guessed(repo: Path, monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     (repo / "packages" / "current" / f"{NAME}-1.0.5.tgz").unlink()
-    assert main(["package", NAME, "--version", "1.0.5", "--apps-dir", str(repo / "apps"), "--out", str(repo / "o")]) == 2
+    assert main(["package", NAME, "--version", "1.0.5", "--apps-dir", str(repo / "apps"), "--out", str(repo / "o")]) == ExitCode.INPUT
     err = capsys.readouterr().err
     assert f"was rendered by generation 1, this olares-pack renders generation {generation.GENERATION}" in err
     assert not (repo / "o").exists()
@@ -291,7 +292,7 @@ def test_edit_opens_the_editor_on_the_entry(repo: Path, tmp_path: Path, monkeypa
     editor.chmod(0o755)
     monkeypatch.setenv("EDITOR", str(editor))
     monkeypatch.setenv("VISUAL", str(editor))
-    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--date", "2026-06-02", "--edit"]) == 0
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--date", "2026-06-02", "--edit"]) == ExitCode.OK
     app = load_app(repo / "apps" / NAME / "app.yaml")
     assert app.version == "1.0.13" and app.changelog_entry is not None
     assert app.changelog_entry.summary == "written in the editor"
@@ -301,7 +302,7 @@ def test_changes_from_diff(repo: Path) -> None:
     app_yaml = repo / "apps" / NAME / "app.yaml"
     app_yaml.write_text(app_yaml.read_text().replace("  ctx_size: 262144", "  ctx_size: 196608"))
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "more headroom",
-                 "--changes-from-diff", "--date", "2026-06-01"]) == 0
+                 "--changes-from-diff", "--date", "2026-06-01"]) == ExitCode.OK
     entry = load_app(app_yaml).changelog_entry
     assert entry is not None
     assert [(c.kind, c.text) for c in entry.changes] == [("engine-args", "--ctx-size 262144 → 196608")]
@@ -315,8 +316,8 @@ def test_a_record_edited_by_hand_is_caught_against_its_package(repo: Path, capsy
     doc["engine"]["argv"][i + 1] = "131072"
     doc["charts"]["legacy"]["olares"] = ">=1.12.0-0"
     path.write_text(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(repo / "build")]) == 0  # the ledger follows
-    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == 1
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(repo / "build")]) == ExitCode.OK  # the ledger follows
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.FINDINGS
     err = capsys.readouterr().err
     assert 'llamacppqwen36mtpone-1.0.8.tgz: argv is [' in err and '"262144"' in err and '"131072"' in err
     assert 'packages/legacy/llamacppqwen36mtpone-1.0.8.tgz: olares is ">=1.12.3-0,<1.12.6" in the package, ">=1.12.0-0"' in err

@@ -16,6 +16,7 @@ from olares_pack.apps.manifest import load_app
 from olares_pack.charts import helm, kube, package
 from olares_pack.cli.commands import main
 from olares_pack.common import fsio, quantity
+from olares_pack.common.errors import ExitCode
 from olares_pack.render import app as render
 from olares_pack.render import llmbase, sharedv2
 
@@ -51,8 +52,8 @@ def test_golden(app_name: str, target: str, update_golden: bool) -> None:
 @pytest.mark.parametrize("app_name,target", CASES, ids=IDS)
 def test_render_is_deterministic(app_name: str, target: str, tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
-    assert main(["render", str(APPS / app_name), "--target", target, "--out", str(a)]) == 0
-    assert main(["render", str(APPS / app_name), "--target", target, "--out", str(b)]) == 0
+    assert main(["render", str(APPS / app_name), "--target", target, "--out", str(a)]) == ExitCode.OK
+    assert main(["render", str(APPS / app_name), "--target", target, "--out", str(b)]) == ExitCode.OK
     files_a = {p.relative_to(a): p.read_bytes() for p in a.rglob("*") if p.is_file()}
     files_b = {p.relative_to(b): p.read_bytes() for p in b.rglob("*") if p.is_file()}
     assert files_a == files_b and files_a
@@ -337,7 +338,7 @@ def test_cpu_mode_drops_the_gpu(tmp_path: Path) -> None:
 
 def test_build_renders_every_app_and_target(tmp_path: Path) -> None:
     out = tmp_path / "charts"
-    assert main(["build", "--apps-dir", str(APPS), "--out", str(out)]) == 0
+    assert main(["build", "--apps-dir", str(APPS), "--out", str(out)]) == ExitCode.OK
     built = sorted(str(p.relative_to(out)) for p in out.glob("*/*"))
     assert built == sorted(f"{t}/{a}" for a, t in CASES)
 

@@ -17,6 +17,7 @@ from device import Device, Refused, device_lifecycle, installer_gate
 from olares_pack.catalogue import ledger as index
 from olares_pack.charts import helm
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.market.server import Source
 
 HEADER_TIMEOUT = 1.0  # seconds: short, so that the slow-client test is quick
@@ -266,7 +267,7 @@ def release_and_wait(root: Path, url: str, why: str) -> None:
     """Release a patch of the example app and wait until the running server offers it."""
     before = httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"]
     assert main(["release", NAME, "--apps-dir", str(root / "apps"), "--bump", "patch", "--summary", "x",
-                 "--date", "2026-06-01"]) == 0
+                 "--date", "2026-06-01"]) == ExitCode.OK
     deadline = time.monotonic() + 10
     while httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == before:
         assert time.monotonic() < deadline, why

@@ -20,6 +20,7 @@ from olares_pack.apps.manifest import load_app
 from olares_pack.charts import helm, kube, package
 from olares_pack.cli.commands import main
 from olares_pack.common import fsio
+from olares_pack.common.errors import ExitCode
 from olares_pack.render import app as render
 
 NAME = "llamacppqwen36mtpone"
@@ -127,7 +128,7 @@ def test_the_manifest_follows_the_official_v2_shared_app() -> None:
 
 def test_lint_reads_it_as_the_releases_that_install_it(capsys: pytest.CaptureFixture[str]) -> None:
     for olares in ("1.12.3", "1.12.5"):
-        assert main(["lint", str(APPS / NAME), "--target", "legacy", "--olares", olares, "--format", "json"]) == 0
+        assert main(["lint", str(APPS / NAME), "--target", "legacy", "--olares", olares, "--format", "json"]) == ExitCode.OK
         findings = json.loads(capsys.readouterr().out)["findings"]
         assert [f for f in findings if f["severity"] == "error"] == []
         # the engine was found and checked in the shared sub-chart
@@ -139,7 +140,7 @@ def test_import_structured_gives_the_shared_app_back(tmp_path: Path, capsys: pyt
     fsio.write_tree(_files(), chart)
     apps = tmp_path / "repo" / "apps"
     apps.mkdir(parents=True)
-    assert main(["import", str(chart), "--apps-dir", str(apps), "--structured", "--format", "json"]) == 0
+    assert main(["import", str(chart), "--apps-dir", str(apps), "--structured", "--format", "json"]) == ExitCode.OK
     notes = json.loads(capsys.readouterr().out)["charts"][0]["notes"]
     # what renders differently is the version it becomes and its texts' history only
     assert [n for n in notes if n.startswith("--structured renders differently")] == [

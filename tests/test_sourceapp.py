@@ -10,7 +10,7 @@ import yaml
 from olares_pack.charts import helm, package
 from olares_pack.charts.source import ChartSource
 from olares_pack.cli.commands import main
-from olares_pack.common.errors import InputError
+from olares_pack.common.errors import ExitCode, InputError
 from olares_pack.lint import LintOptions, lint_source
 from olares_pack.market.sourceapp import SourceApp, render_chart
 
@@ -18,7 +18,7 @@ IMAGE = "ghcr.io/example/olares-market:1.0.0@sha256:" + "ab" * 32
 
 
 def test_the_source_app_is_lint_clean_for_1_12_6_and_runs_serve(tmp_path: Path) -> None:
-    assert main(["export", "olares-app", str(tmp_path), "--image", IMAGE, "--version", "1.0.0", "--workers", "2"]) == 0
+    assert main(["export", "olares-app", str(tmp_path), "--image", IMAGE, "--version", "1.0.0", "--workers", "2"]) == ExitCode.OK
     data = (tmp_path / "marketsource-1.0.0.tgz").read_bytes()
     findings = lint_source(ChartSource("pkg", "marketsource", package.read_archive_split(data)[1]),
                            LintOptions(olares_version="1.12.6"))
@@ -35,7 +35,7 @@ def test_the_source_app_is_lint_clean_for_1_12_6_and_runs_serve(tmp_path: Path) 
     assert manifest["entrances"][0]["authLevel"] == "public"  # devices fetch the source without a login
     # the same inputs give the same package
     assert main(["export", "olares-app", str(tmp_path / "again"), "--image", IMAGE, "--version", "1.0.0",
-                 "--workers", "2"]) == 0
+                 "--workers", "2"]) == ExitCode.OK
     assert (tmp_path / "again" / "marketsource-1.0.0.tgz").read_bytes() == data
 
 

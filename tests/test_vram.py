@@ -17,6 +17,7 @@ from fakehub import COMMIT, REPO, REVISION, serve
 
 from olares_pack.apps.manifest import load_app
 from olares_pack.cli.commands import main
+from olares_pack.common.errors import ExitCode
 from olares_pack.vram import estimate as vram
 from olares_pack.vram import gguf_meta
 from olares_pack.vram.gguf_meta import from_file, from_hub, load_lock
@@ -283,9 +284,9 @@ def test_vram_command_for_each_published_version(capsys: pytest.CaptureFixture[s
         verdicts[v] = doc["estimates"][0]["verdict"]
         assert code == 0
     assert verdicts == {"1.0.5": "fits", "1.0.7": "fits", "1.0.8": "fits", "1.0.9": "fits"}
-    assert main(["vram", NAME, "--gpu-mib", "16000", "--format", "json"]) == 1
+    assert main(["vram", NAME, "--gpu-mib", "16000", "--format", "json"]) == ExitCode.FINDINGS
     capsys.readouterr()
-    assert main(["vram", NAME, "--largest-ctx", "--ctx", "131072"]) == 0
+    assert main(["vram", NAME, "--largest-ctx", "--ctx", "131072"]) == ExitCode.OK
     assert "largest context that fits:" in capsys.readouterr().out
 
 
@@ -300,15 +301,15 @@ def test_a_verdict_that_contradicts_the_record_is_reported(capsys: pytest.Captur
     repo = Repo.of_apps(APPS)
     found = {v: outcomes.recorded(repo, NAME, v) for v in ("1.0.5", "1.0.7", "1.0.8", "1.0.9", "1.0.10", "1.0.11")}
     assert {v: [o.recorded_in for o in f] for v, f in found.items() if f} == {"1.0.5": ["1.0.7"]}
-    assert main(["vram", NAME, "--version", "1.0.5", "--format", "json"]) == 0
+    assert main(["vram", NAME, "--version", "1.0.5", "--format", "json"]) == ExitCode.OK
     out, err = capsys.readouterr()
     assert json.loads(out)["recorded_outcomes"] == [{
         "version": "1.0.5", "recorded_in": "1.0.7", "kind": "fix", "text": found["1.0.5"][0].text,
         "verdict": "fits", "contradicts": True}]
     assert "1.0.5: the verdict 'fits' contradicts its record (1.0.7's changelog: ran out of GPU memory)" in err
-    assert main(["vram", NAME, "--version", "1.0.5"]) == 0
+    assert main(["vram", NAME, "--version", "1.0.5"]) == ExitCode.OK
     assert "record: 1.0.7's changelog (fix): 1.0.5 booted but ran out of CUDA memory" in capsys.readouterr().out
-    assert main(["vram", NAME, "--version", "1.0.5", "--gpu-mib", "20000", "--format", "json"]) == 1
+    assert main(["vram", NAME, "--version", "1.0.5", "--gpu-mib", "20000", "--format", "json"]) == ExitCode.FINDINGS
     out, err = capsys.readouterr()
     assert "recorded_outcomes" not in json.loads(out) and "contradicts" not in err
     # an out-of-memory record is no contradiction of a verdict that already says it does not fit or is tight
@@ -331,7 +332,7 @@ def _app_with_model(tmp_path: Path, gguf_file: Path, gpu: str) -> Path:
 def test_lock_from_a_local_file_and_auto_gpu_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_hybrid(tmp_path / "m.gguf")
     d = _app_with_model(tmp_path, tmp_path / "m.gguf", "23552")
-    assert main(["vram", str(d), "--lock", "--gguf", str(tmp_path / "m.gguf"), "--format", "json"]) == 0
+    assert main(["vram", str(d), "--lock", "--gguf", str(tmp_path / "m.gguf"), "--format", "json"]) == ExitCode.OK
     est = json.loads(capsys.readouterr().out)["estimates"][0]
     lock = json.loads((d / "model.lock.json").read_text())
     assert [m["file"] for m in lock["models"]] == ["m.gguf"] and lock["models"][0]["arch"] == "qwen35"
@@ -347,13 +348,13 @@ def test_lint_reports_declared_gpu_memory_below_the_estimate(tmp_path: Path, cap
     d.mkdir(parents=True)
     (d / "app.yaml").write_text(text)
     (d / "model.lock.json").write_text((APPS / NAME / "model.lock.json").read_text())
-    assert main(["lint", str(d), "--target", "current", "--format", "json"]) == 1
+    assert main(["lint", str(d), "--target", "current", "--format", "json"]) == ExitCode.FINDINGS
     doc = json.loads(capsys.readouterr().out)
     msgs = [f["message"] for f in doc["findings"] if f["rule"] == "vram.budget"]
     assert msgs and "declares 16384 MiB" in msgs[0]
     # and a configuration that does not fit at all
     (d / "app.yaml").write_text(text.replace("    type: q4_0", "    type: f16").replace("cache_type: {k: q4_0, v: q4_0}", "cache_type: {k: f16, v: f16}"))
-    assert main(["lint", str(d), "--target", "current", "--format", "json"]) == 1
+    assert main(["lint", str(d), "--target", "current", "--format", "json"]) == ExitCode.FINDINGS
     doc = json.loads(capsys.readouterr().out)
     assert any(f["message"].startswith("does not fit") for f in doc["findings"] if f["rule"] == "vram.budget")
 
