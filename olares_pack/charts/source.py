@@ -1,9 +1,11 @@
-"""What lint reads: a chart folder, a chart archive, or an app manifest rendered per target."""
+"""A chart as lint and import read it: a chart folder, a chart archive, an app manifest rendered
+per target, or a version a market source serves; and the one walk that finds charts in a folder."""
 
 from __future__ import annotations
 
+import datetime as dt
 import tarfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
     from olares_pack.apps.manifest import App
 
 
-@dataclass(frozen=True)
+@dataclass
 class ChartSource:
     label: str  # how findings name it
     folder: str  # the chart's folder name (the archive's top folder)
@@ -26,6 +28,9 @@ class ChartSource:
     target: str | None = None
     binary: dict[str, bytes] = field(default_factory=dict)  # icons and other non-text files
     app_dir: Path | None = None  # the app's folder (model.lock.json), for olares-pack apps
+    package: bytes | None = None  # the .tgz a source serves for it (an archive's own bytes)
+    date: dt.date | None = None  # when a market source published it (its versionHistory)
+    upgrade: str | None = None  # its "what's new" from a market source's versionHistory
 
 
 def from_folder(path: Path) -> ChartSource:
@@ -46,7 +51,16 @@ def from_archive_bytes(data: bytes, label: str) -> ChartSource:
         folder, files, binary = package.read_archive_split(data)
     except (ValueError, OSError, EOFError, tarfile.TarError) as exc:
         raise InputError(f"{label}: not a chart archive: {exc}") from None
-    return ChartSource(label, folder, files, binary=binary)
+    return ChartSource(label, folder, files, binary=binary, package=data)
+
+
+def packaged(path: Path) -> ChartSource:
+    """A chart folder or archive with the package that stands for it: an archive's own bytes, a
+    folder packaged the way olares-pack packages charts (sorted, no clock, no owner)."""
+    if path.is_file():
+        return from_archive(path)
+    src = from_folder(path)
+    return replace(src, package=package.compress(package.build_tar(src.folder, {**src.files, **src.binary})))
 
 
 def from_app(path: Path, target_names: list[str] | None = None) -> list[ChartSource]:
@@ -63,16 +77,20 @@ def from_app(path: Path, target_names: list[str] | None = None) -> list[ChartSou
     return out
 
 
-def _search(folder: Path) -> list[Path]:
-    """Chart folders, app folders and .tgz files under `folder`, in path order (not descending
-    into what it finds)."""
+def is_archive(path: Path) -> bool:
+    return path.name.endswith((".tgz", ".tar.gz"))
+
+
+def walk(folder: Path, *, apps: bool = True) -> list[Path]:
+    """Chart folders, .tgz files and (with `apps`) app folders under `folder`, in path order, not
+    descending into what it finds nor into hidden entries."""
     found = []
     for p in sorted(x for x in folder.iterdir() if not x.name.startswith(".")):
-        if p.is_dir() and ((p / "Chart.yaml").exists() or (p / MANIFEST_FILE).exists()):
+        if p.is_dir() and ((p / "Chart.yaml").exists() or (apps and (p / MANIFEST_FILE).exists())):
             found.append(p)
         elif p.is_dir():
-            found.extend(_search(p))
-        elif p.name.endswith((".tgz", ".tar.gz")):
+            found.extend(walk(p, apps=apps))
+        elif is_archive(p):
             found.append(p)
     return found
 
@@ -84,7 +102,7 @@ def resolve(paths: list[Path], target_names: list[str] | None = None) -> list[Ch
     for path in paths:
         if not path.exists():
             raise InputError(f"{path}: no such file or folder")
-        if path.is_file() and path.name.endswith((".tgz", ".tar.gz")):
+        if path.is_file() and is_archive(path):
             out.append(from_archive(path))
         elif path.is_file() and path.suffix in (".yaml", ".yml"):
             out.extend(from_app(path, target_names))
@@ -93,7 +111,7 @@ def resolve(paths: list[Path], target_names: list[str] | None = None) -> list[Ch
         elif path.is_dir() and (path / MANIFEST_FILE).exists():
             out.extend(from_app(path / MANIFEST_FILE, target_names))
         elif path.is_dir():
-            found = _search(path)
+            found = walk(path)
             if not found:
                 raise InputError(f"{path}: holds no chart folder, chart archive or app manifest")
             out.extend(resolve(found, target_names))

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import tarfile
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from olares_pack.catalogue import records
 from olares_pack.catalogue.records import ChartRecord, EngineRecord, Record
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.charts import package
+from olares_pack.charts.source import ChartSource, is_archive, packaged, walk
 from olares_pack.common.errors import InputError, UpgradeBlocked
 from olares_pack.common.naming import NAME_RE, RESERVED_NAMES
 from olares_pack.common.yamlsrc import safe_load
@@ -38,23 +38,10 @@ _SPEC_TEXTS = {**chartrender.SPEC_FIELDS, "license": "license", "upgradeDescript
 
 
 @dataclass
-class Found:
-    """One chart version found in a source, with the bytes that source serves for it."""
-
-    label: str
-    folder: str
-    files: dict[str, str]
-    binary: dict[str, bytes]
-    package: bytes
-    date: dt.date | None = None  # when the source published it (a live source's versionHistory)
-    upgrade: str | None = None  # its "what's new" from the source's versionHistory
-
-
-@dataclass
 class Imported:
     """A chart version as an app, what it took, and what could not be kept."""
 
-    found: Found
+    found: ChartSource
     app: ChartApp | None
     line: str = ""  # the target its manifest generation installs on
     notes: list[str] = field(default_factory=list)  # changed or not representable, by path
@@ -83,7 +70,7 @@ class Imported:
 
 
 def find(source: str, *, os_versions: tuple[str, ...] = ("1.12.5", "1.12.7"), progress: Any = None,
-         report: list[str] | None = None) -> list[Found]:
+         report: list[str] | None = None) -> list[ChartSource]:
     """Every chart version in `source`: a chart folder, a .tgz, a folder of those, or the base URL
     of a market source (every app's details and every version it lets a device download; what it
     lists, names in versionHistory and serves is said in `report`)."""
@@ -94,39 +81,19 @@ def find(source: str, *, os_versions: tuple[str, ...] = ("1.12.5", "1.12.7"), pr
     path = Path(source)
     if not path.exists():
         raise InputError(f"{source}: no such file or folder (or an http(s):// market source)")
-    return [_read(p) for p in _charts(path)]
+    return [packaged(p) for p in _charts(path)]
 
 
 def _charts(path: Path) -> list[Path]:
     if path.is_file():
-        if path.name.endswith((".tgz", ".tar.gz")):
+        if is_archive(path):
             return [path]
         raise InputError(f"{path}: not a chart folder, a .tgz chart or a folder of charts")
     if (path / "Chart.yaml").exists():
         return [path]
-    found: list[Path] = []
-    for p in sorted(x for x in path.iterdir() if not x.name.startswith(".")):
-        if p.is_dir() or p.name.endswith((".tgz", ".tar.gz")):
-            found += _charts(p) if p.is_dir() and not (p / "Chart.yaml").exists() else [p]
-    if not found and path.is_dir():
+    if not (found := walk(path, apps=False)):
         raise InputError(f"{path}: holds no chart folder or chart archive")
-    return [p for p in found if p.is_file() or (p / "Chart.yaml").exists()]
-
-
-def _read(path: Path) -> Found:
-    from olares_pack.common import fsio
-
-    if path.is_file():
-        data = path.read_bytes()
-        try:
-            folder, files, binary = package.read_archive_split(data)
-        except (ValueError, OSError, EOFError, tarfile.TarError) as exc:
-            raise InputError(f"{path}: not a chart archive: {exc}") from None
-        return Found(str(path), folder, files, binary, data)
-    files, binary = fsio.read_tree_split(path)
-    # A folder is packaged the way olares-pack packages charts (sorted, no clock, no owner).
-    tar = package.build_tar(path.resolve().name, {**files, **binary})
-    return Found(str(path), path.resolve().name, files, binary, package.compress(tar))
+    return found
 
 
 # ---------------------------------------------------------------- one chart -> an app
@@ -146,7 +113,7 @@ def _first_line(text: str) -> str:
     return ""
 
 
-def _manifest(found: Found, notes: list[str]) -> tuple[dict[str, Any], str | None]:
+def _manifest(found: ChartSource, notes: list[str]) -> tuple[dict[str, Any], str | None]:
     """The manifest as data, and its text when it holds template syntax (kept verbatim)."""
     from olares_pack.charts.source import ChartSource
     from olares_pack.lint.context import _is_modern, _render_templated_manifest
@@ -167,7 +134,7 @@ def _manifest(found: Found, notes: list[str]) -> tuple[dict[str, Any], str | Non
     return data, None
 
 
-def _renamed(found: Found, old: str, new: str, notes: list[str]) -> Found:
+def _renamed(found: ChartSource, old: str, new: str, notes: list[str]) -> ChartSource:
     """The chart with its app name replaced wherever it stands as a name (not inside other words)."""
     pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(old)}(?![A-Za-z0-9_])")
     files = {}
@@ -175,11 +142,11 @@ def _renamed(found: Found, old: str, new: str, notes: list[str]) -> Found:
         files[path], n = pattern.subn(new, text)
         if n:
             notes.append(f"{path}: the name {old!r} → {new!r} ({n}x) (--rename)")
-    return Found(found.label, new, files, found.binary, package.compress(package.build_tar(new, {**files, **found.binary})),
-                 found.date, found.upgrade)
+    return replace(found, folder=new, files=files,
+                   package=package.compress(package.build_tar(new, {**files, **found.binary})))
 
 
-def to_app(found: Found, default_date: dt.date, *, rename: bool = False, notes: list[str] | None = None,
+def to_app(found: ChartSource, default_date: dt.date, *, rename: bool = False, notes: list[str] | None = None,
            publishable: bool = True) -> Imported:
     notes = [] if notes is None else notes
     try:
@@ -313,7 +280,7 @@ def _developer(spec: dict[str, Any], name: str, notes: list[str]) -> str:
     return who
 
 
-def _locales(found: Found, notes: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _locales(found: ChartSource, notes: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per-locale texts (i18n/<locale>/OlaresManifest.yaml) and per-locale "what's new"."""
     texts: dict[str, Any] = {}
     changes: dict[str, Any] = {}
@@ -352,7 +319,7 @@ def _yaml_docs(text: str) -> list[Any] | None:
         return None
 
 
-def round_trip(found: Found, app: ChartApp, line: str) -> list[str]:
+def round_trip(found: ChartSource, app: ChartApp, line: str) -> list[str]:
     """What rendering the app gives that the original did not say, file by file (data, not text,
     for the files render() composes; templates and values are compared as text)."""
     rendered = chartrender.render(app, targets.get(line))
@@ -397,7 +364,7 @@ def _base_version(version: str, line: str) -> str:
     return version
 
 
-def _dependency(found: Found, line: str) -> str:
+def _dependency(found: ChartSource, line: str) -> str:
     data = safe_load(found.files.get(MANIFEST, "")) if "{{" not in found.files.get(MANIFEST, "") else {}
     for d in ((data or {}).get("options") or {}).get("dependencies") or []:
         if isinstance(d, dict) and d.get("name") == "olares" and d.get("version"):
@@ -405,10 +372,10 @@ def _dependency(found: Found, line: str) -> str:
     return targets.get(line).dependency
 
 
-def plan(repo: Repo, founds: list[Found], date: dt.date, *, upgrade: bool = False, rename: bool = False,
+def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool = False, rename: bool = False,
          structured: bool = False) -> Plan:
     out = Plan()
-    by_file: dict[tuple[str, str], Found] = {}
+    by_file: dict[tuple[str, str], ChartSource] = {}
     for f in founds:
         by_file.setdefault((f.folder, package.sha256(f.package)), f)  # a chart seen twice (two OS views)
     imported = [to_app(f, date, rename=rename) for f in by_file.values()]

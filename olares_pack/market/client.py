@@ -20,6 +20,7 @@ import urllib.request
 from typing import Any
 
 from olares_pack.charts import package
+from olares_pack.charts.source import ChartSource
 from olares_pack.common.errors import HTTPStatus, InputError
 
 TIMEOUT = 30  # seconds, as a device waits for details
@@ -75,13 +76,12 @@ def _app_ids(base: str, os_version: str) -> tuple[list[str], bool]:
     return sorted(((info.get("data") or {}).get("apps") or {})), False
 
 
-def fetch(base: str, os_versions: tuple[str, ...], progress: Any = None, report: list[str] | None = None) -> list[Any]:
+def fetch(base: str, os_versions: tuple[str, ...], progress: Any = None,
+          report: list[str] | None = None) -> list[ChartSource]:
     """Every chart the source lets a device download: the version each app lists and every
     version its versionHistory names, by file name. A source may serve older files it no longer
     names anywhere; those cannot be known from its routes, and `report` says how many versions
     it lists, names and serves."""
-    from olares_pack.importing.importer import Found
-
     base = base.rstrip("/")
     entries: dict[str, dict[str, Any]] = {}  # chart file name -> (app name, version, date, upgrade)
     prefixes = ["/api/v1"]  # chart paths, tried in order
@@ -122,7 +122,7 @@ def fetch(base: str, os_versions: tuple[str, ...], progress: Any = None, report:
         finally:
             if progress:
                 progress.advance(task)
-        found.append(Found(url, folder, files, binary, data, e["date"], e["upgrade"]))
+        found.append(ChartSource(url, folder, files, binary=binary, package=data, date=e["date"], upgrade=e["upgrade"]))
     if report is not None:
         named = len(entries) - len(listed & set(entries))
         report.append(f"{base}: lists {len(listed)} chart(s) (one version per app); its versionHistory names {named} "
