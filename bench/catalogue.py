@@ -26,7 +26,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from olares_pack.apps.manifest import validate_data  # noqa: E402
+from olares_pack.apps.load import validate_data  # noqa: E402
 from olares_pack.catalogue import checks as catalogue  # noqa: E402
 from olares_pack.catalogue import records, releases  # noqa: E402
 from olares_pack.catalogue.repo import Repo  # noqa: E402

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from olares_pack import olares as targets
-from olares_pack.apps.manifest import discover, parse_app
+from olares_pack.apps.load import parse_app
+from olares_pack.apps.manifest import discover
 from olares_pack.charts import helm
 from olares_pack.charts.source import resolve
 from olares_pack.common import fsio

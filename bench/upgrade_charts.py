@@ -109,7 +109,7 @@ def main() -> int:
                 print(f"{chart.name}: not converted: {reason}")
                 continue
             data = next(v for k, v in plan.writes.items() if k.name == "app.yaml")
-            from olares_pack.apps.manifest import validate_data
+            from olares_pack.apps.load import validate_data
             from olares_pack.common.yamlsrc import safe_load
 
             app = validate_data(safe_load(data), chart.name)

@@ -124,6 +124,15 @@ def line_clash(version: str) -> str | None:
     return next((t.name for t in TARGETS.values() if t.line is not None and head == t.line), None)
 
 
+def own_target(manifest_version: str) -> str:
+    """The target a manifest generation installs on: 0.12.0 and later on 1.12.6+, older on 1.12.3-1.12.5."""
+    try:
+        parts = tuple(int(p) for p in manifest_version.split(".")[:3])
+    except ValueError:
+        return LEGACY.name
+    return CURRENT.name if parts >= (0, 12, 0) else LEGACY.name
+
+
 def get(name: str) -> TargetProfile:
     try:
         return TARGETS[name]

@@ -13,7 +13,7 @@ from fuzzing import command_lines, dump, manifests
 from hypothesis import HealthCheck, given, settings
 
 from olares_pack import olares as targets
-from olares_pack.apps.manifest import parse_app
+from olares_pack.apps.load import parse_app
 from olares_pack.charts import helm, package
 from olares_pack.cli.commands import main
 from olares_pack.common.errors import InputError

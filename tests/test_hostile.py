@@ -14,7 +14,7 @@ import yaml
 from conftest import APPS
 
 from olares_pack import olares as targets
-from olares_pack.apps.manifest import parse_app
+from olares_pack.apps.load import parse_app
 from olares_pack.charts import helm
 from olares_pack.cli.commands import main
 from olares_pack.common.errors import ExitCode

@@ -15,7 +15,8 @@ import yaml
 from conftest import ROOT, serving, tree_digest
 
 from olares_pack import olares as targets
-from olares_pack.apps.manifest import ChartApp, load_app
+from olares_pack.apps.load import load_app
+from olares_pack.apps.manifest import ChartApp
 from olares_pack.catalogue import records
 from olares_pack.catalogue.repo import Repo
 from olares_pack.charts import helm, package

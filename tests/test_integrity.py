@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, tree_digest
 
-from olares_pack.apps.manifest import load_app
+from olares_pack.apps.load import load_app
 from olares_pack.catalogue import checks as catalogue
 from olares_pack.catalogue import journal, records, releases
 from olares_pack.catalogue import ledger as index

@@ -11,7 +11,7 @@ import pytest
 from conftest import APPS, build_file_tree
 
 from olares_pack import olares as targets
-from olares_pack.apps.manifest import parse_app
+from olares_pack.apps.load import parse_app
 from olares_pack.charts import package
 from olares_pack.charts.source import from_archive_bytes, from_folder
 from olares_pack.cli.commands import main

@@ -451,7 +451,7 @@ VLLM_IMAGE = "docker.io/aamsellem/vllm-qwen36-blackwell:0.20.0-genesis-v3"
 
 def vllm_chart(tmp_path: Path, image: str, extra: str = "") -> list:
     from olares_pack import olares as targets
-    from olares_pack.apps.manifest import parse_app
+    from olares_pack.apps.load import parse_app
     from olares_pack.render import app as render
 
     # the per-user form, whose argv these cases edit (the shared form's ENGINE_ARGS: test_llmbase)

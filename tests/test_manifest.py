@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import APPS
 
-from olares_pack.apps.manifest import LlamaCppApp, VllmApp, load_app, parse_app
+from olares_pack.apps.load import load_app, parse_app
+from olares_pack.apps.manifest import LlamaCppApp, VllmApp
 from olares_pack.cli.commands import main
 from olares_pack.common.errors import ExitCode, InputError
 

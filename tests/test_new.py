@@ -13,7 +13,7 @@ from conftest import tree_digest
 from fakehub import FakeHub, serve
 from test_pin import PASSWORD, USER, Images, docker_config, images, needs_registry  # noqa: F401 - the fixture
 
-from olares_pack.apps.manifest import load_app
+from olares_pack.apps.load import load_app
 from olares_pack.apps.new_llamacpp import server_for
 from olares_pack.cli.commands import main
 from olares_pack.common.errors import ExitCode

@@ -186,7 +186,7 @@ def largest(capsys: pytest.CaptureFixture[str], *extra: str) -> list[str]:
 
 
 def test_largest_ctx_is_one_number_and_its_verdict(capsys: pytest.CaptureFixture[str]) -> None:
-    from olares_pack.apps.manifest import load_app
+    from olares_pack.apps.load import load_app
     from olares_pack.vram import budget
 
     app = load_app(ROOT / "apps" / NAME / "app.yaml")
@@ -209,7 +209,7 @@ def test_largest_ctx_is_one_number_and_its_verdict(capsys: pytest.CaptureFixture
 
 
 def test_target_help_and_readme_say_the_legacy_manifest_the_render_writes() -> None:
-    from olares_pack.apps.manifest import load_app
+    from olares_pack.apps.load import load_app
     from olares_pack.render import app as render
 
     legacy = targets.LEGACY

@@ -30,7 +30,7 @@ from registry import (
 )
 from test_vram import write_hybrid
 
-from olares_pack.apps.manifest import parse_app
+from olares_pack.apps.load import parse_app
 from olares_pack.cli.commands import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.remote import oci

@@ -14,7 +14,7 @@ from conftest import APPS, ROOT, published_app, tree_digest
 
 from olares_pack import __version__
 from olares_pack import olares as targets
-from olares_pack.apps.manifest import load_app
+from olares_pack.apps.load import load_app
 from olares_pack.catalogue import checks as catalogue
 from olares_pack.catalogue import ledger as index
 from olares_pack.catalogue import records

@@ -16,7 +16,7 @@ import yaml
 from conftest import APPS
 
 from olares_pack import olares as targets
-from olares_pack.apps.manifest import load_app
+from olares_pack.apps.load import load_app
 from olares_pack.charts import helm, kube, package
 from olares_pack.cli.commands import main
 from olares_pack.common import fsio

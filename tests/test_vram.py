@@ -15,7 +15,7 @@ import pytest
 from conftest import APPS
 from fakehub import COMMIT, REPO, REVISION, serve
 
-from olares_pack.apps.manifest import load_app
+from olares_pack.apps.load import load_app
 from olares_pack.cli.commands import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.vram import estimate as vram

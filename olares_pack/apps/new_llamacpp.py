@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olares_pack.apps.manifest import LlamaServer, Speculative, parse_app
+from olares_pack.apps.load import parse_app
+from olares_pack.apps.manifest import LlamaServer, Speculative
 from olares_pack.common.errors import InputError
 from olares_pack.remote import hub
 from olares_pack.vram import budget, gguf_meta

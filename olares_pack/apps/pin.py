@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olares_pack.apps.manifest import MANIFEST_FILE, App, ChartApp, LlamaCppApp, parse_app, validate_doc
+from olares_pack.apps.load import parse_app, validate_doc
+from olares_pack.apps.manifest import App, ChartApp, LlamaCppApp
 from olares_pack.catalogue.journal import Transaction
-from olares_pack.catalogue.repo import LOCK_FILE, Repo
+from olares_pack.catalogue.repo import LOCK_FILE, MANIFEST_FILE, Repo
 from olares_pack.common.errors import InputError
 from olares_pack.common.yamlsrc import load_yaml, roundtrip_yaml
 from olares_pack.remote import hub, oci

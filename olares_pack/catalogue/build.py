@@ -65,7 +65,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def app_warnings(repo: Repo, app_dir: Path, app: App) -> tuple[list[str], list[str]]:
     """What a maintainer must see about one app: unpinned inputs, and edits to a published version."""
-    from olares_pack.apps.manifest import load_app
+    from olares_pack.apps.load import load_app
     from olares_pack.catalogue import checks as catalogue
     from olares_pack.catalogue import records
 
@@ -80,7 +80,7 @@ def app_warnings(repo: Repo, app_dir: Path, app: App) -> tuple[list[str], list[s
 def render_apps(repo: Repo, out: Path, only: list[str] | None = None, *, full: bool = False) -> BuildResult:
     """Render the apps whose inputs changed since the last build into OUT/<target>/<name>/."""
     from olares_pack import olares as targets
-    from olares_pack.apps.manifest import load_app
+    from olares_pack.apps.load import load_app
     from olares_pack.render import app as render
     state_path = out / STATE_FILE
     for folder in (out, *(out / t for t in targets.TARGETS)):

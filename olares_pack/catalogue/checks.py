@@ -12,7 +12,8 @@ from typing import Any
 import yaml
 
 from olares_pack import olares as targets
-from olares_pack.apps.manifest import App, discover, load_app
+from olares_pack.apps.load import load_app
+from olares_pack.apps.manifest import App, discover
 from olares_pack.catalogue import ledger as index
 from olares_pack.catalogue import records
 from olares_pack.catalogue.records import ChartRecord, Record

@@ -19,7 +19,8 @@ from typing import Any, Literal
 import semver
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from olares_pack.apps.manifest import App, ChangelogEntry, validate_data
+from olares_pack.apps.load import validate_data
+from olares_pack.apps.manifest import App, ChangelogEntry
 from olares_pack.catalogue.repo import Repo
 from olares_pack.common import jsontext
 from olares_pack.common.errors import InputError, Problem

@@ -14,12 +14,13 @@ import semver
 
 from olares_pack import __version__, engines
 from olares_pack import olares as targets
-from olares_pack.apps.manifest import MANIFEST_FILE, App, ChangelogEntry, ChartApp, parse_app, validate_doc
+from olares_pack.apps.load import parse_app, validate_doc
+from olares_pack.apps.manifest import App, ChangelogEntry, ChartApp
 from olares_pack.catalogue import ledger as index
 from olares_pack.catalogue import records
 from olares_pack.catalogue.journal import Transaction
 from olares_pack.catalogue.records import ChartRecord, EngineRecord, Record
-from olares_pack.catalogue.repo import Repo
+from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.charts import package
 from olares_pack.common.errors import ImmutableVersionError, InputError
 from olares_pack.common.yamlsrc import load_yaml, roundtrip_yaml

@@ -64,7 +64,7 @@ def packaged(path: Path) -> ChartSource:
 
 
 def from_app(path: Path, target_names: list[str] | None = None) -> list[ChartSource]:
-    from olares_pack.apps.manifest import load_app
+    from olares_pack.apps.load import load_app
     from olares_pack.render import app as render
     from olares_pack.vram.budget import app_dir_of
 

@@ -51,7 +51,7 @@ target_option = click.option(
 
 def resolve_app(ref: str, apps_dir: Path) -> App:
     """An app by name (looked up in the apps folder), by folder, or by app.yaml path."""
-    from olares_pack.apps.manifest import load_app
+    from olares_pack.apps.load import load_app
     path = Path(ref)
     if path.exists():
         return load_app(path)
@@ -318,7 +318,7 @@ def package_cmd(app_ref: str, version: str | None, target_names: tuple[str, ...]
     """Package APP reproducibly. A published version (--version, or app.yaml's when it is
     published) is handed back as its committed bytes, or reproduced exactly from its record when
     the template generation still matches; the command says which."""
-    from olares_pack.apps.manifest import load_app
+    from olares_pack.apps.load import load_app
     from olares_pack.catalogue import checks as catalogue
     from olares_pack.catalogue import records
     from olares_pack.charts import package
@@ -346,7 +346,7 @@ def package_cmd(app_ref: str, version: str | None, target_names: tuple[str, ...]
 
 
 def _package_unpublished(app_dir: Path, target_names: tuple[str, ...], out: Path, repo: Repo) -> int:
-    from olares_pack.apps.manifest import load_app
+    from olares_pack.apps.load import load_app
     from olares_pack.catalogue import releases
     from olares_pack.common import console, fsio
     app = load_app(app_dir / MANIFEST_FILE)
@@ -428,7 +428,7 @@ def _print_diff_table(result: DiffResult, show_all: bool) -> None:
 def _version_source(app_ref: str, version: str, target_name: str, apps_dir: Path) -> ChartSource:
     """app.yaml rendered today (`current`), or a published version as it was published: its
     committed package, read with the app of its record."""
-    from olares_pack.apps.manifest import load_app
+    from olares_pack.apps.load import load_app
     from olares_pack.catalogue import checks as catalogue
     from olares_pack.catalogue import records
     from olares_pack.charts.source import ChartSource
@@ -722,7 +722,7 @@ def _pin_new_images(repository: str, tag: str, helper_refs: dict[str, tuple[str,
 
 def _write_new(apps_dir: Path, app_dir: Path, app_text: str, lock_text: str, dry_run: bool, lock_timeout: float) -> int:
     """app.yaml (parsed back as a manifest first) and model.lock.json, in one transaction."""
-    from olares_pack.apps.manifest import parse_app
+    from olares_pack.apps.load import parse_app
     from olares_pack.catalogue.journal import Transaction
     from olares_pack.catalogue.repo import LOCK_FILE
     from olares_pack.common import console

@@ -19,7 +19,8 @@ import yaml
 
 from olares_pack import __version__
 from olares_pack import olares as targets
-from olares_pack.apps.manifest import ChangelogEntry, ChartApp, validate_data
+from olares_pack.apps.load import validate_data
+from olares_pack.apps.manifest import ChangelogEntry, ChartApp
 from olares_pack.catalogue import checks as catalogue
 from olares_pack.catalogue import records
 from olares_pack.catalogue.records import ChartRecord, EngineRecord, Record
@@ -216,7 +217,7 @@ def to_app(found: ChartSource, default_date: dt.date, *, rename: bool = False, n
             data[fld] = str(spec[key])
     if isinstance(spec.get("license"), list):
         data["license"] = spec["license"]
-    line = chartrender.own_target(data["chart"]["manifest_version"])
+    line = targets.own_target(data["chart"]["manifest_version"])
     data["targets"] = [line]
     representable(data, notes)
     try:

@@ -12,7 +12,8 @@ import json
 import re
 from typing import Any
 
-from olares_pack.apps.manifest import App, ChartApp, validate_data
+from olares_pack.apps.load import validate_data
+from olares_pack.apps.manifest import App, ChartApp
 from olares_pack.common import quantity
 from olares_pack.common.errors import InputError
 from olares_pack.engines import registry

@@ -223,7 +223,7 @@ def _placer(source: ChartSource, cwd: Path) -> _Placer | None:
     app_yaml = _app_of_archive(Path(label), source.folder)
     app = None
     if app_yaml is not None:
-        from olares_pack.apps.manifest import load_app
+        from olares_pack.apps.load import load_app
         from olares_pack.common.errors import OlaresPackError
 
         try:

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from olares_pack.apps.manifest import ChartApp
-from olares_pack.olares import TargetProfile
+from olares_pack.olares import TargetProfile, own_target
 
 # OlaresManifest.yaml fields the app's own fields hold (manifest key -> app field).
 METADATA_FIELDS = {"name": "name", "title": "title", "description": "description", "icon": "icon",
@@ -21,17 +21,6 @@ METADATA_FIELDS = {"name": "name", "title": "title", "description": "description
 SPEC_FIELDS = {"versionName": "version_name", "fullDescription": "full_description", "developer": "developer",
                "submitter": "submitter", "website": "website", "sourceCode": "source_code", "doc": "doc"}
 CHART_FIELDS = ("name", "version")  # Chart.yaml fields the app holds; the rest is kept as written
-
-
-def own_target(manifest_version: str) -> str:
-    """The target a manifest generation installs on: 0.12.0 and later on 1.12.6+, older on 1.12.3-1.12.5."""
-    from olares_pack import olares as targets
-
-    try:
-        parts = tuple(int(p) for p in manifest_version.split(".")[:3])
-    except ValueError:
-        return targets.LEGACY.name
-    return targets.CURRENT.name if parts >= (0, 12, 0) else targets.LEGACY.name
 
 
 def imported_summary(version: str) -> str:

@@ -1,0 +1,154 @@
+"""The package's layout: every module imports on its own, and no two modules import each other,
+however indirectly (function-level imports included: they run too, only later)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import olares_pack
+
+PACKAGE = Path(olares_pack.__file__).resolve().parent
+
+
+def modules(root: Path, package: str) -> dict[str, Path]:
+    """Every module of the package under `root` by dotted name (a package by its own name)."""
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = (package, *path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__main__":
+            continue
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules that `name` imports when it runs: at module level or inside any function.
+    `if TYPE_CHECKING:` blocks never run (they name types for the checker) and do not count."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                found.update(m for m in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if m in known)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)] + ([node.module] if node.module else [])
+                module = ".".join(base)
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                sub = f"{module}.{alias.name}"
+                if sub in known:
+                    found.add(sub)
+                elif module in known:
+                    found.add(module)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(), str(path)))
+    found.discard(name)
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each as a path round it."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return found
+
+
+def graph_of(root: Path, package: str) -> dict[str, set[str]]:
+    mods = modules(root, package)
+    return {name: imports(name, path, set(mods)) for name, path in mods.items()}
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    graph = graph_of(PACKAGE, "olares_pack")
+    assert len(graph) > 50
+    assert cycles(graph) == []
+
+
+def test_the_cycle_check_sees_a_circle_through_a_function_level_import(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from pkg.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from .. import c\n")
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import d\n"
+                              "def g():\n    from pkg.a import x\n")
+    (pkg / "d.py").write_text("import pkg.c\n")
+    graph = graph_of(pkg, "pkg")
+    assert graph["pkg.c"] == {"pkg.a"}  # the TYPE_CHECKING import of d never runs
+    assert cycles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
+
+
+def test_every_module_imports_on_its_own_in_a_fresh_interpreter() -> None:
+    """Each module first, alone: an import that works only after some other module was loaded
+    (a circle that happens to resolve in one order) fails here. One interpreter forks a child
+    per module before anything of the package is loaded."""
+    names = sorted(modules(PACKAGE, "olares_pack"))
+    driver = textwrap.dedent("""
+        import importlib, os, sys, traceback
+        failed = []
+        for name in sys.argv[1:]:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    importlib.import_module(name)
+                except BaseException:
+                    traceback.print_exc()
+                    os._exit(1)
+                os._exit(0)
+            _, status = os.waitpid(pid, 0)
+            if status:
+                failed.append(name)
+        print("failed:", " ".join(failed))
+    """)
+    proc = subprocess.run([sys.executable, "-c", driver, *names], capture_output=True, text=True, timeout=600)
+    assert proc.stdout.strip() == "failed:", proc.stdout + proc.stderr
