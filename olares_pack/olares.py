@@ -1,4 +1,6 @@
-"""What differs between the Olares targets a chart can be rendered for."""
+"""Olares facts, each written once: the releases olares-pack knows, the two targets a chart can be
+rendered for (their manifest generations, dependency windows and what differs between them), the
+release that brought the v2 sync, and the OS version assumed where none is named."""
 
 from __future__ import annotations
 
@@ -14,6 +16,18 @@ from olares_pack.common.errors import InputError
 # (1.12.3-1.12.5 for v1/v2 manifests, 1.12.6+ for v3, the windows oac pins them to) and 1.12.7. lint --olares picks a rule
 # set among them; the newest is the default when a chart names no window.
 KNOWN_RELEASES = ("1.12.3", "1.12.4", "1.12.5", "1.12.6", "1.12.7")
+
+# 1.12.6 brought manifest 0.12.0 (apiVersion v3): the installer pins older manifests to
+# >=1.12.3-0,<1.12.6 and 0.12.0 ones to >=1.12.6-0 (framework/oac options.go).
+MODERN_MANIFEST = "0.12.0"
+FIRST_MODERN_RELEASE = "1.12.6"
+# 1.12.7 syncs a source through the /api/v2 routes (market/v2.py).
+FIRST_V2_SYNC_RELEASE = "1.12.7"
+# What a device that names no version is taken to run, and the release a chart for the current
+# target is checked against: the first of the current target.
+DEFAULT_OS_VERSION = FIRST_MODERN_RELEASE
+# A live source's catalogue is read as the newest release of each window sees it.
+LIVE_SOURCE_OS_VERSIONS = ("1.12.5", FIRST_V2_SYNC_RELEASE)
 
 # Olares installs k3s v1.32 (installer DefaultK3sVersion v1.32.2-k3s): its schemas validate objects.
 DEFAULT_KUBE_VERSION = "1.32.0"
@@ -54,11 +68,11 @@ class TargetProfile:
 
 CURRENT = TargetProfile(
     name="current",
-    olares="1.12.6 and newer",
-    manifest_version="0.12.0",
+    olares=f"{FIRST_MODERN_RELEASE} and newer",
+    manifest_version=MODERN_MANIFEST,
     api_version="v3",
-    dependency=">=1.12.6-0",
-    min_os="1.12.6-0",
+    dependency=f">={FIRST_MODERN_RELEASE}-0",
+    min_os=f"{FIRST_MODERN_RELEASE}-0",
     max_os=None,
     accelerator_envelopes=True,
     workload_replicas=True,
@@ -80,9 +94,9 @@ LEGACY = TargetProfile(
     # to declare spec.subCharts with a shared entry, and app-service installs a v2 app of one chart
     # as v1 anyway (framework/app-service/pkg/appinstaller/v2/helm_ops_install.go HelmOpsV2.Install).
     api_version="v1",
-    dependency=">=1.12.3-0,<1.12.6",
-    min_os="1.12.3-0",
-    max_os="1.12.6-0",
+    dependency=f">={KNOWN_RELEASES[0]}-0,<{FIRST_MODERN_RELEASE}",
+    min_os=f"{KNOWN_RELEASES[0]}-0",
+    max_os=f"{FIRST_MODERN_RELEASE}-0",
     accelerator_envelopes=False,
     workload_replicas=False,
     gpumem_in_container=False,
@@ -130,7 +144,16 @@ def own_target(manifest_version: str) -> str:
         parts = tuple(int(p) for p in manifest_version.split(".")[:3])
     except ValueError:
         return LEGACY.name
-    return CURRENT.name if parts >= (0, 12, 0) else LEGACY.name
+    modern = tuple(int(p) for p in MODERN_MANIFEST.split("."))
+    return CURRENT.name if parts >= modern else LEGACY.name
+
+
+def is_modern(manifest_version: str) -> bool:
+    """A manifest version (as a chart declares it, strictly semver) of the 0.12.0 generation or later."""
+    try:
+        return semver.Version.parse(manifest_version) >= semver.Version.parse(MODERN_MANIFEST)
+    except ValueError:
+        return False
 
 
 def get(name: str) -> TargetProfile:

@@ -15,6 +15,7 @@ import helm_python
 
 from olares_pack.common.errors import InputError
 from olares_pack.common.yamlsrc import safe_load
+from olares_pack.olares import DEFAULT_OS_VERSION
 
 # Helm lint severities (helm_python.lint): 1 info, 2 warning, 3 error.
 SEVERITY = {0: "info", 1: "info", 2: "warning", 3: "error"}
@@ -73,7 +74,7 @@ def installer_values(
         "cluster": {"arch": "amd64"},
         "nodes": [{"name": "olares", "cpu": [{"arch": "amd64", "coreNumber": 24}],
                    "memory": {"total": 103079215104}, "gpus": [{"type": "nvidia", "memory": 25651314688}]}],
-        "sysVersion": "1.12.6",
+        "sysVersion": DEFAULT_OS_VERSION,
         "olaresEnv": dict(olares_env or {}),
         "dep": {},
         "postgres": {"databases": {}},

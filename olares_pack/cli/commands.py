@@ -772,7 +772,7 @@ def _print_ladder(p: NewPlan) -> None:
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False, exists=True), default=Path("."), show_default=True,
               help="Repository holding market-index.json, packages/ and apps/.")
 @click.option("--reload-on-change", is_flag=True, help="Reload when market-index.json changes (SIGHUP always reloads).")
-@click.option("--default-version", default="1.12.6", show_default=True, help="Olares version assumed when a request names none.")
+@click.option("--default-version", default=targets.DEFAULT_OS_VERSION, show_default=True, help="Olares version assumed when a request names none.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Processes sharing the listening socket, each with its own copy of the catalogue.")
 @click.option("--strict", is_flag=True,
@@ -802,7 +802,7 @@ def export_group() -> None:
 @click.option("--name", default="olares-market", show_default=True, help="The Worker's name on Cloudflare.")
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False, exists=True), default=Path("."), show_default=True,
               help="Repository holding market-index.json, packages/ and apps/.")
-@click.option("--default-version", default="1.12.6", show_default=True, help="Olares version assumed when a request names none.")
+@click.option("--default-version", default=targets.DEFAULT_OS_VERSION, show_default=True, help="Olares version assumed when a request names none.")
 def export_cloudflare(out: Path, name: str, root: Path, default_version: str) -> int:
     """A Cloudflare Worker project serving the four routes from precomputed bytes, charts as static
     assets. Deploy it with `npx wrangler deploy` in OUT."""
@@ -931,7 +931,8 @@ def _edit_entry(name: str, version: str, date: dt.date, summary: str, changes: l
 @click.option("--date", "date", type=click.DateTime(["%Y-%m-%d"]), metavar="YYYY-MM-DD",
               help="Publication date of versions whose source names none (default: today).")
 @click.option("--os-version", "os_versions", multiple=True, metavar="VERSION",
-              help="OS versions to read a live source's catalogue for (default: 1.12.5 and 1.12.7).")
+              help="OS versions to read a live source's catalogue for "
+              f"(default: {' and '.join(targets.LIVE_SOURCE_OS_VERSIONS)}).")
 @click.option("--strict", is_flag=True, help="Also fail (exit 1) on notes: anything mapped, changed or not kept "
               "(without it, only a chart that was not imported fails).")
 @click.option("--upgrade", is_flag=True, help="Convert legacy charts (manifest 0.10.0/0.11.0, apiVersion v1 or v2, "
@@ -964,7 +965,7 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
     said: list[str] = []  # what a live source lists, names and serves
     with Progress(console=console.err, transient=True) as progress:
         for source in sources:
-            found += importer.find(source, os_versions=os_versions or ("1.12.5", "1.12.7"), progress=progress, report=said)
+            found += importer.find(source, os_versions=os_versions or targets.LIVE_SOURCE_OS_VERSIONS, progress=progress, report=said)
     # A dry run writes nothing, not even the lock file: without olares-pack state there is no
     # other olares-pack run to keep out.
     held = repo.open(write=not dry_run, timeout=lock_timeout, purpose="import") \

@@ -70,7 +70,7 @@ class Imported:
 # ---------------------------------------------------------------- sources
 
 
-def find(source: str, *, os_versions: tuple[str, ...] = ("1.12.5", "1.12.7"), progress: Any = None,
+def find(source: str, *, os_versions: tuple[str, ...] = targets.LIVE_SOURCE_OS_VERSIONS, progress: Any = None,
          report: list[str] | None = None) -> list[ChartSource]:
     """Every chart version in `source`: a chart folder, a .tgz, a folder of those, or the base URL
     of a market source (every app's details and every version it lets a device download; what it
@@ -464,8 +464,8 @@ def _upgraded(app_data: dict[str, Any], date: dt.date, newest: Imported) -> dict
         return app_data
     newest.notes += [f"--upgrade to {new.version}: {n}" for n in notes]
     files = chartrender.render(new, targets.CURRENT)
-    findings = lint_chart(ChartSource(f"{new.name}@current", new.name, files), LintOptions(olares_version="1.12.6")).findings
-    newest.notes += [f"--upgrade: still refused by 1.12.6: {f.rule}: {f.message}" for f in findings if f.severity == "error"]
+    findings = lint_chart(ChartSource(f"{new.name}@current", new.name, files), LintOptions(olares_version=targets.DEFAULT_OS_VERSION)).findings
+    newest.notes += [f"--upgrade: still refused by {targets.DEFAULT_OS_VERSION}: {f.rule}: {f.message}" for f in findings if f.severity == "error"]
     data = records.resolved_manifest(new)
     data["changelog"] = [e.model_dump(mode="json", exclude_defaults=True) for e in new.changelog]
     return data

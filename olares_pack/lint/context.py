@@ -24,12 +24,12 @@ from olares_pack.lint.findings import Finding, Severity, make
 
 MANIFEST = "OlaresManifest.yaml"
 OWNERS = (("alice", "alice"), ("bob", "alice"))  # owner == admin, owner != admin
-LEGACY_WINDOW = ">=1.12.3-0,<1.12.6"  # where the installer pins v1/v2 manifests
+LEGACY_WINDOW = targets.LEGACY.dependency  # where the installer pins v1/v2 manifests
 
 
 @dataclass
 class LintOptions:
-    kube_version: str = "1.32.0"
+    kube_version: str = targets.DEFAULT_KUBE_VERSION
     olares_version: str | None = None  # the OS version the chart must install on
     engine_build: str | None = None  # force a flag registry for hand-written charts
     strict: bool = False
@@ -212,7 +212,7 @@ def build_context(source: ChartSource, options: LintOptions) -> ChartContext:
         ctx.add("manifest.parse", "no OlaresManifest.yaml: the installer has no manifest to read", file=MANIFEST)
         return ctx
     m = _VERSION_RE.search(text)
-    declared_modern = ctx.declared_modern = bool(m) and _is_modern(m.group(1))
+    declared_modern = ctx.declared_modern = bool(m) and targets.is_modern(m.group(1))
     templated = "{{" in text
     try:
         if templated and not declared_modern:
@@ -261,13 +261,6 @@ def _select_release(ctx: ChartContext) -> None:
     if admitted:
         ctx.olares, ctx.olares_how = admitted[-1], f"the newest known release its olares dependency {constraint!r} admits"
         ctx.olares_explicit = ctx.source.target is not None
-
-
-def _is_modern(text: str) -> bool:
-    try:
-        return semver.Version.parse(text) >= semver.Version(0, 12, 0)
-    except ValueError:
-        return False
 
 
 def run_helm(ctx: ChartContext) -> None:

@@ -6,10 +6,12 @@ import re
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
+from olares_pack.olares import CURRENT, KNOWN_RELEASES
+
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 # The releases a rule applies to when it is not tied to one (every release olares-pack knows).
-ALL_RELEASES = ">=1.12.3-0"
+ALL_RELEASES = f">={KNOWN_RELEASES[0]}-0"
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ OAC = "beclab/Olares framework/oac"
 # The installer of 1.12.6 and newer runs oac.Lint on every chart before it installs it
 # (framework/app-service installHandlerHelper.lintChart, beclab/Olares PR #3221); earlier
 # installers ran no chart linter. Rules read from oac therefore refuse from 1.12.6.
-FROM_OAC = ">=1.12.6-0"
+FROM_OAC = CURRENT.dependency
 V3 = FROM_OAC
 APP_SERVICE = "beclab/Olares framework/app-service"
 # What every installer since 1.12.3 does: render the chart with Helm, decode the rendered

@@ -14,7 +14,7 @@ from olares_pack.common.naming import NAME_RE, RESERVED_NAMES, URL_RE
 from olares_pack.common.yamlsrc import safe_load
 from olares_pack.lint.context import LEGACY_WINDOW, MANIFEST, ChartContext
 from olares_pack.lint.findings import make
-from olares_pack.olares import KNOWN_RELEASES, admits, parse_os_version
+from olares_pack.olares import CURRENT, KNOWN_RELEASES, LEGACY, admits, parse_os_version
 
 Rule = Callable[[ChartContext], None]
 
@@ -313,11 +313,11 @@ def olares_dependency(ctx: ChartContext) -> None:
     dep = ctx.olares_dependency
     if dep is None and ctx.modern:
         ctx.add("manifest.olares-dependency", "options.dependencies needs {name: olares, type: system, version: ...}",
-                file=MANIFEST, path="options.dependencies", hint="'>=1.12.6-0' for apiVersion v3")
+                file=MANIFEST, path="options.dependencies", hint=f"'{CURRENT.dependency}' for apiVersion v3")
         return
     constraint = str(dep.get("version") or "") if dep else LEGACY_WINDOW
     window = "v3" if ctx.api_version == "v3" else "pre-v3"
-    expected = ">=1.12.6-0" if window == "v3" else ">=1.12.3-0,<1.12.6"
+    expected = CURRENT.dependency if window == "v3" else LEGACY.dependency
     try:
         must, must_not = WINDOW_PROBES[window]
         wrong = sorted(v for v in must_not if admits(constraint, v)) if ctx.modern else []
@@ -337,7 +337,7 @@ def olares_dependency(ctx: ChartContext) -> None:
         return
     gen = f"{ctx.manifest.get('olaresManifest.version')}/{ctx.api_version}"
     if ctx.olares_explicit:
-        hint = ("v1/v2 manifests are pinned to >=1.12.3-0,<1.12.6: render the current target (0.12.0/v3)"
+        hint = (f"v1/v2 manifests are pinned to {LEGACY.dependency}: render the current target (0.12.0/v3)"
                 if ctx.api_version in ("v1", "v2") else "")
         ctx.add("manifest.os-window", f"Olares {ctx.olares} is outside this chart's olares dependency {constraint!r} "
                 f"(manifest {gen}): the device refuses to install it", file=MANIFEST, path="options.dependencies", hint=hint)

@@ -66,7 +66,7 @@ def wrangler_toml(name: str) -> str:
             '[assets]\ndirectory = "./public"\nbinding = "ASSETS"\n')
 
 
-def export(root: Path, out: Path, *, name: str, default_version: str = "1.12.6", base_url: str = "") -> int:
+def export(root: Path, out: Path, *, name: str, default_version: str = targets.DEFAULT_OS_VERSION, base_url: str = "") -> int:
     """Write the Worker project; returns the number of charts it serves."""
     if not NAME_RE.match(name.replace("-", "")):
         raise InputError(f"{name!r}: a Worker name is lower-case letters, digits and dashes")

@@ -376,7 +376,7 @@ class Source:
 
     root: Path
     index_file: Path
-    default_version: str = "1.12.6"
+    default_version: str = targets.DEFAULT_OS_VERSION
     base_url: str = ""
     strict: bool = False  # a chart that cannot be served stops the start (CI), rather than a 503
     answers: Answers | None = None

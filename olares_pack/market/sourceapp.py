@@ -86,7 +86,7 @@ def export(app: SourceApp, out: Path) -> tuple[Path, list]:
 
     files = render_chart(app)
     findings = lint_source(ChartSource(f"{app.name} {app.version}", app.name, files, target=targets.CURRENT.name),
-                           LintOptions(olares_version="1.12.6"))
+                           LintOptions(olares_version=targets.DEFAULT_OS_VERSION))
     if any(f.severity == "error" for f in findings):
         return out / package.archive_name(app.name, app.version), findings
     fsio.write_tree(files, out / app.name)

@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from olares_pack.market import taxonomy as taxonomy_mod
+from olares_pack.olares import FIRST_V2_SYNC_RELEASE
 
 if TYPE_CHECKING:
     from olares_pack.market.payloads import Catalogue, Chart
 
-MIN_OS = "1.12.7"  # the first release that syncs with these routes
+MIN_OS = FIRST_V2_SYNC_RELEASE  # the first release that syncs with these routes
 ID_MARK = "\x00source-id\x00"  # stands for the source id while the bodies are cut into prefix and suffix
 
 
