@@ -223,7 +223,7 @@ def facts(source: ChartSource, options: LintOptions | None = None) -> Facts:
 # ---------------------------------------------------------------- comparing
 
 
-def _flag_note(flag: str, old: str | None, new: str | None, build_a: str | None, build_b: str | None) -> str:
+def _flag_note(flag: str, old: str | None, new: str | None, build_b: str | None) -> str:
     for ev in registry.history("llamacpp"):
         if ev.flag != flag:
             continue
@@ -327,7 +327,7 @@ def compare(a: Facts, b: Facts, *, rendered: bool = False) -> DiffResult:
 
     flags_a = {k: _json_value(v) for k, v in a.flags.items() if k not in MODEL_FLAGS}
     flags_b = {k: _json_value(v) for k, v in b.flags.items() if k not in MODEL_FLAGS}
-    add(_dict_changes("arguments", flags_a, flags_b, lambda k, o, n: _flag_note(k, o, n, a.build, b.build)))
+    add(_dict_changes("arguments", flags_a, flags_b, lambda k, o, n: _flag_note(k, o, n, b.build)))
     for spelled, flag in sorted({**a.renamed_flags, **b.renamed_flags}.items()):
         res.unchanged.append(Change("arguments", spelled, spelled, flag, f"{spelled} was renamed {flag} upstream"))
     add(_dict_changes("image", a.image, b.image))

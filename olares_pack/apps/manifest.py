@@ -43,7 +43,6 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 REPOSITORY_RE = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._/-][a-z0-9]+)*)+$|^[a-z0-9]+([._-][a-z0-9]+)*$")
 TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 
 FileSize = Annotated[StrictInt, Field(gt=0, le=1 << 45)]  # bytes: 32 TiB, above any model file
 
@@ -149,11 +148,6 @@ class HFModel(Model_):
     @property
     def mode(self) -> str:
         return "embedding" if "embedding" in self.capabilities else "chat"
-
-    @property
-    def total_size(self) -> int | None:
-        sizes = [f.size for f in self.files]
-        return sum(sizes) if sizes and all(s is not None for s in sizes) else None  # type: ignore[misc]
 
 
 # ---------------------------------------------------------------- server settings

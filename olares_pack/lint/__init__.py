@@ -2,6 +2,6 @@
 
 from olares_pack.lint.context import LintOptions
 from olares_pack.lint.findings import RULES, Finding
-from olares_pack.lint.runner import ChartResult, lint_chart, lint_charts, lint_source, lint_sources
+from olares_pack.lint.runner import ChartResult, lint_chart, lint_charts, lint_source
 
-__all__ = ["RULES", "ChartResult", "Finding", "LintOptions", "lint_chart", "lint_charts", "lint_source", "lint_sources"]
+__all__ = ["RULES", "ChartResult", "Finding", "LintOptions", "lint_chart", "lint_charts", "lint_source"]

@@ -54,7 +54,3 @@ def lint_charts(sources: list[ChartSource], options: LintOptions | None = None, 
 
     with ProcessPoolExecutor(max_workers=min(jobs, len(sources)), mp_context=multiprocessing.get_context("spawn")) as pool:
         return list(pool.map(lint_chart, sources, [options] * len(sources), chunksize=max(1, len(sources) // (4 * jobs))))
-
-
-def lint_sources(sources: list[ChartSource], options: LintOptions | None = None, jobs: int = 1) -> list[Finding]:
-    return [f for r in lint_charts(sources, options, jobs) for f in r.findings]

@@ -14,7 +14,6 @@ from olares_pack.common import quantity
 from olares_pack.lint.context import ChartContext, Render
 
 Rule = Callable[[ChartContext], None]
-WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume", "StorageClass",
                   "CustomResourceDefinition", "PriorityClass", "MutatingWebhookConfiguration",
                   "ValidatingWebhookConfiguration", "IngressClass", "RuntimeClass"}
