@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from olares_pack.charts.objects import container, download_model, obj_name
 from olares_pack.charts.source import ChartSource
 from olares_pack.common import quantity
 from olares_pack.common.errors import InputError
@@ -83,14 +84,8 @@ def _split_image(image: str) -> dict[str, str | None]:
 
 def _model(objects: list[dict[str, Any]], inv: Invocation | None, flags: dict[str, str]) -> dict[str, Any]:
     """The model as olares-pack's download step names it, else as the engine's arguments do."""
-    for o in objects:
-        pod = ((o.get("spec") or {}).get("template") or {}).get("spec") or {}
-        # the download step (per-user form) or the engine's wrapper (shared form) names the files
-        for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
-            env = {e.get("name"): e.get("value") for e in c.get("env") or [] if "value" in e}
-            if env.get("MODEL_REPO"):
-                files = [line.split("|")[0] for line in (env.get("MODEL_FILES") or "").splitlines() if line]
-                return {"repo": env["MODEL_REPO"], "files": files, "revision": env.get("MODEL_REVISION")}
+    if found := download_model(objects):
+        return {"repo": found["repo"], "files": found["files"], "revision": found["revision"]}
     from olares_pack.importing.llmbase import download_env
 
     if env := download_env(objects):  # llm-init's MODEL_SOURCE (the official llmbase charts)
@@ -125,9 +120,7 @@ def _json_value(value: str) -> str:
 
 
 def _command(objects: list[dict[str, Any]], inv: Invocation) -> list[str]:
-    workload = next((o for o in objects if f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}" == inv.workload), {})
-    pod = ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
-    c = next((c for c in pod.get("containers") or [] if c.get("name") == inv.container), {})
+    c = container(objects, inv.workload, inv.container)
     return [str(w) for w in c.get("command") or []]
 
 
@@ -142,9 +135,7 @@ def _resources(manifest: dict[str, Any], inv: Invocation | None, objects: list[d
         if k in spec:
             out[f"manifest {k}"] = str(spec[k])
     if inv is not None:
-        workload = next((o for o in objects if f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}" == inv.workload), {})
-        pod = ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
-        c = next((c for c in pod.get("containers") or [] if c.get("name") == inv.container), {})
+        c = container(objects, inv.workload, inv.container)
         for section in ("requests", "limits"):
             for k, v in sorted(((c.get("resources") or {}).get(section) or {}).items()):
                 out[f"container {section}.{k}"] = str(v)
@@ -290,14 +281,10 @@ def _texts(m: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _object_key(o: dict[str, Any]) -> str:
-    return f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}"
-
-
 def _rendered_changes(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[Change]:
     from deepdiff import DeepDiff
 
-    ma, mb = {_object_key(o): o for o in a}, {_object_key(o): o for o in b}
+    ma, mb = {obj_name(o): o for o in a}, {obj_name(o): o for o in b}
     out = []
     for key in sorted(set(ma) | set(mb)):
         if key not in ma or key not in mb:

@@ -218,12 +218,12 @@ def _human(n: int) -> str:
     return f"{n} B"
 
 
-def _q(v: object) -> str:
+def yaml_scalar(v: object) -> str:
     """A YAML scalar: JSON strings are YAML."""
     return json.dumps(v, ensure_ascii=False)
 
 
-def _gib(n: int) -> int:
+def gib_up(n: int) -> int:
     return -(-n // 2**30)
 
 
@@ -239,21 +239,21 @@ def listing_lines(repo: str, page: str, source_code: str, card: dict[str, Any]) 
     lines = ["# The icon of the bundled apps: replace it with the model's own.",
              "icon: https://app.cdn.olares.com/appstore/llm/llamacpp/qwen.png",
              "categories: [AI]",
-             f"developer: {_q(repo.split('/')[0])}",
-             f"website: {_q(page)}",
+             f"developer: {yaml_scalar(repo.split('/')[0])}",
+             f"website: {yaml_scalar(page)}",
              f"source_code: {source_code}"]
     lic = card.get("license")
     lic = lic[0] if isinstance(lic, list) and lic else lic
     if isinstance(lic, str) and lic.strip():
         link = card.get("license_link")
         url = link if isinstance(link, str) and link.startswith(("https://", "http://")) else page
-        lines += ["license:  # from the model card's front matter", f"  - text: {_q(lic.strip())}", f"    url: {_q(url)}"]
+        lines += ["license:  # from the model card's front matter", f"  - text: {yaml_scalar(lic.strip())}", f"    url: {yaml_scalar(url)}"]
     return lines
 
 
 def entrance_lines(title: str) -> list[str]:
     """The API entrance (internal, opened in a window) and the probes' path, as both engines serve it."""
-    return ["entrance:", f"  title: {_q(title)}", "  auth_level: internal", "  open_method: window", "",
+    return ["entrance:", f"  title: {yaml_scalar(title)}", "  auth_level: internal", "  open_method: window", "",
             "probes:", "  path: /health"]
 
 
@@ -264,7 +264,7 @@ def engine_form_lines(helpers: dict[str, tuple[str, str, str]] | None) -> list[s
     lines = ["  # the shared form (one engine for every user of the device) runs helper images beside the",
              "  # engine, pinned like it: llm-init and its chown step (1.12.6+), the proxy client (1.12.3-1.12.5)"]
     for key, (repo, tag, digest) in helpers.items():
-        lines.append(f"  {key}: {{repository: {repo}, tag: {_q(tag)}, digest: {digest}}}")
+        lines.append(f"  {key}: {{repository: {repo}, tag: {yaml_scalar(tag)}, digest: {digest}}}")
     return lines
 
 
@@ -290,8 +290,8 @@ def app_yaml(plan: NewPlan, meta: gguf_meta.ModelMeta, cand_parts: tuple[hub.Hub
         "# Re-check the fit with `olares-pack vram NAME --quants --largest-ctx` after any change.".replace("NAME", plan.name),
         f"name: {plan.name}",
         "version: 1.0.0",
-        f"title: {_q(title)}",
-        f"description: {_q(desc)}",
+        f"title: {yaml_scalar(title)}",
+        f"description: {yaml_scalar(desc)}",
         "full_description: |",
         f"  **{title}, {row['quant']}, {s.ctx_size}-token context**",
         "",
@@ -312,7 +312,7 @@ def app_yaml(plan: NewPlan, meta: gguf_meta.ModelMeta, cand_parts: tuple[hub.Hub
         "  kind: llamacpp",
         "  image:",
         f"    repository: {image_repo}",
-        f"    tag: {_q(image_tag)}",
+        f"    tag: {yaml_scalar(image_tag)}",
         f"    digest: {digest if digest else 'null'}" + ("" if digest else "  # not pinned: run `olares-pack pin " + plan.name + " --image`"),
         f"  build: {build}  # flag registry: olares_pack/engines/data/llamacpp-history.yaml",
         *engine_form_lines(helpers),
@@ -322,14 +322,14 @@ def app_yaml(plan: NewPlan, meta: gguf_meta.ModelMeta, cand_parts: tuple[hub.Hub
     ]
     if len(cand_parts) == 1:
         p = cand_parts[0]
-        lines += [f"  file: {_q(p.path)}", f"  revision: {_q(plan.commit)}  # pinned: the commit `new` read", f"  size: {p.size}"]
+        lines += [f"  file: {yaml_scalar(p.path)}", f"  revision: {yaml_scalar(plan.commit)}  # pinned: the commit `new` read", f"  size: {p.size}"]
         if p.sha256:
             lines.append(f"  sha256: {p.sha256}")
     else:
-        lines += [f"  revision: {_q(plan.commit)}  # pinned: the commit `new` read",
+        lines += [f"  revision: {yaml_scalar(plan.commit)}  # pinned: the commit `new` read",
                   "  files:  # a split GGUF: llama.cpp opens the first part and finds the others beside it"]
         for p in cand_parts:
-            lines += [f"    - name: {_q(p.path)}", f"      size: {p.size}"] + ([f"      sha256: {p.sha256}"] if p.sha256 else [])
+            lines += [f"    - name: {yaml_scalar(p.path)}", f"      size: {p.size}"] + ([f"      sha256: {p.sha256}"] if p.sha256 else [])
     lines += [
         "",
         "server:",
@@ -348,8 +348,8 @@ def app_yaml(plan: NewPlan, meta: gguf_meta.ModelMeta, cand_parts: tuple[hub.Hub
         assert s.speculative is not None
         lines += ["  speculative:  # the GGUF carries the MTP (NextN) block: drafting with it costs its weights and a draft context",
                   f"    type: {s.speculative.type}", f"    draft_n_max: {s.speculative.draft_n_max}"]
-    mem = _gib(meta.token_embd_bytes) + 4
-    disk = _gib(int(size * 1.1)) + 1
+    mem = gib_up(meta.token_embd_bytes) + 4
+    disk = gib_up(int(size * 1.1)) + 1
     lines += [
         "",
         "resources:",

@@ -133,7 +133,14 @@ def plan(name: str, repo: str, revision: str, ctx: int | None, dev: vram.Device,
 
 def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: str, image_tag: str, digest: str,
              helpers: dict[str, tuple[str, str, str]] | None) -> str:
-    from olares_pack.apps.new_llamacpp import _gib, _q, engine_form_lines, entrance_lines, listing_lines, title_of
+    from olares_pack.apps.new_llamacpp import (
+        engine_form_lines,
+        entrance_lines,
+        gib_up,
+        listing_lines,
+        title_of,
+        yaml_scalar,
+    )
 
     e = p.est
     d = e.to_dict()
@@ -148,8 +155,8 @@ def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: s
          f"{d['kv_mib']} MiB + {OVERHEAD_MIB} MiB assumed overhead = {d['total_mib']} MiB."),
         f"name: {p.name}",
         "version: 1.0.0",
-        f"title: {_q(title)}",
-        f"description: {_q(f'{title} with vLLM at {e.ctx} context')}",
+        f"title: {yaml_scalar(title)}",
+        f"description: {yaml_scalar(f'{title} with vLLM at {e.ctx} context')}",
         "full_description: |",
         f"  **{title} on vLLM, {e.ctx}-token context**",
         "",
@@ -168,13 +175,13 @@ def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: s
         "  kind: vllm",
         "  image:",
         f"    repository: {image_repo}",
-        f"    tag: {_q(image_tag)}",
+        f"    tag: {yaml_scalar(image_tag)}",
         f"    digest: {digest}",
         *engine_form_lines(helpers),
         "",
         "model:",
         f"  repo: {p.repo}",
-        f"  revision: {_q(p.commit)}  # pinned: the commit `new` read (vLLM downloads the snapshot)",
+        f"  revision: {yaml_scalar(p.commit)}  # pinned: the commit `new` read (vLLM downloads the snapshot)",
         "",
         "server:",
         "  port: 8000",
@@ -189,7 +196,7 @@ def app_yaml(p: VllmPlan, pin: hub.ModelPin, card: dict[str, Any], image_repo: s
         "  cpu: {request: 4, limit: 16}",
         "  memory: {request: 16Gi, limit: 32Gi}",
         "  # the safetensors with a margin; the download lands in the shared store",
-        f"  disk: {{request: {_gib(int(size * 1.1)) + 1}Gi, limit: {2 * (_gib(int(size * 1.1)) + 1)}Gi}}",
+        f"  disk: {{request: {gib_up(int(size * 1.1)) + 1}Gi, limit: {2 * (gib_up(int(size * 1.1)) + 1)}Gi}}",
         f"  gpu_memory_mib: {d['gpu_memory_mib']}  # the estimate, {d['total_mib']} MiB, rounded up to 256 MiB",
         "",
         *entrance_lines(title),

@@ -19,6 +19,7 @@ from olares_pack.catalogue import records
 from olares_pack.catalogue.records import ChartRecord, Record
 from olares_pack.catalogue.repo import Repo
 from olares_pack.charts import package
+from olares_pack.charts.objects import download_model
 from olares_pack.common import fsio
 from olares_pack.common.errors import InputError
 from olares_pack.common.yamlsrc import safe_load
@@ -115,14 +116,8 @@ def package_facts(data: bytes, name: str) -> dict[str, Any]:
     engines = find_engines(objects)
     if engines:
         facts["image"], facts["argv"] = engines[0].image, engines[0].argv
-    for o in objects:
-        pod = ((o.get("spec") or {}).get("template") or {}).get("spec") or {}
-        # the download step (per-user form), the engine's wrapper (shared form)
-        for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
-            env = {e.get("name"): e.get("value") for e in c.get("env") or [] if "value" in e}
-            if "MODEL_REPO" in env:
-                facts["model"] = {"repo": env["MODEL_REPO"], "revision": env.get("MODEL_REVISION"),
-                                  "files": [line.split("|", 1)[0] for line in str(env.get("MODEL_FILES", "")).splitlines()]}
+    if model := download_model(objects):  # the download step (per-user form), the engine's wrapper (shared form)
+        facts["model"] = model
     return facts
 
 

@@ -41,6 +41,14 @@ def parse(value: str | int | float) -> Decimal:
     return num
 
 
+def parse_or_none(value: object) -> Decimal | None:
+    """The quantity's value, or None for anything that is not one (a hand-written chart holds anything)."""
+    try:
+        return parse(value)  # type: ignore[arg-type]
+    except (QuantityError, TypeError):
+        return None
+
+
 def to_bytes(value: str | int | float) -> int:
     return int(parse(value).to_integral_value(rounding=ROUND_CEILING))
 

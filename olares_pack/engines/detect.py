@@ -9,6 +9,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from olares_pack.charts.objects import pod_spec
+
 ANNOTATION_BUILD = "olares-pack/engine-build"
 _K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 _SH_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -110,8 +112,7 @@ def find_engines(objects: list[dict[str, Any]]) -> list[Invocation]:
         if o.get("kind") not in ("Deployment", "StatefulSet", "DaemonSet", "Pod"):
             continue
         meta = o.get("metadata") or {}
-        spec = o.get("spec") or {}
-        pod = spec if o.get("kind") == "Pod" else ((spec.get("template") or {}).get("spec") or {})
+        pod = pod_spec(o) or {}
         for c in pod.get("containers") or []:
             env = resolve_env(c, maps)
             image = str(c.get("image", ""))

@@ -117,14 +117,14 @@ def _first_line(text: str) -> str:
 def _manifest(found: ChartSource, notes: list[str]) -> tuple[dict[str, Any], str | None]:
     """The manifest as data, and its text when it holds template syntax (kept verbatim)."""
     from olares_pack.charts.source import ChartSource
-    from olares_pack.lint.context import _is_modern, _render_templated_manifest
+    from olares_pack.lint.context import render_templated_manifest
 
     text = found.files.get(MANIFEST)
     if text is None:
         raise InputError("no OlaresManifest.yaml")
     m = re.search(r"^olaresManifest\.version:\s*['\"]?([0-9][^'\"\s]*)", text, re.M)
-    if "{{" in text and not (m and _is_modern(m.group(1))):
-        rendered = _render_templated_manifest(ChartSource(found.label, found.folder, found.files), text)
+    if "{{" in text and not (m and targets.is_modern(m.group(1))):
+        rendered = render_templated_manifest(ChartSource(found.label, found.folder, found.files), text)
         notes.append(f"{MANIFEST}: holds template syntax; kept as its text (texts are read from a render; "
                      "edit the text to change them)")
         data = safe_load(rendered)

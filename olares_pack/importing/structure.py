@@ -14,6 +14,7 @@ from typing import Any
 
 from olares_pack.apps.load import validate_data
 from olares_pack.apps.manifest import App, ChartApp
+from olares_pack.charts.objects import container, download_env
 from olares_pack.common import quantity
 from olares_pack.common.errors import InputError
 from olares_pack.engines import registry
@@ -50,22 +51,11 @@ def _flag(v: str) -> bool:
 
 
 def _container(objects: list[dict[str, Any]], inv: Invocation) -> dict[str, Any]:
-    kind, name = inv.workload.split("/", 1)
-    for o in objects:
-        if o.get("kind") == kind and (o.get("metadata") or {}).get("name") == name:
-            for c in (((o.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []:
-                if c.get("name") == inv.container:
-                    return c
-    return {}
+    return container(objects, inv.workload, inv.container)
 
 
 def _download_env(objects: list[dict[str, Any]]) -> dict[str, str]:
-    for o in objects:
-        for c in (((o.get("spec") or {}).get("template") or {}).get("spec") or {}).get("initContainers") or []:
-            env = {e.get("name"): str(e.get("value", "")) for e in c.get("env") or [] if "value" in e}
-            if "MODEL_REPO" in env:
-                return env
-    return {}
+    return {k: str(v) for k, v in download_env(objects).items()}
 
 
 def _model(flags: dict[str, str], download: dict[str, str], positional: list[str]) -> dict[str, Any]:

@@ -54,6 +54,7 @@ import yaml
 
 from olares_pack import olares as targets
 from olares_pack.apps.manifest import ChangelogEntry, ChartApp
+from olares_pack.charts.objects import containers
 from olares_pack.common import quantity
 from olares_pack.common.errors import UpgradeBlocked
 from olares_pack.common.yamlsrc import safe_load
@@ -79,13 +80,6 @@ def _plain(note: str) -> str:
     return re.sub(r"\{\{-?\s*|\s*-?\}\}", "", note)[:500]
 
 
-def _q(v: Any) -> Decimal | None:
-    try:
-        return quantity.parse(v)
-    except (quantity.QuantityError, TypeError):
-        return None
-
-
 def _memory(v: Decimal) -> str:
     n = int(v.to_integral_value(rounding=ROUND_CEILING))
     for suffix, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
@@ -101,9 +95,9 @@ def _sums(workloads: list[dict[str, Any]]) -> dict[str, Decimal]:
     pairs = {"requiredCpu": ("requests", "cpu"), "limitedCpu": ("limits", "cpu"),
              "requiredMemory": ("requests", "memory"), "limitedMemory": ("limits", "memory")}
     for o in workloads:
-        for c in ((o.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or []:
+        for _, c in containers(o, init=False):
             for key, (section, res) in pairs.items():
-                sums[key] += _q(((c.get("resources") or {}).get(section) or {}).get(res)) or 0
+                sums[key] += quantity.parse_or_none(((c.get("resources") or {}).get(section) or {}).get(res)) or 0
     return sums
 
 
@@ -404,12 +398,12 @@ def to_current(app: ChartApp, date: Any) -> tuple[ChartApp, list[str]]:
         if value in (None, ""):
             raise UpgradeBlocked(f"spec.{key} is not set: the {mode} envelope needs all six quantities")
         env[key] = str(value)
-        if key in sums and (_q(value) or 0) < sums[key]:
+        if key in sums and (quantity.parse_or_none(value) or 0) < sums[key]:
             env[key] = quantity.cores_string(sums[key]) if key.endswith("Cpu") else _memory(sums[key])
             notes.append(f"spec.accelerator[{mode}].{key}: {value} → {env[key]}, the containers' "
                          f"{'requests' if key.startswith('required') else 'limits'} summed (1.12.6 refuses less)")
     for req, lim in (("requiredCpu", "limitedCpu"), ("requiredMemory", "limitedMemory"), ("requiredDisk", "limitedDisk")):
-        if (_q(env[lim]) or 0) < (_q(env[req]) or 0):
+        if (quantity.parse_or_none(env[lim]) or 0) < (quantity.parse_or_none(env[req]) or 0):
             notes.append(f"spec.accelerator[{mode}].{lim}: {env[lim]} → {env[req]} (limited >= required, oac Rule 5)")
             env[lim] = env[req]
     if gpu:

@@ -173,7 +173,7 @@ class ChartContext:
         return ""
 
 
-def _render_templated_manifest(source: ChartSource, text: str) -> str:
+def render_templated_manifest(source: ChartSource, text: str) -> str:
     """Render a manifest holding Helm template syntax the way the installer does (owner == admin)."""
     chart_yaml = source.files.get("Chart.yaml", f"apiVersion: v2\nname: {source.folder}\nversion: 0.0.0\n")
     files = {"Chart.yaml": chart_yaml, "values.yaml": source.files.get("values.yaml", ""), "templates/manifest.yaml": text}
@@ -216,7 +216,7 @@ def build_context(source: ChartSource, options: LintOptions) -> ChartContext:
     templated = "{{" in text
     try:
         if templated and not declared_modern:
-            rendered = _render_templated_manifest(source, text)
+            rendered = render_templated_manifest(source, text)
             data = safe_load(rendered)
         else:
             ctx.manifest_doc = parse_yaml(text, Path(MANIFEST))

@@ -9,12 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from olares_pack.charts.objects import containers, find, obj_name
 from olares_pack.common.errors import InputError
 from olares_pack.engines import registry
 from olares_pack.engines.detect import Invocation, find_engines
 from olares_pack.engines.normalize import normalize_generic, normalize_llama
 from olares_pack.lint.context import ChartContext
-from olares_pack.lint.template_rules import containers, obj_name
 
 Rule = Callable[[ChartContext], None]
 # A token or API key by its name (HF_TOKEN, OPENAI_API_KEY, ...), not TOKENIZERS_PARALLELISM or
@@ -126,7 +126,7 @@ def llama_flags(ctx: ChartContext) -> None:
         if inv.kind != "llamacpp":
             continue
         where = f"{inv.workload}: containers[{inv.container}]"
-        workload = next((o for o in r.objects if obj_name(o) == inv.workload), {})
+        workload = find(r.objects, inv.workload) or {}
         file = ctx.file_of(workload)
         eb = _engine_build(ctx, inv, ((workload.get("metadata") or {}).get("annotations")) or {})
         reg = eb.resolved.registry
@@ -224,7 +224,7 @@ def _ports_agree(ctx: ChartContext, inv: Invocation, listen: int | None, objects
     if inv.ports and listen not in inv.ports:
         ctx.add("engine.port", f"the engine listens on {listen} but the container declares ports {inv.ports}", path=where,
                 file=_file_of_workload(ctx, objects, inv.workload))
-    workload = next((o for o in objects if obj_name(o) == inv.workload), None)
+    workload = find(objects, inv.workload)
     labels = (((((workload or {}).get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")) or {}
     services = [o for o in objects if o.get("kind") == "Service" and (o.get("spec") or {}).get("selector")
                 and all(labels.get(k) == v for k, v in o["spec"]["selector"].items())]

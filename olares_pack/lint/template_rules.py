@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 from olares_pack.charts import kube
+from olares_pack.charts.objects import containers, obj_name, pod_spec
 from olares_pack.common import quantity
 from olares_pack.lint.context import ChartContext, Render
 
@@ -18,31 +19,6 @@ CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentV
                   "CustomResourceDefinition", "PriorityClass", "MutatingWebhookConfiguration",
                   "ValidatingWebhookConfiguration", "IngressClass", "RuntimeClass"}
 USERSPACE = ("appData", "appCache", "userData", "appCommon")
-
-
-def obj_name(o: dict[str, Any]) -> str:
-    return f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}"
-
-
-def pod_spec(o: dict[str, Any]) -> dict[str, Any] | None:
-    kind = o.get("kind")
-    spec = o.get("spec") or {}
-    if kind in ("Deployment", "StatefulSet", "DaemonSet", "Job"):
-        return ((spec.get("template") or {}).get("spec")) or None
-    if kind == "CronJob":
-        return (((spec.get("jobTemplate") or {}).get("spec") or {}).get("template") or {}).get("spec")
-    if kind == "Pod":
-        return spec
-    return None
-
-
-def containers(o: dict[str, Any], *, init: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
-    ps = pod_spec(o) or {}
-    keys = ("containers", "initContainers") if init else ("containers",)
-    for key in keys:
-        for c in ps.get(key) or []:
-            if isinstance(c, dict):
-                yield key, c
 
 
 def _describe(r: Render) -> str:
@@ -119,13 +95,6 @@ def hostpath_recreate(ctx: ChartContext) -> None:
                         path=obj_name(o), file=ctx.file_of(o), hint=f"{key}: {{type: {safe}}}")
 
 
-def _q(v: Any) -> Decimal | None:
-    try:
-        return quantity.parse(v)
-    except (quantity.QuantityError, TypeError):
-        return None
-
-
 def installer_checks_resources(ctx: ChartContext) -> bool:
     """The installer checks container resources against flat fields below 0.12.0, and against
     spec.accelerator envelopes from 0.12.0 on; a 0.12.0 chart with flat fields (or apiVersion v2)
@@ -154,7 +123,7 @@ def container_resources(ctx: ChartContext) -> None:
                                 seen.add((where, msg))
                                 ctx.add("template.resources", msg, path=where, severity=severity, file=ctx.file_of(o),
                                         hint="every container sets cpu and memory requests and limits")
-                    req, lim = _q((res.get("requests") or {}).get(res_key)), _q((res.get("limits") or {}).get(res_key))
+                    req, lim = quantity.parse_or_none((res.get("requests") or {}).get(res_key)), quantity.parse_or_none((res.get("limits") or {}).get(res_key))
                     if req is not None and lim is not None and req > lim:
                         msg = f"requests.{res_key} {res['requests'][res_key]} > limits.{res_key} {res['limits'][res_key]}"
                         if (where, msg) not in seen:
@@ -174,10 +143,10 @@ def envelope(ctx: ChartContext) -> None:
             continue
         env = ctx.envelope(r.mode)
         for key, (section, res_key) in pairs.items():
-            limit = _q(env.get(key))
+            limit = quantity.parse_or_none(env.get(key))
             if limit is None:
                 continue
-            total = sum((_q(((c.get("resources") or {}).get(section) or {}).get(res_key)) or Decimal(0))
+            total = sum((quantity.parse_or_none(((c.get("resources") or {}).get(section) or {}).get(res_key)) or Decimal(0))
                         for o in r.objects if o.get("kind") in ("Deployment", "StatefulSet")
                         for _, c in containers(o, init=False))
             if total > limit:
