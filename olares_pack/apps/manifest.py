@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from olares_pack.apps.changelog import CHANGE_KINDS
 from olares_pack.apps.fields import (
     MAX_BYTES,
     MAX_CORES,
@@ -363,7 +364,7 @@ class Probes(Model_):
 
 # ---------------------------------------------------------------- changelog
 
-ChangeKind = Literal["model", "image", "engine-args", "resources", "packaging", "fix", "docs", "feature"]
+ChangeKind = Literal[CHANGE_KINDS]  # type: ignore[valid-type]
 
 
 class Change(Model_):

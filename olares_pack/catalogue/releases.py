@@ -14,6 +14,7 @@ import semver
 
 from olares_pack import __version__, engines
 from olares_pack import olares as targets
+from olares_pack.apps.changelog import entry_map
 from olares_pack.apps.load import parse_app, validate_doc
 from olares_pack.apps.manifest import App, ChangelogEntry, ChartApp
 from olares_pack.catalogue import ledger as index
@@ -188,26 +189,6 @@ def next_version(current: str, bump: str) -> str:
     return str({"patch": v.bump_patch, "minor": v.bump_minor, "major": v.bump_major}[bump]())
 
 
-def _entry_map(version: str, date: dt.date, summary: str, changes: list[tuple[str, str]], notes: str) -> Any:
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
-    from ruamel.yaml.scalarstring import LiteralScalarString
-
-    entry = CommentedMap()
-    entry["version"] = version
-    entry["date"] = date
-    entry["summary"] = summary
-    if changes:
-        seq = CommentedSeq()
-        for kind, text in changes:
-            item = CommentedMap([("kind", kind), ("text", text)])
-            item.fa.set_flow_style()
-            seq.append(item)
-        entry["changes"] = seq
-    if notes.strip():
-        entry["notes"] = LiteralScalarString(notes.strip() + "\n")
-    return entry
-
-
 def plan_release(
     repo: Repo,
     app_ref: Path,
@@ -265,7 +246,7 @@ def plan_release(
     if entry_override is not None or summary:
         if has_entry:
             raise InputError(f"{manifest_path}: the changelog already has an entry for {new_version}")
-        entry = entry_override if entry_override is not None else _entry_map(
+        entry = entry_override if entry_override is not None else entry_map(
             new_version, date or dt.date.today(), summary or "", changes or [], notes)
         entry["version"] = new_version  # the editor was opened before the version was final
         if log is None:

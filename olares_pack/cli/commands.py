@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-# Only what every command's --help needs is imported here: each command imports what it uses,
-# so `olares-pack --help` does not load pydantic, Jinja, Helm or the Kubernetes schemas.
 from olares_pack import __version__
 from olares_pack import olares as targets
+
+# Only what every command's --help needs is imported here: each command imports what it uses,
+# so `olares-pack --help` does not load pydantic, Jinja, Helm or the Kubernetes schemas.
+from olares_pack.apps.changelog import CHANGE_KINDS
 from olares_pack.catalogue.repo import DEFAULT_LOCK_TIMEOUT, MANIFEST_FILE, Repo
 from olares_pack.common.errors import ExitCode, InputError, OlaresPackError
 
@@ -177,7 +179,7 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: b
 @click.option("--version", "version", metavar="X.Y.Z", help="Release exactly this version.")
 @click.option("--summary", help="One line: what this version changes.")
 @click.option("--change", "changes", multiple=True, metavar="KIND:TEXT",
-              help="A structured change (kinds: model, image, engine-args, resources, packaging, fix, docs, feature). Repeatable.")
+              help=f"A structured change (kinds: {', '.join(CHANGE_KINDS)}). Repeatable.")
 @click.option("--notes", default="", help="Free markdown notes (benchmarks, caveats).")
 @click.option("--date", "date_text", metavar="YYYY-MM-DD", help="Publication date (default: today).")
 @click.option("--changes-from-diff", is_flag=True,
@@ -899,30 +901,12 @@ def _parse_date(text: str) -> dt.date:
 
 def _edit_entry(name: str, version: str, date: dt.date, summary: str, changes: list[tuple[str, str]], notes: str) -> object:
     """Open $EDITOR on a changelog entry; return it as a round-trip YAML mapping."""
-    import io
+    from olares_pack.apps import changelog
 
-    template = (
-        f"# Changelog entry for {name} {version}. Lines starting with # are ignored.\n"
-        f"# kinds: model, image, engine-args, resources, packaging, fix, docs, feature\n"
-        f"version: {version}\ndate: {date.isoformat()}\nsummary: {summary or 'one line: what changed'}\n"
-        "changes:\n" + "".join(f"  - {{kind: {k}, text: {t!r}}}\n" for k, t in changes or [("fix", "describe it")])
-        + "notes: |\n" + "".join(f"  {line}\n" for line in (notes or "markdown notes").splitlines())
-    )
-    text = click.edit(template, extension=".yaml")
+    text = click.edit(changelog.edit_template(name, version, date, summary, changes, notes), extension=".yaml")
     if text is None:
         raise click.Abort()
-    from ruamel.yaml.error import YAMLError
-
-    from olares_pack.common.yamlsrc import fast_load, roundtrip_yaml
-
-    fast_load(text, Path("the edited changelog entry"))  # the same limits as app.yaml (no aliases, UTF-8, size)
-    try:
-        entry = roundtrip_yaml().load(io.StringIO(text))
-    except YAMLError as exc:
-        raise InputError(f"the edited changelog entry is not valid YAML: {exc}") from None
-    if not isinstance(entry, dict):
-        raise InputError("the edited changelog entry is not a mapping (version:, date:, summary:, ...)")
-    return entry
+    return changelog.read_edited(text)
 
 
 @cli.command("import")
