@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 from olares_pack import olares as targets  # noqa: E402
 from olares_pack.apps.load import parse_app  # noqa: E402
-from olares_pack.cli.commands import main  # noqa: E402
+from olares_pack.cli import main  # noqa: E402
 from olares_pack.common.errors import InputError  # noqa: E402
 from olares_pack.render import app as render  # noqa: E402
 

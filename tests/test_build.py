@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import tree_digest
 
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.render import generation
 

@@ -11,7 +11,7 @@ from test_lint import HAND_WRITTEN_LEGACY
 
 from olares_pack import olares as targets
 from olares_pack.charts.source import ChartSource, from_folder
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.diff import compare, facts, suggested_changes
 from olares_pack.render import app as render

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from olares_pack import olares as targets
 from olares_pack.apps.load import parse_app
 from olares_pack.charts import helm, package
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import InputError
 from olares_pack.common.yamlsrc import safe_load
 from olares_pack.render import app as render

@@ -16,7 +16,7 @@ from conftest import APPS
 from olares_pack import olares as targets
 from olares_pack.apps.load import parse_app
 from olares_pack.charts import helm
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.common.yamlsrc import fast_load, safe_load
 from olares_pack.render import app as render

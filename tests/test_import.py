@@ -21,7 +21,7 @@ from olares_pack.catalogue import records
 from olares_pack.catalogue.repo import Repo
 from olares_pack.charts import helm, package
 from olares_pack.charts.source import ChartSource
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.importing import importer
 from olares_pack.lint import LintOptions, lint_chart

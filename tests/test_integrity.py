@@ -20,7 +20,7 @@ from olares_pack.catalogue import journal, records, releases
 from olares_pack.catalogue import ledger as index
 from olares_pack.catalogue.lock import RepoLock
 from olares_pack.catalogue.repo import Repo
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.render import app as render
 from olares_pack.render import generation

@@ -14,7 +14,7 @@ from olares_pack import olares as targets
 from olares_pack.apps.load import parse_app
 from olares_pack.charts import package
 from olares_pack.charts.source import from_archive_bytes, from_folder
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.lint import LintOptions, lint_source
 from olares_pack.render import app as render

@@ -13,7 +13,7 @@ from conftest import APPS, build_file_tree
 from test_lint import CASES, DIGEST, NAME, D, M, base_files, edit, flagged, lint_files
 
 from olares_pack.charts.source import from_app, from_folder, resolve
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.engines import argcpp, registry
 from olares_pack.lint import LintOptions, lint_chart, lint_charts

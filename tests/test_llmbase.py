@@ -271,7 +271,7 @@ def test_the_clone_dialog_values_reach_both_workloads(tmp_path: Path) -> None:
 def test_diff_shows_an_engine_args_default_change_as_a_flag_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from olares_pack.cli.commands import main
+    from olares_pack.cli import main
 
     paths = []
     for label, ctx in (("a", "262144"), ("b", "131072")):
@@ -317,7 +317,7 @@ def test_import_of_an_official_llmbase_app_renders_back_to_an_equivalent_chart(t
 def test_vram_estimates_the_default_engine_args_and_says_an_edit_is_the_installers_risk(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from olares_pack.cli.commands import main
+    from olares_pack.cli import main
 
     capsys.readouterr()
     main(["vram", "llamacppqwen36mtpone", "--apps-dir", str(APPS), "--format", "json"])
@@ -343,7 +343,7 @@ def test_locking_the_model_records_its_sha256_and_the_chart_checks_it(tmp_path: 
     from fakehub import serve
     from test_vram import write_hybrid
 
-    from olares_pack.cli.commands import main
+    from olares_pack.cli import main
 
     write_hybrid(tmp_path / "m.gguf")
     data = (tmp_path / "m.gguf").read_bytes()

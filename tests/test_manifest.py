@@ -10,7 +10,7 @@ from conftest import APPS
 
 from olares_pack.apps.load import load_app, parse_app
 from olares_pack.apps.manifest import LlamaCppApp, VllmApp
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode, InputError
 
 GOOD = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text()

@@ -37,7 +37,7 @@ from device import (
 )
 
 from olares_pack.catalogue import ledger as index
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.market import payloads as market
 from olares_pack.market import server

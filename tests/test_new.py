@@ -15,7 +15,7 @@ from test_pin import PASSWORD, USER, Images, docker_config, images, needs_regist
 
 from olares_pack.apps.load import load_app
 from olares_pack.apps.new_llamacpp import server_for
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.vram import budget, gguf_meta
 from olares_pack.vram import estimate as vram

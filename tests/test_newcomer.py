@@ -16,7 +16,7 @@ import yaml
 from conftest import ROOT, serving
 
 from olares_pack import olares as targets
-from olares_pack.cli.commands import cli, main
+from olares_pack.cli import cli, main
 from olares_pack.common.errors import ExitCode
 from olares_pack.vram import estimate as vram
 

@@ -31,7 +31,7 @@ from registry import (
 from test_vram import write_hybrid
 
 from olares_pack.apps.load import parse_app
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.remote import oci
 

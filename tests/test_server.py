@@ -16,7 +16,7 @@ from device import Device, Refused, device_lifecycle, installer_gate
 
 from olares_pack.catalogue import ledger as index
 from olares_pack.charts import helm
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.market.server import Source
 

@@ -18,7 +18,7 @@ from conftest import APPS
 from olares_pack import olares as targets
 from olares_pack.apps.load import load_app
 from olares_pack.charts import helm, kube, package
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common import fsio
 from olares_pack.common.errors import ExitCode
 from olares_pack.render import app as render

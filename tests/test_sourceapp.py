@@ -9,7 +9,7 @@ import yaml
 
 from olares_pack.charts import helm, package
 from olares_pack.charts.source import ChartSource
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode, InputError
 from olares_pack.lint import LintOptions, lint_source
 from olares_pack.market.sourceapp import SourceApp, render_chart

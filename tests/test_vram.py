@@ -16,7 +16,7 @@ from conftest import APPS
 from fakehub import COMMIT, REPO, REVISION, serve
 
 from olares_pack.apps.load import load_app
-from olares_pack.cli.commands import main
+from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
 from olares_pack.vram import estimate as vram
 from olares_pack.vram import gguf_meta

@@ -1,0 +1,95 @@
+"""`diff`: what changed between two versions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from olares_pack import olares as targets
+from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
+from olares_pack.cli.args import app_folder
+from olares_pack.cli.group import cli
+from olares_pack.cli.options import apps_dir_option
+from olares_pack.cli.report import print_diff_table
+from olares_pack.common.errors import ExitCode, InputError
+
+if TYPE_CHECKING:
+    from olares_pack.charts.source import ChartSource
+
+
+@cli.command("diff")
+@click.argument("refs", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--all", "show_all", is_flag=True, help="Also list what did not change.")
+@click.option("--rendered", is_flag=True, help="Also compare the rendered Kubernetes objects, matched by kind/name.")
+@click.option("--target", "target_name", type=click.Choice(sorted(targets.TARGETS)), default="current", show_default=True,
+              help="Target to render app versions for.")
+@click.option("--engine-build", metavar="BUILD", help="Flag registry for hand-written llama.cpp charts.")
+@apps_dir_option
+def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, target_name: str,
+             engine_build: str | None, apps_dir: Path) -> int:
+    """Compare two versions: `diff APP V1 V2` (published versions, or `current` for app.yaml),
+    `diff APP V` (V against `current`) or `diff A B` (chart folders, .tgz files, app manifests).
+    Exit 0 equal, 1 different."""
+    from olares_pack import diff
+    from olares_pack.common import console
+    from olares_pack.lint import LintOptions
+
+    if len(refs) == 2 and not Path(refs[0]).exists() and (apps_dir / refs[0] / MANIFEST_FILE).is_file() \
+            and not Path(refs[1]).exists():
+        # `diff APP V`: V against app.yaml, as `git diff REV` compares with the work tree: what the
+        # next release would change (release --changes-from-diff reads the same comparison).
+        console.info(f"comparing {refs[0]} {refs[1]} with current (app.yaml); `diff {refs[0]} V1 V2` compares two versions")
+        refs = (refs[0], refs[1], "current")
+    if len(refs) == 3:
+        a_src = version_source(refs[0], refs[1], target_name, apps_dir)
+        b_src = version_source(refs[0], refs[2], target_name, apps_dir)
+    elif len(refs) == 2:
+        a_src, b_src = (path_source(Path(r), target_name) for r in refs)
+    else:
+        raise click.UsageError("give APP V1 V2, APP V (compared with current), or two charts A B")
+    options = LintOptions(engine_build=engine_build)
+    result = diff.compare(diff.facts(a_src, options), diff.facts(b_src, options), rendered=rendered)
+    if fmt == "markdown":
+        console.out.print(diff.to_markdown(result, show_all=show_all), markup=False, highlight=False)
+    elif fmt == "json":
+
+        console.out.print_json(json.dumps(diff.to_json(result, show_all=show_all), ensure_ascii=False, default=str))
+    else:
+        print_diff_table(result, show_all)
+    return ExitCode.OK if result.equal else ExitCode.FINDINGS
+
+
+def version_source(app_ref: str, version: str, target_name: str, apps_dir: Path) -> ChartSource:
+    """app.yaml rendered today (`current`), or a published version as it was published: its
+    committed package, read with the app of its record."""
+    from olares_pack.apps.load import load_app
+    from olares_pack.catalogue import checks as catalogue
+    from olares_pack.catalogue import records
+    from olares_pack.charts.source import ChartSource
+    from olares_pack.render import app as render
+    app_dir = app_folder(app_ref, apps_dir)
+    if version in ("current", "app.yaml"):
+        app = load_app(app_dir / MANIFEST_FILE)
+        t = targets.get(target_name if target_name in app.targets else app.targets[0])
+        return ChartSource(f"{app.name} {app.version}", app.name, render.render(app, t), app=app, target=t.name)
+    repo = Repo.of_apps(apps_dir)
+    rec = records.read(repo, app_dir.name, version)
+    target = target_name if target_name in rec.charts else sorted(rec.charts)[0]
+    data, _ = catalogue.published_bytes(repo, rec, target)
+    from olares_pack.charts.source import from_archive_bytes
+
+    src = from_archive_bytes(data, f"{rec.name} {rec.version}")
+    return ChartSource(src.label, src.folder, src.files, app=records.app_of(rec), target=target, binary=src.binary)
+
+
+def path_source(path: Path, target_name: str) -> ChartSource:
+    from olares_pack.charts.source import resolve
+
+    found = resolve([path], [target_name] if path.suffix in (".yaml", ".yml") or (path / MANIFEST_FILE).exists() else None)
+    if len(found) != 1:
+        raise InputError(f"{path}: holds {len(found)} charts; name one chart")
+    return found[0]

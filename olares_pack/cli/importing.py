@@ -1,0 +1,99 @@
+"""`import`: hand-written charts into apps."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+from pathlib import Path
+
+import click
+
+from olares_pack import olares as targets
+from olares_pack.catalogue.repo import Repo
+from olares_pack.cli.group import cli
+from olares_pack.cli.options import apps_dir_option, lock_timeout_option
+from olares_pack.common.errors import ExitCode
+
+
+@cli.command("import")
+@click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
+@apps_dir_option
+@click.option("--date", "date", type=click.DateTime(["%Y-%m-%d"]), metavar="YYYY-MM-DD",
+              help="Publication date of versions whose source names none (default: today).")
+@click.option("--os-version", "os_versions", multiple=True, metavar="VERSION",
+              help="OS versions to read a live source's catalogue for "
+              f"(default: {' and '.join(targets.LIVE_SOURCE_OS_VERSIONS)}).")
+@click.option("--strict", is_flag=True, help="Also fail (exit 1) on notes: anything mapped, changed or not kept "
+              "(without it, only a chart that was not imported fails).")
+@click.option("--upgrade", is_flag=True, help="Convert legacy charts (manifest 0.10.0/0.11.0, apiVersion v1 or v2, "
+              "sub-charts flattened) to 0.12.0/v3 for Olares 1.12.6+, as the next version to release; the imported "
+              "versions stay published for 1.12.3-1.12.5. The report says what that took, or what blocks it.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: a summary table; json: the same for scripts.")
+@click.option("--structured", is_flag=True, help="Give charts whose engine olares-pack models (llama.cpp, vLLM) "
+              "its typed app manifest, as the next version to release; the report lists what renders differently.")
+@click.option("--rename", is_flag=True, help="Give charts whose name Olares refuses the proposed valid name (a new "
+              "app, to be released: its published packages name the old one).")
+@click.option("--dry-run", is_flag=True, help="Show what would be imported; write nothing.")
+@lock_timeout_option
+def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | None, os_versions: tuple[str, ...],
+               strict: bool, upgrade: bool, fmt: str, structured: bool, rename: bool, dry_run: bool,
+               lock_timeout: float) -> int:
+    """Import hand-written charts: chart folders, .tgz packages, folders of them, or the base URL
+    of a live market source. Each app becomes apps/<name>/app.yaml (the chart as written) and one
+    release record per version whose package is the source's own bytes."""
+    from rich.markup import escape
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from olares_pack.catalogue.journal import Transaction
+    from olares_pack.common import console
+    from olares_pack.importing import importer
+
+    repo = Repo.of_apps(apps_dir)
+    found = []
+    said: list[str] = []  # what a live source lists, names and serves
+    with Progress(console=console.err, transient=True) as progress:
+        for source in sources:
+            found += importer.find(source, os_versions=os_versions or targets.LIVE_SOURCE_OS_VERSIONS, progress=progress, report=said)
+    # A dry run writes nothing, not even the lock file: without olares-pack state there is no
+    # other olares-pack run to keep out.
+    held = repo.open(write=not dry_run, timeout=lock_timeout, purpose="import") \
+        if not dry_run or repo.state_dir.exists() else contextlib.nullcontext(repo)
+    with held:
+        plan = importer.plan(repo, found, (date or dt.datetime.now()).date(), upgrade=upgrade, rename=rename,
+                             structured=structured)
+        if not dry_run:
+            txn = Transaction(repo.root)
+            for path, data in sorted(plan.writes.items()):
+                txn.write(path, data)
+            txn.commit()
+    rows = []
+    for r in sorted(plan.results, key=lambda r: (r.name, r.found.label)):
+        status = "refused" if r.app is None else ("skipped" if r.name in plan.skipped else
+                                                  "to release" if not r.publishable else "with notes" if r.notes else "imported")
+        rows.append({"app": r.name, "version": r.app.version if r.app else "", "from": r.found.label,
+                     "engine": r.engine_text if r.app else "", "status": status,
+                     "notes": [r.problem] if r.problem else [plan.skipped[r.name]] if r.name in plan.skipped else r.notes})
+    if fmt == "json":
+        console.out.print_json(json.dumps({"charts": rows, "apps": plan.apps, "sources": said}, ensure_ascii=False))
+    else:
+        table = Table(title="import", title_justify="left")
+        for col in ("app", "version", "from", "engine", "status", "notes"):
+            table.add_column(col, overflow="fold")
+        for row in rows:
+            # escaped: notes quote patterns such as ^[a-z0-9]{1,30}$, which rich would read as markup
+            table.add_row(*(escape(str(row[k])) for k in ("app", "version", "from", "engine", "status")),
+                          escape("\n".join(row["notes"])))
+        console.out.print(table)
+    for line in said:
+        console.info(line)
+    ok = sum(1 for r in plan.results if r.app is not None and r.name not in plan.skipped)
+    noted = sum(1 for r in plan.results if r.notes)
+    refused = sum(1 for r in plan.results if r.app is None or r.name in plan.skipped)
+    console.info(f"{len(plan.results)} chart(s): {ok} imported ({noted} with notes), {refused} not imported; "
+                 f"{len(plan.apps)} app(s) {'would be ' if dry_run else ''}written under {repo.rel(repo.apps_dir)}")
+    if refused or (strict and noted):
+        return ExitCode.FINDINGS
+    return ExitCode.OK

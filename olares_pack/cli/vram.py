@@ -1,0 +1,116 @@
+"""`vram`: the GPU memory an app needs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from olares_pack.catalogue.repo import Repo
+from olares_pack.cli.args import app_folder, resolve_app
+from olares_pack.cli.group import cli
+from olares_pack.cli.options import apps_dir_option
+from olares_pack.cli.report import largest_ctx_lines, print_estimate
+from olares_pack.common.errors import ExitCode, InputError
+
+
+@cli.command("vram")
+@click.argument("app_ref", metavar="APP")
+@click.option("--version", "version", metavar="X.Y.Z", help="A published version (default: app.yaml).")
+@click.option("--ctx", "ctxs", type=int, multiple=True, help="Context size(s) to estimate at (default: the app's). Repeatable.")
+@click.option("--device", "device_name", default="olares-one", show_default=True, help="Device profile.")
+@click.option("--gpu-mib", type=int, help="GPU memory of another device, in MiB.")
+@click.option("--reserve-mib", type=int, help="Memory the desktop/driver keeps (default: the profile's).")
+@click.option("--largest-ctx", is_flag=True, help="Also answer: the largest context that fits.")
+@click.option("--quants", is_flag=True, help="Also answer: which locked quant of this repo fits at this context.")
+@click.option("--lock", is_flag=True, help="Read the GGUF header (Hugging Face range reads, or --gguf) into model.lock.json first.")
+@click.option("--gguf", "gguf_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="A local GGUF file, or a header excerpt of one (--save-header), for --lock.")
+@click.option("--save-header", type=click.Path(path_type=Path, dir_okay=False),
+              help="With --gguf: also write the file's header excerpt (metadata and tensor table) here, to commit.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@apps_dir_option
+def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_name: str, gpu_mib: int | None,
+             reserve_mib: int | None, largest_ctx: bool, quants: bool, lock: bool, gguf_file: Path | None,
+             save_header: Path | None, fmt: str, apps_dir: Path) -> int:
+    """Estimate the GPU memory APP needs at full context, term by term, and whether it fits.
+    Exit 1 when an estimate does not fit."""
+    from olares_pack.apps.manifest import LlamaCppApp
+    from olares_pack.catalogue import records
+    from olares_pack.common import console
+    from olares_pack.vram import budget, gguf_meta, outcomes
+    from olares_pack.vram import estimate as vram
+
+    app_dir = app_folder(app_ref, apps_dir)
+    repo = Repo.of_apps(apps_dir)
+    app = records.app_of(records.read(repo, app_dir.name, version)) if version else resolve_app(app_ref, apps_dir)
+    try:
+        dev = vram.device(device_name, gpu_mib, reserve_mib)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--device") from None
+    if lock:
+        if not isinstance(app, LlamaCppApp):
+            raise InputError("--lock reads a GGUF header: llama.cpp apps only")
+        had = app.model.files[0].sha256
+        meta = budget.lock_model(app, app_dir, gguf_file)
+        console.info(f"locked {meta.repo}/{meta.file}@{meta.revision} in {app_dir / gguf_meta.LOCK_FILE}")
+        if meta.sha256 and had is None:
+            console.info(f"{meta.file}: {meta.file_size} bytes, sha256 {meta.sha256}: recorded in app.yaml "
+                         "(the engine starts only on these bytes)")
+            app = resolve_app(app_ref, apps_dir)
+    if save_header:
+        if gguf_file is None:
+            raise click.UsageError("--save-header needs --gguf FILE")
+        from olares_pack.common import fsio
+
+        fsio.write_bytes_atomic(save_header, gguf_meta.header_excerpt(gguf_file))
+        console.info(f"wrote the header excerpt of {gguf_file.name} to {save_header}")
+    estimates = [budget.app_estimate(app, app_dir, dev, c) for c in (ctxs or [None])]
+    from olares_pack.render.llmbase import edited_args_note
+
+    if note := edited_args_note(app):
+        for e in estimates:
+            e.notes.append(note)
+    extra: dict[str, object] = {}
+    if isinstance(app, LlamaCppApp) and (largest_ctx or quants):
+        meta = budget.model_meta(app, app_dir)
+        s = budget.settings_for(app.server)
+        if largest_ctx:
+            extra["largest_ctx"] = {"fits": vram.largest_context(meta, s, dev, "fits"),
+                                    "tight": vram.largest_context(meta, s, dev, "tight"),
+                                    "trained": meta.context_length}
+        if quants:
+            at = budget.settings_for(app.server, ctxs[0] if ctxs else None)
+            extra["quants"] = [budget.quant_row(m, at, dev) for m in gguf_meta.load_lock(app_dir).models
+                               if m.repo == app.model.repo]
+    # what devices did with this version, where its app's records say it ran out of memory: set
+    # beside the verdict at the version's own context on the device the records are from
+    record_rows: list[dict[str, object]] = []
+    if device_name == "olares-one" and gpu_mib is None and reserve_mib is None:
+        found = outcomes.recorded(repo, app.name, app.version)
+        if found:
+            own = estimates[0] if not ctxs else budget.app_estimate(app, app_dir, dev, None)
+            record_rows = [o.to_dict(own.verdict) for o in found]
+            extra["recorded_outcomes"] = record_rows
+    if fmt == "json":
+
+        doc = {"app": app.name, "version": app.version, "estimates": [e.to_dict() for e in estimates], **extra}
+        console.out.print_json(json.dumps(doc))
+    else:
+        for e in estimates:
+            print_estimate(f"{app.name} {app.version}", e)
+        for row in record_rows:
+            console.out.print(f"  record: {row['recorded_in']}'s changelog (fix): {row['text']}", markup=False)
+        if "largest_ctx" in extra:
+            for line in largest_ctx_lines(extra["largest_ctx"]):  # type: ignore[arg-type]
+                console.out.print(line, markup=False)
+        for row in extra.get("quants", []):  # type: ignore[attr-defined]
+            console.out.print(f"{row['file']}: {row['total_mib']} MiB, headroom {row['headroom_mib']} MiB, {row['verdict']}, "
+                              f"largest context that fits {row['largest_ctx']}", markup=False)
+    for row in record_rows:
+        if row["contradicts"]:
+            console.warn(f"{app.name} {app.version}: the verdict '{row['verdict']}' contradicts its record "
+                         f"({row['recorded_in']}'s changelog: ran out of GPU memory); the estimate does not explain "
+                         "that outcome (README \"GPU memory budget\")")
+    return ExitCode.FINDINGS if any(e.verdict == "does not fit" for e in estimates) else ExitCode.OK
