@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 import click
 
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
-from olares_pack.cli.args import app_folder
+from olares_pack.cli.args import app_folder, device
 from olares_pack.cli.group import cli
-from olares_pack.cli.options import apps_dir_option, lock_timeout_option
+from olares_pack.cli.options import apps_dir_option, device_options, lock_timeout_option
 from olares_pack.cli.report import print_ladder
 from olares_pack.common.errors import ExitCode, InputError
 
@@ -85,9 +85,7 @@ def online_check(app: App) -> list[tuple[str, str, str, str]]:
 @click.option("--image", help="Engine image REPOSITORY:TAG, pinned by digest (default: upstream llama.cpp's CUDA server "
               "image of the newest known build).")
 @click.option("--draft", type=click.Choice(["mtp"]), help="Speculative decoding with the GGUF's MTP block (refused without one).")
-@click.option("--device", "device_name", default="olares-one", show_default=True, help="Device profile.")
-@click.option("--gpu-mib", type=int, help="GPU memory of another device, in MiB.")
-@click.option("--reserve-mib", type=int, help="Memory the desktop/driver keeps (default: the profile's).")
+@device_options
 @click.option("--per-user", is_flag=True, help="One engine per user who installs it (engine.shared: false) instead of "
               "the shared form.")
 @click.option("--llm-init-image", metavar="REPOSITORY:TAG", help="The shared form's llm-init image (default: the "
@@ -117,10 +115,7 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
     from olares_pack.vram import budget, gguf_meta
     from olares_pack.vram import estimate as vram
 
-    try:
-        dev = vram.device(device_name, gpu_mib, reserve_mib)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--device") from None
+    dev = device(device_name, gpu_mib, reserve_mib)
     app_dir = apps_dir / name
     if app_dir.exists():
         raise InputError(f"{app_dir}: already exists; `new` never overwrites an app (choose another NAME)")

@@ -13,6 +13,7 @@ from olares_pack.common.errors import InputError
 
 if TYPE_CHECKING:
     from olares_pack.apps.manifest import App
+    from olares_pack.vram.estimate import Device
 
 
 def resolve_app(ref: str, apps_dir: Path) -> App:
@@ -46,3 +47,13 @@ def parse_date(text: str) -> dt.date:
         return dt.date.fromisoformat(text)
     except ValueError:
         raise click.BadParameter(f"{text!r}: expected YYYY-MM-DD", param_hint="--date") from None
+
+
+def device(name: str, gpu_mib: int | None, reserve_mib: int | None) -> Device:
+    """The device profile --device names, resized by --gpu-mib and --reserve-mib."""
+    from olares_pack.vram import estimate as vram
+
+    try:
+        return vram.device(name, gpu_mib, reserve_mib)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--device") from None

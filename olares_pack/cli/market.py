@@ -8,6 +8,7 @@ import click
 
 from olares_pack import olares as targets
 from olares_pack.cli.group import cli
+from olares_pack.cli.options import default_version_option, root_option
 from olares_pack.common.errors import ExitCode
 
 
@@ -17,10 +18,9 @@ from olares_pack.common.errors import ExitCode
 @click.option("--tls-cert", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="PEM certificate: serve HTTPS.")
 @click.option("--tls-key", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="PEM private key of --tls-cert.")
 @click.option("--base-url", default="", help="Public URL of this source (icons under it), e.g. https://market.example.org")
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False, exists=True), default=Path("."), show_default=True,
-              help="Repository holding market-index.json, packages/ and apps/.")
+@root_option
 @click.option("--reload-on-change", is_flag=True, help="Reload when market-index.json changes (SIGHUP always reloads).")
-@click.option("--default-version", default=targets.DEFAULT_OS_VERSION, show_default=True, help="Olares version assumed when a request names none.")
+@default_version_option
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Processes sharing the listening socket, each with its own copy of the catalogue.")
 @click.option("--strict", is_flag=True,
@@ -48,9 +48,8 @@ def export_group() -> None:
 @export_group.command("cloudflare")
 @click.argument("out", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--name", default="olares-market", show_default=True, help="The Worker's name on Cloudflare.")
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False, exists=True), default=Path("."), show_default=True,
-              help="Repository holding market-index.json, packages/ and apps/.")
-@click.option("--default-version", default=targets.DEFAULT_OS_VERSION, show_default=True, help="Olares version assumed when a request names none.")
+@root_option
+@default_version_option
 def export_cloudflare(out: Path, name: str, root: Path, default_version: str) -> int:
     """A Cloudflare Worker project serving the four routes from precomputed bytes, charts as static
     assets. Deploy it with `npx wrangler deploy` in OUT."""

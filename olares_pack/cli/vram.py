@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from olares_pack.catalogue.repo import Repo
-from olares_pack.cli.args import app_folder, resolve_app
+from olares_pack.cli.args import app_folder, device, resolve_app
 from olares_pack.cli.group import cli
-from olares_pack.cli.options import apps_dir_option
+from olares_pack.cli.options import apps_dir_option, device_options
 from olares_pack.cli.report import largest_ctx_lines, print_estimate
 from olares_pack.common.errors import ExitCode, InputError
 
@@ -19,9 +19,7 @@ from olares_pack.common.errors import ExitCode, InputError
 @click.argument("app_ref", metavar="APP")
 @click.option("--version", "version", metavar="X.Y.Z", help="A published version (default: app.yaml).")
 @click.option("--ctx", "ctxs", type=int, multiple=True, help="Context size(s) to estimate at (default: the app's). Repeatable.")
-@click.option("--device", "device_name", default="olares-one", show_default=True, help="Device profile.")
-@click.option("--gpu-mib", type=int, help="GPU memory of another device, in MiB.")
-@click.option("--reserve-mib", type=int, help="Memory the desktop/driver keeps (default: the profile's).")
+@device_options
 @click.option("--largest-ctx", is_flag=True, help="Also answer: the largest context that fits.")
 @click.option("--quants", is_flag=True, help="Also answer: which locked quant of this repo fits at this context.")
 @click.option("--lock", is_flag=True, help="Read the GGUF header (Hugging Face range reads, or --gguf) into model.lock.json first.")
@@ -45,10 +43,7 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
     app_dir = app_folder(app_ref, apps_dir)
     repo = Repo.of_apps(apps_dir)
     app = records.app_of(records.read(repo, app_dir.name, version)) if version else resolve_app(app_ref, apps_dir)
-    try:
-        dev = vram.device(device_name, gpu_mib, reserve_mib)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--device") from None
+    dev = device(device_name, gpu_mib, reserve_mib)
     if lock:
         if not isinstance(app, LlamaCppApp):
             raise InputError("--lock reads a GGUF header: llama.cpp apps only")
