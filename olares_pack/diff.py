@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from olares_pack.charts.objects import container, download_model, obj_name
 from olares_pack.charts.source import ChartSource
@@ -17,6 +18,9 @@ from olares_pack.engines import registry
 from olares_pack.engines.detect import Invocation, find_engines
 from olares_pack.engines.normalize import normalize_generic, normalize_llama
 from olares_pack.lint.context import LintOptions, build_context, run_helm
+
+if TYPE_CHECKING:
+    from olares_pack.catalogue.repo import Repo
 
 # The texts a store shows: upgradeDescription is the "what's new" of the version, a text like the others.
 TEXT_FIELDS = (("metadata", "title"), ("metadata", "description"), ("spec", "fullDescription"), ("spec", "upgradeDescription"))
@@ -377,3 +381,16 @@ def suggested_changes(res: DiffResult) -> list[tuple[str, str]]:
     return [(CHANGE_KIND[c.section], describe(c, c.key)) for c in res.changes
             if not (c.section == "manifest" and c.key in ("version", "texts"))]
 
+
+def changes_since_latest(repo: Repo, app_dir: Path) -> list[tuple[str, str]]:
+    """The changelog changes (kind, text) from the latest published version to app.yaml
+    (release --changes-from-diff)."""
+    from olares_pack.catalogue import records
+    from olares_pack.catalogue.checks import version_source
+
+    versions = records.versions(repo, app_dir.name)
+    if not versions:
+        return []
+    a = facts(version_source(repo, app_dir, versions[-1], "current"))
+    b = facts(version_source(repo, app_dir, "current", "current"))
+    return [c for c in suggested_changes(compare(a, b)) if not c[1].startswith("version ")]

@@ -16,7 +16,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from olares_pack.apps.load import parse_app
 from olares_pack.apps.manifest import LlamaServer, Speculative
@@ -24,6 +24,9 @@ from olares_pack.common.errors import InputError
 from olares_pack.remote import hub
 from olares_pack.vram import budget, gguf_meta
 from olares_pack.vram import estimate as vram
+
+if TYPE_CHECKING:
+    from olares_pack.catalogue.repo import Repo
 
 UPSTREAM_IMAGE = "ghcr.io/ggml-org/llama.cpp"  # upstream's CUDA server images are tagged server-cuda-bNNNN
 DEFAULT_CTX = 32768
@@ -383,3 +386,18 @@ def finish(plan: NewPlan, pin: hub.ModelPin, manifest_path: Path, *, image_repo:
     lock.put_revision(pin.to_dict())
     plan.lock_text = lock.dumps()
     parse_app(plan.app_text, manifest_path, derive=False)
+
+
+def write_app(repo: Repo, app_dir: Path, app_text: str, lock_text: str, lock_timeout: float) -> list[Path]:
+    """A new app's app.yaml and model.lock.json, in one transaction under the repository's lock;
+    never over an app that exists."""
+    from olares_pack.catalogue.journal import Transaction
+    from olares_pack.catalogue.repo import LOCK_FILE, MANIFEST_FILE
+
+    with repo.open(write=True, timeout=lock_timeout, purpose="new"):
+        if app_dir.exists():
+            raise InputError(f"{app_dir}: already exists; `new` never overwrites an app")
+        txn = Transaction(repo.root)
+        txn.write(app_dir / MANIFEST_FILE, app_text)
+        txn.write(app_dir / LOCK_FILE, lock_text)
+        return txn.commit()

@@ -7,7 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -25,6 +25,9 @@ from olares_pack.common.errors import InputError
 from olares_pack.common.yamlsrc import safe_load
 from olares_pack.render import app as render
 from olares_pack.render import generation
+
+if TYPE_CHECKING:
+    from olares_pack.charts.source import ChartSource
 
 
 @dataclass(frozen=True)
@@ -304,3 +307,20 @@ def missing_packages(repo: Repo, recs: dict[str, list[Record]]) -> dict[Path, by
                     raise InputError(f"{ch.file}: sha256 {package.sha256(path.read_bytes())} differs from its record "
                                      f"({ch.sha256}): a published package was changed; restore it from git")
     return out
+
+
+def version_source(repo: Repo, app_dir: Path, version: str, target_name: str) -> ChartSource:
+    """app.yaml rendered today (`current`), or a published version as it was published: its
+    committed package, read with the app of its record."""
+    from olares_pack.catalogue.repo import MANIFEST_FILE
+    from olares_pack.charts.source import ChartSource, from_archive_bytes
+
+    if version in ("current", "app.yaml"):
+        app = load_app(app_dir / MANIFEST_FILE)
+        t = targets.get(target_name if target_name in app.targets else app.targets[0])
+        return ChartSource(f"{app.name} {app.version}", app.name, render.render(app, t), app=app, target=t.name)
+    rec = records.read(repo, app_dir.name, version)
+    target = target_name if target_name in rec.charts else sorted(rec.charts)[0]
+    data, _ = published_bytes(repo, rec, target)
+    src = from_archive_bytes(data, f"{rec.name} {rec.version}")
+    return ChartSource(src.label, src.folder, src.files, app=records.app_of(rec), target=target, binary=src.binary)

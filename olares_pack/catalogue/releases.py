@@ -66,6 +66,15 @@ def build_packages(app: App, repo: Repo) -> list[BuiltPackage]:
     return out
 
 
+def unpublished_packages(app: App, repo: Repo) -> list[BuiltPackage]:
+    """The packages of app.yaml's version before it is released (`package`); an unshipped version
+    is never packaged."""
+    entry = app.changelog_entry
+    if entry is not None and not entry.shipped:
+        raise InputError(f"{app.name} {app.version} is marked shipped: false: an unshipped version is never packaged")
+    return build_packages(app, repo)
+
+
 def lint_app(app: App, app_dir: Path, built: list[BuiltPackage], allow: tuple[str, ...] = ()) -> list[Finding]:
     from olares_pack.charts.source import ChartSource
     from olares_pack.lint import LintOptions, lint_source

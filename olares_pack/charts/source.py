@@ -118,3 +118,11 @@ def resolve(paths: list[Path], target_names: list[str] | None = None) -> list[Ch
         else:
             raise InputError(f"{path}: not a chart folder, a .tgz chart or an app manifest")
     return out
+
+
+def single(path: Path, target_name: str) -> ChartSource:
+    """The one chart `path` names (an app manifest rendered for `target_name`)."""
+    found = resolve([path], [target_name] if path.suffix in (".yaml", ".yml") or (path / MANIFEST_FILE).exists() else None)
+    if len(found) != 1:
+        raise InputError(f"{path}: holds {len(found)} charts; name one chart")
+    return found[0]

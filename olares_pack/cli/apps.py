@@ -220,8 +220,7 @@ def _pin_new_images(repository: str, tag: str, helper_refs: dict[str, tuple[str,
 def _write_new(apps_dir: Path, app_dir: Path, app_text: str, lock_text: str, dry_run: bool, lock_timeout: float) -> int:
     """app.yaml (parsed back as a manifest first) and model.lock.json, in one transaction."""
     from olares_pack.apps.load import parse_app
-    from olares_pack.catalogue.journal import Transaction
-    from olares_pack.catalogue.repo import LOCK_FILE
+    from olares_pack.apps.new_llamacpp import write_app
     from olares_pack.common import console
 
     manifest = app_dir / MANIFEST_FILE
@@ -230,13 +229,7 @@ def _write_new(apps_dir: Path, app_dir: Path, app_text: str, lock_text: str, dry
         console.out.print(app_text, markup=False, highlight=False, end="")
         return ExitCode.OK
     repo = Repo.of_apps(apps_dir)
-    with repo.open(write=True, timeout=lock_timeout, purpose="new"):
-        if app_dir.exists():
-            raise InputError(f"{app_dir}: already exists; `new` never overwrites an app")
-        txn = Transaction(repo.root)
-        txn.write(manifest, app_text)
-        txn.write(app_dir / LOCK_FILE, lock_text)
-        for path in txn.commit():
-            console.info(f"wrote {repo.rel(path)}")
+    for path in write_app(repo, app_dir, app_text, lock_text, lock_timeout):
+        console.info(f"wrote {repo.rel(path)}")
     console.info(f"next: olares-pack lint {app_dir} && olares-pack release {app_dir.name} --version 1.0.0 --dry-run")
     return ExitCode.OK

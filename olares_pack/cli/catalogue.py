@@ -13,11 +13,10 @@ from olares_pack.apps.changelog import CHANGE_KINDS
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.cli.apps import online_check
 from olares_pack.cli.args import app_folder, parse_change, parse_date, resolve_app
-from olares_pack.cli.diff import version_source
 from olares_pack.cli.group import cli
 from olares_pack.cli.options import DEFAULT_OUT, apps_dir_option, lock_timeout_option, target_option
 from olares_pack.cli.report import show_warnings
-from olares_pack.common.errors import ExitCode, InputError
+from olares_pack.common.errors import ExitCode
 
 
 @cli.command("render")
@@ -150,7 +149,9 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
                             date or dt.date.today(), summary or "", parsed_changes, notes)
     with repo.open(write=True, timeout=lock_timeout):
         if changes_from_diff:
-            parsed_changes += changes_since_latest(app_ref, apps_dir)
+            from olares_pack.diff import changes_since_latest
+
+            parsed_changes += changes_since_latest(repo, app_dir)
         plan = releases.plan_release(repo, app_dir, version=version, bump=bump, summary=summary, changes=parsed_changes,
                                      notes=notes, date=date, force=force, entry_override=entry,
                                      allow=tuple(sorted(set(allow))))
@@ -230,30 +231,14 @@ def _package_unpublished(app_dir: Path, target_names: tuple[str, ...], out: Path
     from olares_pack.catalogue import releases
     from olares_pack.common import console, fsio
     app = load_app(app_dir / MANIFEST_FILE)
-    entry = app.changelog_entry
-    if entry is not None and not entry.shipped:
-        raise InputError(f"{app.name} {app.version} is marked shipped: false: an unshipped version is never packaged")
     show_warnings(app)
-    for b in releases.build_packages(app, repo):
+    for b in releases.unpublished_packages(app, repo):
         if target_names and b.target not in target_names:
             continue
         dest = out / b.target / b.path.name
         fsio.write_bytes_atomic(dest, b.data)
         console.out.print(f"{dest}  sha256:{b.sha256}  (not published)", markup=False)
     return ExitCode.OK
-
-
-def changes_since_latest(app_ref: str, apps_dir: Path) -> list[tuple[str, str]]:
-    from olares_pack import diff
-    from olares_pack.catalogue import records
-
-    app_dir = app_folder(app_ref, apps_dir)
-    versions = records.versions(Repo.of_apps(apps_dir), app_dir.name)
-    if not versions:
-        return []
-    a = diff.facts(version_source(app_ref, versions[-1], "current", apps_dir))
-    b = diff.facts(version_source(app_ref, "current", "current", apps_dir))
-    return [c for c in diff.suggested_changes(diff.compare(a, b)) if not c[1].startswith("version ")]
 
 
 def edit_entry(name: str, version: str, date: dt.date, summary: str, changes: list[tuple[str, str]], notes: str) -> object:

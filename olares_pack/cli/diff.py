@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -14,10 +13,7 @@ from olares_pack.cli.args import app_folder
 from olares_pack.cli.group import cli
 from olares_pack.cli.options import apps_dir_option
 from olares_pack.cli.report import print_diff_table
-from olares_pack.common.errors import ExitCode, InputError
-
-if TYPE_CHECKING:
-    from olares_pack.charts.source import ChartSource
+from olares_pack.common.errors import ExitCode
 
 
 @cli.command("diff")
@@ -35,6 +31,8 @@ def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, ta
     `diff APP V` (V against `current`) or `diff A B` (chart folders, .tgz files, app manifests).
     Exit 0 equal, 1 different."""
     from olares_pack import diff
+    from olares_pack.catalogue.checks import version_source
+    from olares_pack.charts.source import single
     from olares_pack.common import console
     from olares_pack.lint import LintOptions
 
@@ -45,10 +43,11 @@ def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, ta
         console.info(f"comparing {refs[0]} {refs[1]} with current (app.yaml); `diff {refs[0]} V1 V2` compares two versions")
         refs = (refs[0], refs[1], "current")
     if len(refs) == 3:
-        a_src = version_source(refs[0], refs[1], target_name, apps_dir)
-        b_src = version_source(refs[0], refs[2], target_name, apps_dir)
+        repo, app_dir = Repo.of_apps(apps_dir), app_folder(refs[0], apps_dir)
+        a_src = version_source(repo, app_dir, refs[1], target_name)
+        b_src = version_source(repo, app_dir, refs[2], target_name)
     elif len(refs) == 2:
-        a_src, b_src = (path_source(Path(r), target_name) for r in refs)
+        a_src, b_src = (single(Path(r), target_name) for r in refs)
     else:
         raise click.UsageError("give APP V1 V2, APP V (compared with current), or two charts A B")
     options = LintOptions(engine_build=engine_build)
@@ -61,35 +60,3 @@ def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, ta
     else:
         print_diff_table(result, show_all)
     return ExitCode.OK if result.equal else ExitCode.FINDINGS
-
-
-def version_source(app_ref: str, version: str, target_name: str, apps_dir: Path) -> ChartSource:
-    """app.yaml rendered today (`current`), or a published version as it was published: its
-    committed package, read with the app of its record."""
-    from olares_pack.apps.load import load_app
-    from olares_pack.catalogue import checks as catalogue
-    from olares_pack.catalogue import records
-    from olares_pack.charts.source import ChartSource
-    from olares_pack.render import app as render
-    app_dir = app_folder(app_ref, apps_dir)
-    if version in ("current", "app.yaml"):
-        app = load_app(app_dir / MANIFEST_FILE)
-        t = targets.get(target_name if target_name in app.targets else app.targets[0])
-        return ChartSource(f"{app.name} {app.version}", app.name, render.render(app, t), app=app, target=t.name)
-    repo = Repo.of_apps(apps_dir)
-    rec = records.read(repo, app_dir.name, version)
-    target = target_name if target_name in rec.charts else sorted(rec.charts)[0]
-    data, _ = catalogue.published_bytes(repo, rec, target)
-    from olares_pack.charts.source import from_archive_bytes
-
-    src = from_archive_bytes(data, f"{rec.name} {rec.version}")
-    return ChartSource(src.label, src.folder, src.files, app=records.app_of(rec), target=target, binary=src.binary)
-
-
-def path_source(path: Path, target_name: str) -> ChartSource:
-    from olares_pack.charts.source import resolve
-
-    found = resolve([path], [target_name] if path.suffix in (".yaml", ".yml") or (path / MANIFEST_FILE).exists() else None)
-    if len(found) != 1:
-        raise InputError(f"{path}: holds {len(found)} charts; name one chart")
-    return found[0]

@@ -13,6 +13,7 @@ from olares_pack import olares as targets
 from olares_pack.catalogue.repo import Repo
 from olares_pack.cli.group import cli
 from olares_pack.cli.options import apps_dir_option, lock_timeout_option
+from olares_pack.cli.report import print_import_table
 from olares_pack.common.errors import ExitCode
 
 
@@ -43,11 +44,8 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
     """Import hand-written charts: chart folders, .tgz packages, folders of them, or the base URL
     of a live market source. Each app becomes apps/<name>/app.yaml (the chart as written) and one
     release record per version whose package is the source's own bytes."""
-    from rich.markup import escape
     from rich.progress import Progress
-    from rich.table import Table
 
-    from olares_pack.catalogue.journal import Transaction
     from olares_pack.common import console
     from olares_pack.importing import importer
 
@@ -65,33 +63,15 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
         plan = importer.plan(repo, found, (date or dt.datetime.now()).date(), upgrade=upgrade, rename=rename,
                              structured=structured)
         if not dry_run:
-            txn = Transaction(repo.root)
-            for path, data in sorted(plan.writes.items()):
-                txn.write(path, data)
-            txn.commit()
-    rows = []
-    for r in sorted(plan.results, key=lambda r: (r.name, r.found.label)):
-        status = "refused" if r.app is None else ("skipped" if r.name in plan.skipped else
-                                                  "to release" if not r.publishable else "with notes" if r.notes else "imported")
-        rows.append({"app": r.name, "version": r.app.version if r.app else "", "from": r.found.label,
-                     "engine": r.engine_text if r.app else "", "status": status,
-                     "notes": [r.problem] if r.problem else [plan.skipped[r.name]] if r.name in plan.skipped else r.notes})
+            plan.write(repo)
+    rows = plan.rows()
     if fmt == "json":
         console.out.print_json(json.dumps({"charts": rows, "apps": plan.apps, "sources": said}, ensure_ascii=False))
     else:
-        table = Table(title="import", title_justify="left")
-        for col in ("app", "version", "from", "engine", "status", "notes"):
-            table.add_column(col, overflow="fold")
-        for row in rows:
-            # escaped: notes quote patterns such as ^[a-z0-9]{1,30}$, which rich would read as markup
-            table.add_row(*(escape(str(row[k])) for k in ("app", "version", "from", "engine", "status")),
-                          escape("\n".join(row["notes"])))
-        console.out.print(table)
+        print_import_table(rows)
     for line in said:
         console.info(line)
-    ok = sum(1 for r in plan.results if r.app is not None and r.name not in plan.skipped)
-    noted = sum(1 for r in plan.results if r.notes)
-    refused = sum(1 for r in plan.results if r.app is None or r.name in plan.skipped)
+    ok, noted, refused = plan.counts()
     console.info(f"{len(plan.results)} chart(s): {ok} imported ({noted} with notes), {refused} not imported; "
                  f"{len(plan.apps)} app(s) {'would be ' if dry_run else ''}written under {repo.rel(repo.apps_dir)}")
     if refused or (strict and noted):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from olares_pack.apps.manifest import App
@@ -90,3 +90,19 @@ def print_estimate(title: str, e: Estimate) -> None:
     console.out.print(table)
     for n in e.notes:
         console.out.print(f"  note: {n}", markup=False)
+
+
+def print_import_table(rows: list[dict[str, Any]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from olares_pack.common import console
+
+    table = Table(title="import", title_justify="left")
+    for col in ("app", "version", "from", "engine", "status", "notes"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        # escaped: notes quote patterns such as ^[a-z0-9]{1,30}$, which rich would read as markup
+        table.add_row(*(escape(str(row[k])) for k in ("app", "version", "from", "engine", "status")),
+                      escape("\n".join(row["notes"])))
+    console.out.print(table)

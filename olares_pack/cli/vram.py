@@ -38,7 +38,6 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
     from olares_pack.catalogue import records
     from olares_pack.common import console
     from olares_pack.vram import budget, gguf_meta, outcomes
-    from olares_pack.vram import estimate as vram
 
     app_dir = app_folder(app_ref, apps_dir)
     repo = Repo.of_apps(apps_dir)
@@ -68,17 +67,10 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
         for e in estimates:
             e.notes.append(note)
     extra: dict[str, object] = {}
-    if isinstance(app, LlamaCppApp) and (largest_ctx or quants):
-        meta = budget.model_meta(app, app_dir)
-        s = budget.settings_for(app.server)
-        if largest_ctx:
-            extra["largest_ctx"] = {"fits": vram.largest_context(meta, s, dev, "fits"),
-                                    "tight": vram.largest_context(meta, s, dev, "tight"),
-                                    "trained": meta.context_length}
-        if quants:
-            at = budget.settings_for(app.server, ctxs[0] if ctxs else None)
-            extra["quants"] = [budget.quant_row(m, at, dev) for m in gguf_meta.load_lock(app_dir).models
-                               if m.repo == app.model.repo]
+    if isinstance(app, LlamaCppApp) and largest_ctx:
+        extra["largest_ctx"] = budget.largest_contexts(app, app_dir, dev)
+    if isinstance(app, LlamaCppApp) and quants:
+        extra["quants"] = budget.quant_rows(app, app_dir, dev, ctxs[0] if ctxs else None)
     # what devices did with this version, where its app's records say it ran out of memory: set
     # beside the verdict at the version's own context on the device the records are from
     record_rows: list[dict[str, object]] = []

@@ -356,6 +356,36 @@ class Plan:
     apps: dict[str, list[str]] = field(default_factory=dict)  # app name -> versions imported
     skipped: dict[str, str] = field(default_factory=dict)  # app name -> why not
 
+    def status(self, r: Imported) -> str:
+        if r.app is None:
+            return "refused"
+        if r.name in self.skipped:
+            return "skipped"
+        return "to release" if not r.publishable else "with notes" if r.notes else "imported"
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per chart version, as the report shows it: app, version, source, engine, status, notes."""
+        return [{"app": r.name, "version": r.app.version if r.app else "", "from": r.found.label,
+                 "engine": r.engine_text if r.app else "", "status": self.status(r),
+                 "notes": [r.problem] if r.problem else [self.skipped[r.name]] if r.name in self.skipped else r.notes}
+                for r in sorted(self.results, key=lambda r: (r.name, r.found.label))]
+
+    def counts(self) -> tuple[int, int, int]:
+        """(imported, with notes, not imported) chart versions."""
+        ok = sum(1 for r in self.results if r.app is not None and r.name not in self.skipped)
+        noted = sum(1 for r in self.results if r.notes)
+        refused = sum(1 for r in self.results if r.app is None or r.name in self.skipped)
+        return ok, noted, refused
+
+    def write(self, repo: Repo) -> list[Path]:
+        """Every file of the plan, in one transaction."""
+        from olares_pack.catalogue.journal import Transaction
+
+        txn = Transaction(repo.root)
+        for path, data in sorted(self.writes.items()):
+            txn.write(path, data)
+        return txn.commit()
+
 
 def _base_version(version: str, line: str) -> str:
     """The release a chart belongs to: an olares-pack legacy line (1.0.10-legacy) is 1.0.10's."""

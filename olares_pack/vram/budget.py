@@ -104,3 +104,18 @@ def app_estimate(app: App, app_dir: Path, dev: vram.Device, ctx: int | None = No
         return vram.vllm_budget(util, dev, declared)
     assert isinstance(app, LlamaCppApp)
     return vram.estimate(model_meta(app, app_dir), settings_for(app.server, ctx), dev, build=app.engine.build)
+
+
+def largest_contexts(app: LlamaCppApp, app_dir: Path, dev: vram.Device) -> dict[str, int]:
+    """The largest context that fits with a margin, the largest that fits at all ("tight"), and the
+    model's trained context (`vram --largest-ctx`)."""
+    meta = model_meta(app, app_dir)
+    s = settings_for(app.server)
+    return {"fits": vram.largest_context(meta, s, dev, "fits"), "tight": vram.largest_context(meta, s, dev, "tight"),
+            "trained": meta.context_length}
+
+
+def quant_rows(app: LlamaCppApp, app_dir: Path, dev: vram.Device, ctx: int | None) -> list[dict[str, object]]:
+    """Each locked quant of the app's repository at this context (`vram --quants`)."""
+    at = settings_for(app.server, ctx)
+    return [quant_row(m, at, dev) for m in gguf_meta.load_lock(app_dir).models if m.repo == app.model.repo]
