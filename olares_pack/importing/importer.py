@@ -43,10 +43,9 @@ class Imported:
     """A chart version as an app, what it took, and what could not be kept."""
 
     found: ChartSource
-    app: ChartApp | None
+    app: ChartApp
     line: str = ""  # the target its manifest generation installs on
     notes: list[str] = field(default_factory=list)  # changed or not representable, by path
-    problem: str = ""  # why it was not imported
     publishable: bool = True  # False: imported as a version still to be released (not recorded)
     engine: EngineRecord | None = None  # the engine its render runs, flags parsed back
 
@@ -60,11 +59,26 @@ class Imported:
 
     @property
     def name(self) -> str:
-        return self.app.name if self.app else self.found.folder
+        return self.app.name
 
     @property
     def chart_version(self) -> str:
         return str(safe_load(self.found.files.get("Chart.yaml", "")).get("version", ""))
+
+
+@dataclass
+class Refused:
+    """A chart version that is not imported, and why."""
+
+    found: ChartSource
+    problem: str
+    notes: list[str] = field(default_factory=list)
+    app: None = None  # reports read a refused chart beside the imported ones
+    engine: None = None
+
+    @property
+    def name(self) -> str:
+        return self.found.folder
 
 
 # ---------------------------------------------------------------- sources
@@ -148,7 +162,7 @@ def _renamed(found: ChartSource, old: str, new: str, notes: list[str]) -> ChartS
 
 
 def to_app(found: ChartSource, default_date: dt.date, *, rename: bool = False, notes: list[str] | None = None,
-           publishable: bool = True) -> Imported:
+           publishable: bool = True) -> Imported | Refused:
     notes = [] if notes is None else notes
     try:
         chart = safe_load(found.files.get("Chart.yaml", "")) or {}
@@ -156,31 +170,63 @@ def to_app(found: ChartSource, default_date: dt.date, *, rename: bool = False, n
             raise InputError("Chart.yaml is not a mapping")
         manifest, manifest_text = _manifest(found, notes)
     except (InputError, yaml.YAMLError) as exc:
-        return Imported(found, None, problem=str(exc).splitlines()[0])
+        return Refused(found, str(exc).splitlines()[0])
     md = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
-    spec = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
     name = str(md.get("name") or chart.get("name") or found.folder)
     if not NAME_RE.match(name) or name in RESERVED_NAMES:
         new = proposed_name(name)
         if not rename:
-            return Imported(found, None, problem=f"app name {name!r} is not valid on Olares (^[a-z0-9]{{1,30}}$); "
-                            f"a valid one would be {new!r} (--rename applies it)")
+            return Refused(found, f"app name {name!r} is not valid on Olares (^[a-z0-9]{{1,30}}$); "
+                           f"a valid one would be {new!r} (--rename applies it)")
         # The chart's own bytes name the old app: a renamed app is a new app, to be released.
         found = _renamed(found, name, new, notes)
         return to_app(found, default_date, rename=False, notes=notes, publishable=False)
-    version = str(md.get("version") or chart.get("version") or "")
-    try:
-        semver.Version.parse(version)
-    except ValueError:
-        try:
-            strict = str(targets.parse_os_version(version))
-        except InputError:
-            return Imported(found, None, problem=f"version {version!r} is not a version")
+    written = str(md.get("version") or chart.get("version") or "")
+    if (version := _strict_version(written)) is None:
+        return Refused(found, f"version {written!r} is not a version")
+    if version != written:
         # Devices install it (they read versions loosely), but the catalogue orders versions
         # strictly: the app takes the strict spelling, as a version still to be released.
-        notes.append(f"metadata.version: {version!r} is not strict semver: the app is {strict}, to be released "
+        notes.append(f"metadata.version: {written!r} is not strict semver: the app is {version}, to be released "
                      "(its original package is not recorded as published)")
-        version, publishable = strict, False
+        publishable = False
+    data = _app_data(found, chart, manifest, manifest_text, name, version, default_date, notes)
+    line = targets.own_target(data["chart"]["manifest_version"])
+    data["targets"] = [line]
+    representable(data, notes)
+    try:
+        app = validate_data(data, found.label)
+    except InputError as exc:
+        detail = "; ".join(f"{p.path}: {p.message}" for p in exc.problems) or str(exc)
+        return Refused(found, f"not representable as an app manifest: {detail}")
+    assert isinstance(app, ChartApp)
+    notes += round_trip(found, app, line)
+    from olares_pack.catalogue.releases import chart_engine
+
+    notes[:] = list(dict.fromkeys(notes))  # a renamed chart is read twice: each note once
+    return Imported(found, app, line, notes, publishable=publishable, engine=chart_engine(app))
+
+
+def _strict_version(version: str) -> str | None:
+    """The version in strict semver: as written, or the strict spelling of a version devices read
+    loosely; None when it is no version."""
+    try:
+        semver.Version.parse(version)
+        return version
+    except ValueError:
+        pass
+    try:
+        return str(targets.parse_os_version(version))
+    except InputError:
+        return None
+
+
+def _app_data(found: ChartSource, chart: dict[str, Any], manifest: dict[str, Any], manifest_text: str | None,
+              name: str, version: str, default_date: dt.date, notes: list[str]) -> dict[str, Any]:
+    """The app manifest's data: the texts and fields OlaresManifest.yaml and Chart.yaml give the
+    app, the rest of the chart kept as written (what a manifest cannot hold noted)."""
+    md = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    spec = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
     rest = {k: v for k, v in manifest.items()}
     rest["metadata"] = {k: v for k, v in md.items() if k not in chartrender.METADATA_FIELDS}
     rest["spec"] = {k: v for k, v in spec.items() if k not in _SPEC_TEXTS}
@@ -217,20 +263,7 @@ def to_app(found: ChartSource, default_date: dt.date, *, rename: bool = False, n
             data[fld] = str(spec[key])
     if isinstance(spec.get("license"), list):
         data["license"] = spec["license"]
-    line = targets.own_target(data["chart"]["manifest_version"])
-    data["targets"] = [line]
-    representable(data, notes)
-    try:
-        app = validate_data(data, found.label)
-    except InputError as exc:
-        detail = "; ".join(f"{p.path}: {p.message}" for p in exc.problems) or str(exc)
-        return Imported(found, None, problem=f"not representable as an app manifest: {detail}")
-    assert isinstance(app, ChartApp)
-    notes += round_trip(found, app, line)
-    from olares_pack.catalogue.releases import chart_engine
-
-    notes[:] = list(dict.fromkeys(notes))  # a renamed chart is read twice: each note once
-    return Imported(found, app, line, notes, publishable=publishable, engine=chart_engine(app))
+    return data
 
 
 # Texts an app manifest cannot hold but a device shows: template delimiters are refused in app
@@ -352,12 +385,12 @@ def round_trip(found: ChartSource, app: ChartApp, line: str) -> list[str]:
 @dataclass
 class Plan:
     writes: dict[Path, bytes | str] = field(default_factory=dict)
-    results: list[Imported] = field(default_factory=list)
+    results: list[Imported | Refused] = field(default_factory=list)
     apps: dict[str, list[str]] = field(default_factory=dict)  # app name -> versions imported
     skipped: dict[str, str] = field(default_factory=dict)  # app name -> why not
 
-    def status(self, r: Imported) -> str:
-        if r.app is None:
+    def status(self, r: Imported | Refused) -> str:
+        if isinstance(r, Refused):
             return "refused"
         if r.name in self.skipped:
             return "skipped"
@@ -367,14 +400,14 @@ class Plan:
         """One row per chart version, as the report shows it: app, version, source, engine, status, notes."""
         return [{"app": r.name, "version": r.app.version if r.app else "", "from": r.found.label,
                  "engine": r.engine_text if r.app else "", "status": self.status(r),
-                 "notes": [r.problem] if r.problem else [self.skipped[r.name]] if r.name in self.skipped else r.notes}
+                 "notes": [r.problem] if isinstance(r, Refused) else [self.skipped[r.name]] if r.name in self.skipped else r.notes}
                 for r in sorted(self.results, key=lambda r: (r.name, r.found.label))]
 
     def counts(self) -> tuple[int, int, int]:
         """(imported, with notes, not imported) chart versions."""
-        ok = sum(1 for r in self.results if r.app is not None and r.name not in self.skipped)
+        ok = sum(1 for r in self.results if isinstance(r, Imported) and r.name not in self.skipped)
         noted = sum(1 for r in self.results if r.notes)
-        refused = sum(1 for r in self.results if r.app is None or r.name in self.skipped)
+        refused = sum(1 for r in self.results if isinstance(r, Refused) or r.name in self.skipped)
         return ok, noted, refused
 
     def write(self, repo: Repo) -> list[Path]:
@@ -405,15 +438,17 @@ def _dependency(found: ChartSource, line: str) -> str:
 
 def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool = False, rename: bool = False,
          structured: bool = False) -> Plan:
+    """Every file an import writes, computed without writing: per app, one record per published
+    release (each target's package the source's own bytes), app.yaml (the newest chart, or the
+    newest still to be released; --upgrade and --structured make it the next version), the ledger."""
     out = Plan()
     by_file: dict[tuple[str, str], ChartSource] = {}
     for f in founds:
-        by_file.setdefault((f.folder, package.sha256(f.package)), f)  # a chart seen twice (two OS views)
-    imported = [to_app(f, date, rename=rename) for f in by_file.values()]
-    out.results = imported
+        by_file.setdefault((f.folder, package.sha256(f.package or b"")), f)  # a chart seen twice (two OS views)
+    out.results = [to_app(f, date, rename=rename) for f in by_file.values()]
     groups: dict[str, list[Imported]] = defaultdict(list)
-    for imp in imported:
-        if imp.app is not None:
+    for imp in out.results:
+        if isinstance(imp, Imported):
             groups[imp.name].append(imp)
     existing = records.published_apps(repo)
     all_recs = catalogue.load_records(repo)
@@ -421,54 +456,21 @@ def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool 
         if name in existing or (repo.apps_dir / name).exists():
             out.skipped[name] = f"apps/{name} already exists"
             continue
-        pending = [i for i in imps if not i.publishable]
-        imps = [i for i in imps if i.publishable]
-        releases: dict[str, dict[str, Imported]] = defaultdict(dict)
-        for imp in imps:
-            base = _base_version(imp.app.version, imp.line)  # type: ignore[union-attr]
-            if imp.line in releases[base]:
-                out.skipped[name] = f"two {imp.line} charts of version {base} with different bytes"
-                break
-            releases[base][imp.line] = imp
-        if name in out.skipped:
+        published = [i for i in imps if i.publishable]
+        by_release = _releases(published)
+        if isinstance(by_release, str):
+            out.skipped[name] = by_release
             continue
-        primary = targets.CURRENT.name if any(targets.CURRENT.name in r for r in releases.values()) else targets.LEGACY.name
-        recs = []
-        entries: list[ChangelogEntry] = []
-        for base in sorted(releases, key=semver.Version.parse):
-            lines = releases[base]
-            lead = lines.get(primary) or next(iter(lines.values()))
-            app = lead.app.model_copy(update={"version": base})  # type: ignore[union-attr]
-            entry = app.changelog[0].model_copy(update={"version": base})
-            entries.append(entry)
-            charts = {}
-            for line, imp in sorted(lines.items()):
-                version = imp.chart_version
-                path = repo.package_path(line, name, version)
-                out.writes[path] = imp.found.package
-                charts[line] = ChartRecord(file=repo.rel(path), sha256=package.sha256(imp.found.package),
-                                           size=len(imp.found.package), content_sha256=package.content_digest(imp.found.package),
-                                           olares=_dependency(imp.found, line), version=version)
-            rec = Record(name=name, version=base, published=entry.date, tool=TOOL, generation=0, charts=charts,
-                         engine=lead.engine, changelog=[entry], manifest=records.resolved_manifest(app))
-            recs.append(rec)
-            out.writes[records.path_of(repo, name, base)] = records.dumps(rec)
-        newest_pending = max(pending, key=lambda i: semver.Version.parse(i.app.version), default=None)  # type: ignore[union-attr]
-        if newest_pending is not None and (not recs or semver.Version.parse(newest_pending.app.version) >  # type: ignore[union-attr]
-                                           semver.Version.parse(recs[-1].version)):
-            app_data = records.resolved_manifest(newest_pending.app)  # type: ignore[arg-type]
-            entries.append(newest_pending.app.changelog[0])  # type: ignore[union-attr]
-        elif recs:
-            app_data = dict(recs[-1].manifest)
-        else:
+        recs, entries = _records(repo, name, by_release, out.writes)
+        app_data = _newest_app(recs, entries, [i for i in imps if not i.publishable])
+        if app_data is None:
             out.skipped[name] = "no version to import"
             continue
-        app_data["changelog"] = [e.model_dump(mode="json", exclude_defaults=True) for e in entries]
-        newest_imp = max(imps or pending, key=lambda i: semver.Version.parse(i.app.version))  # type: ignore[union-attr]
+        newest = max(published or imps, key=lambda i: semver.Version.parse(i.app.version))
         if upgrade and app_data["targets"] == [targets.LEGACY.name]:
-            app_data = _upgraded(app_data, date, newest_imp)
+            app_data = _upgraded(app_data, date, newest)
         if structured:
-            app_data = _typed(app_data, date, newest_imp, published=[r.version for r in recs])
+            app_data = _typed(app_data, date, newest, published=[r.version for r in recs])
         out.writes[repo.apps_dir / name / MANIFEST_FILE] = dump_app(app_data)
         out.apps[name] = [r.version for r in recs]
         if recs:
@@ -476,6 +478,61 @@ def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool 
     if out.apps:
         out.writes[repo.index_file] = catalogue.ledger_text(all_recs)
     return out
+
+
+def _releases(imps: list[Imported]) -> dict[str, dict[str, Imported]] | str:
+    """The published charts by release and target line, or why they cannot be imported."""
+    by_release: dict[str, dict[str, Imported]] = defaultdict(dict)
+    for imp in imps:
+        base = _base_version(imp.app.version, imp.line)
+        if imp.line in by_release[base]:
+            return f"two {imp.line} charts of version {base} with different bytes"
+        by_release[base][imp.line] = imp
+    return by_release
+
+
+def _records(repo: Repo, name: str, by_release: dict[str, dict[str, Imported]],
+             writes: dict[Path, bytes | str]) -> tuple[list[Record], list[ChangelogEntry]]:
+    """One release record per release, oldest first (its packages added to `writes`), and the
+    changelog entries they carry."""
+    primary = targets.CURRENT.name if any(targets.CURRENT.name in r for r in by_release.values()) else targets.LEGACY.name
+    recs: list[Record] = []
+    entries: list[ChangelogEntry] = []
+    for base in sorted(by_release, key=semver.Version.parse):
+        lines = by_release[base]
+        lead = lines.get(primary) or next(iter(lines.values()))
+        app = lead.app.model_copy(update={"version": base})
+        entry = app.changelog[0].model_copy(update={"version": base})
+        entries.append(entry)
+        charts = {}
+        for line, imp in sorted(lines.items()):
+            version, data = imp.chart_version, imp.found.package or b""
+            path = repo.package_path(line, name, version)
+            writes[path] = data
+            charts[line] = ChartRecord(file=repo.rel(path), sha256=package.sha256(data), size=len(data),
+                                       content_sha256=package.content_digest(data), olares=_dependency(imp.found, line),
+                                       version=version)
+        rec = Record(name=name, version=base, published=entry.date, tool=TOOL, generation=0, charts=charts,
+                     engine=lead.engine, changelog=[entry], manifest=records.resolved_manifest(app))
+        recs.append(rec)
+        writes[records.path_of(repo, name, base)] = records.dumps(rec)
+    return recs, entries
+
+
+def _newest_app(recs: list[Record], entries: list[ChangelogEntry], pending: list[Imported]) -> dict[str, Any] | None:
+    """app.yaml's data: the newest chart still to be released when it is newer than every record,
+    else the newest record's manifest; the changelog of both."""
+    newest_pending = max(pending, key=lambda i: semver.Version.parse(i.app.version), default=None)
+    if newest_pending is not None and (not recs or semver.Version.parse(newest_pending.app.version) >
+                                       semver.Version.parse(recs[-1].version)):
+        app_data = records.resolved_manifest(newest_pending.app)
+        entries = [*entries, newest_pending.app.changelog[0]]
+    elif recs:
+        app_data = dict(recs[-1].manifest)
+    else:
+        return None
+    app_data["changelog"] = [e.model_dump(mode="json", exclude_defaults=True) for e in entries]
+    return app_data
 
 
 def _upgraded(app_data: dict[str, Any], date: dt.date, newest: Imported) -> dict[str, Any]:
