@@ -198,34 +198,67 @@ def next_version(current: str, bump: str) -> str:
     return str({"patch": v.bump_patch, "minor": v.bump_minor, "major": v.bump_major}[bump]())
 
 
-def plan_release(
-    repo: Repo,
-    app_ref: Path,
-    *,
-    version: str | None = None,
-    bump: str | None = None,
-    summary: str | None = None,
-    changes: list[tuple[str, str]] | None = None,
-    notes: str = "",
-    date: dt.date | None = None,
-    force: bool = False,
-    entry_override: Any = None,
-    allow: tuple[str, ...] = (),
-) -> ReleasePlan:
+@dataclass(frozen=True)
+class VersionAsked:
+    """Which version to release: exactly `version`, the latest bumped by `bump`, or app.yaml's."""
+
+    version: str | None = None
+    bump: str | None = None
+    force: bool = False  # a version that does not increase on the latest published one
+
+
+@dataclass(frozen=True)
+class EntryAsked:
+    """The changelog entry to add: from the command line, or as written in $EDITOR (`edited`)."""
+
+    summary: str | None = None
+    changes: tuple[tuple[str, str], ...] = ()
+    notes: str = ""
+    date: dt.date | None = None
+    edited: Any = None
+
+    @property
+    def given(self) -> bool:
+        return self.edited is not None or bool(self.summary)
+
+
+def plan_release(repo: Repo, app_ref: Path, asked: VersionAsked, entry: EntryAsked,
+                 allow: tuple[str, ...] = ()) -> ReleasePlan:
     """Everything a release would write, computed without writing anything. It reads this app's
     manifest and records and the ledger, nothing of the other apps."""
     manifest_path = app_ref / MANIFEST_FILE if app_ref.is_dir() else app_ref
-    app_dir = manifest_path.parent
     doc = load_yaml(manifest_path)
     old = validate_doc(doc)
     published = records.versions(repo, old.name)
-    latest = published[-1] if published else None
-    if bump and version:
+    new_version = _version(old, published, asked)
+    old_text = doc.path.read_text(encoding="utf-8")
+    if new_version in published:
+        return _already_published(repo, old, new_version, old_text, manifest_path)
+    tree = doc.tree
+    tree["version"] = new_version
+    _add_entry(tree, new_version, entry, manifest_path, old.name)
+    buf = io.StringIO()
+    roundtrip_yaml().dump(tree, buf)
+    new_text = buf.getvalue()
+    raw = parse_app(new_text, manifest_path, derive=False)
+    app = parse_app(new_text, manifest_path)
+    adds = _entries_recorded(app, published, manifest_path)
+    built = build_packages(app, repo)
+    findings = lint_app(app, manifest_path.parent, built, allow)
+    rec = make_record(app, built, repo, adds, derived_fields(raw))
+    return ReleasePlan(app, old_text, new_text, manifest_path, findings, False, built, rec,
+                       records.path_of(repo, app.name, new_version), ledger_with(repo, rec))
+
+
+def _version(old: App, published: list[str], asked: VersionAsked) -> str:
+    """The version to release, checked: semver, not a target line's name, increasing (unless forced
+    or already published)."""
+    if asked.bump and asked.version:
         raise InputError("give --bump or --version, not both")
-    if bump:
-        new_version = next_version(max([old.version, *published], key=semver.Version.parse), bump)
+    if asked.bump:
+        new_version = next_version(max([old.version, *published], key=semver.Version.parse), asked.bump)
     else:
-        new_version = version or old.version
+        new_version = asked.version or old.version
     try:
         semver.Version.parse(new_version)
     except ValueError:
@@ -233,61 +266,62 @@ def plan_release(
     if (line := targets.line_clash(new_version)) is not None:
         raise InputError(f"{old.name} {new_version}: versions whose pre-release starts with {line!r} name the "
                          f"{line} target's chart of a release; choose another pre-release")
-    old_text = doc.path.read_text(encoding="utf-8")
-
     if new_version in published:
         if new_version != old.version:
             raise InputError(f"{old.name} {new_version} is already published; app.yaml holds {old.version}")
-        rec = records.read(repo, old.name, new_version)
-        edits = edits_since(old, rec)
-        if edits:
-            raise immutable_error(repo, rec, edits)
-        return ReleasePlan(records.app_of(rec), old_text, old_text, manifest_path, [], True, [], rec,
-                           records.path_of(repo, old.name, new_version), "")
-    if latest and semver.Version.parse(new_version) <= semver.Version.parse(latest) and not force:
+        return new_version
+    latest = published[-1] if published else None
+    if latest and semver.Version.parse(new_version) <= semver.Version.parse(latest) and not asked.force:
         raise InputError(f"{old.name} {new_version} does not increase on the latest published version {latest} "
                          "(a device only updates to a higher version; --force to publish it anyway)")
+    return new_version
 
-    tree = doc.tree
-    tree["version"] = new_version
+
+def _already_published(repo: Repo, old: App, version: str, text: str, manifest_path: Path) -> ReleasePlan:
+    """app.yaml still says a published version: nothing to do, unless it was edited since."""
+    rec = records.read(repo, old.name, version)
+    if edits := edits_since(old, rec):
+        raise immutable_error(repo, rec, edits)
+    return ReleasePlan(records.app_of(rec), text, text, manifest_path, [], True, [], rec,
+                       records.path_of(repo, old.name, version), "")
+
+
+def _add_entry(tree: Any, version: str, entry: EntryAsked, manifest_path: Path, name: str) -> None:
+    """The changelog entry asked for, appended to app.yaml's changelog (comments kept); without one,
+    app.yaml must hold it already."""
     log = tree.get("changelog")
-    has_entry = any(str(e.get("version")) == new_version for e in (log or []))
-    if entry_override is not None or summary:
-        if has_entry:
-            raise InputError(f"{manifest_path}: the changelog already has an entry for {new_version}")
-        entry = entry_override if entry_override is not None else entry_map(
-            new_version, date or dt.date.today(), summary or "", changes or [], notes)
-        entry["version"] = new_version  # the editor was opened before the version was final
-        if log is None:
-            from ruamel.yaml.comments import CommentedSeq
+    has_entry = any(str(e.get("version")) == version for e in (log or []))
+    if not entry.given:
+        if not has_entry:
+            raise InputError(f"{name} {version} needs a changelog entry: give --summary (and --change, --notes) or --edit")
+        return
+    if has_entry:
+        raise InputError(f"{manifest_path}: the changelog already has an entry for {version}")
+    added = entry.edited if entry.edited is not None else entry_map(
+        version, entry.date or dt.date.today(), entry.summary or "", list(entry.changes), entry.notes)
+    added["version"] = version  # the editor was opened before the version was final
+    if log is None:
+        from ruamel.yaml.comments import CommentedSeq
 
-            tree["changelog"] = log = CommentedSeq()
-        log.append(entry)
-    elif not has_entry:
-        raise InputError(f"{old.name} {new_version} needs a changelog entry: give --summary (and --change, --notes) or --edit")
-    buf = io.StringIO()
-    roundtrip_yaml().dump(tree, buf)
-    new_text = buf.getvalue()
-    raw = parse_app(new_text, manifest_path, derive=False)
-    app = parse_app(new_text, manifest_path)
+        tree["changelog"] = log = CommentedSeq()
+    log.append(added)
+
+
+def _entries_recorded(app: App, published: list[str], manifest_path: Path) -> list[ChangelogEntry]:
+    """The entries the record of this version carries: its own, and those of the unshipped
+    versions since the latest published one below it. Its own must be shipped."""
     own = app.changelog_entry
     assert own is not None
     if not own.shipped:
-        raise InputError(f"{manifest_path}: the changelog entry of {new_version} says shipped: false; an unshipped "
+        raise InputError(f"{manifest_path}: the changelog entry of {app.version} says shipped: false; an unshipped "
                          "version is never packaged or published (remove shipped: false to publish it)")
-    top = semver.Version.parse(new_version)
+    top = semver.Version.parse(app.version)
     below = [semver.Version.parse(v) for v in published if semver.Version.parse(v) < top]
     floor = max(below) if below else None
-    adds = sorted((e for e in app.changelog
+    return sorted((e for e in app.changelog
                    if (floor is None or semver.Version.parse(e.version) > floor) and semver.Version.parse(e.version) <= top
-                   and (e.version == new_version or not e.shipped)),
+                   and (e.version == app.version or not e.shipped)),
                   key=lambda e: semver.Version.parse(e.version))
-
-    built = build_packages(app, repo)
-    findings = lint_app(app, app_dir, built, allow)
-    rec = make_record(app, built, repo, adds, derived_fields(raw))
-    return ReleasePlan(app, old_text, new_text, manifest_path, findings, False, built, rec,
-                       records.path_of(repo, app.name, new_version), ledger_with(repo, rec))
 
 
 def ledger_with(repo: Repo, rec: Record) -> str:

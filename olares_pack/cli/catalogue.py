@@ -152,8 +152,8 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
             from olares_pack.diff import changes_since_latest
 
             parsed_changes += changes_since_latest(repo, app_dir)
-        plan = releases.plan_release(repo, app_dir, version=version, bump=bump, summary=summary, changes=parsed_changes,
-                                     notes=notes, date=date, force=force, entry_override=entry,
+        plan = releases.plan_release(repo, app_dir, releases.VersionAsked(version, bump, force),
+                                     releases.EntryAsked(summary, tuple(parsed_changes), notes, date, entry),
                                      allow=tuple(sorted(set(allow))))
         errors = [f for f in plan.findings if f.severity == "error"]
         if errors:
