@@ -40,77 +40,103 @@ def _diverge(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> 
     return any(x[0] == y[0] and x[1] != y[1] for x, y in zip(a, b, strict=False))
 
 
-def _scan(ctx: ChartContext, path: str, text: str) -> None:
-    mappings: list[_Mapping] = []
-    branches: list[tuple[int, int]] = []  # open if/with/range: (id, branch index)
-    next_id = 0
+@dataclass
+class _Scan:
+    """One template file read line by line, as YAML reads it where template actions allow: the
+    mappings open at each indent, the if/with/range branch each line is in, and the block scalar
+    being skipped. A key a mapping already holds in the same branch is reported."""
+
+    ctx: ChartContext
+    path: str
+    mappings: list[_Mapping] = field(default_factory=list)
+    branches: list[tuple[int, int]] = field(default_factory=list)  # open if/with/range: (id, branch index)
+    next_id: int = 0
     block_indent: int | None = None  # the indent of the key or item that opened a block scalar
     content_indent: int | None = None
-    for n, raw in enumerate(text.split("\n"), 1):
+
+    def line(self, n: int, raw: str) -> None:
         line = raw.rstrip("\r")
         stripped = line.strip()
         indent = len(line) - len(line.lstrip(" "))
         action_only = "{{" in line and bool(_ACTION_ONLY.match(line))
         if action_only:
-            for m in _ACTION.finditer(line):
-                word = m.group(1)
-                if word in _OPENERS:
-                    branches.append((next_id, 0))
-                    next_id += 1
-                elif word == "else" and branches:
-                    bid, idx = branches[-1]
-                    branches[-1] = (bid, idx + 1)
-                elif word == "end" and branches:
-                    branches.pop()
-        if block_indent is not None:
-            if not stripped:
-                continue
-            if content_indent is None:
-                if indent > block_indent and not action_only:
-                    content_indent = indent
-                    continue
-            elif indent >= content_indent:
-                continue
-            if action_only and indent > block_indent:
-                continue
-            if action_only:
-                continue
-            block_indent = content_indent = None
+            self._actions(line)
+        if self.block_indent is not None and self._in_block(stripped, indent, action_only):
+            return
         if not stripped or stripped.startswith("#") or action_only:
-            continue
+            return
         if stripped == "---" or stripped.startswith("--- "):
-            mappings.clear()
-            continue
-        body, at = stripped, indent
-        while body.startswith("- ") or body == "-":  # a sequence item opens a new mapping
-            body = body[2:].lstrip() if body != "-" else ""
-            at = len(line) - len(line.lstrip(" -")) if body else at + 2
-            mappings = [m for m in mappings if m.indent < at]
-            mappings.append(_Mapping(at))
+            self.mappings.clear()
+            return
+        body, at = self._items(line, stripped, indent)
         if not body:
-            continue
+            return
         m = _KEY.match(body)
         if m is not None:
-            mappings = [x for x in mappings if x.indent <= at]
-            if not mappings or mappings[-1].indent != at:
-                mappings.append(_Mapping(at))
-            key = m.group("key").strip().strip("'\"")
-            here = tuple(branches)
-            seen = mappings[-1].keys.get(key)
-            if seen is not None and "{{" not in key:
-                first, there = seen
-                if not _diverge(here, there):
-                    ctx.add("template.raw-yaml", f"duplicate key {key!r} (first on line {first})", file=path,
-                            line=n, hint="a mapping holds each key once")
-            mappings[-1].keys.setdefault(key, (n, here))
+            self._key(n, m.group("key").strip().strip("'\""), at)
         if body[-1] in "|>-+0123456789#" and _BLOCK_START.search(body):
-            block_indent, content_indent = (at if m is not None else indent), None
+            self.block_indent, self.content_indent = (at if m is not None else indent), None
+
+    def _actions(self, line: str) -> None:
+        """if/with/range open a branch, else moves to the next, end closes it."""
+        for m in _ACTION.finditer(line):
+            word = m.group(1)
+            if word in _OPENERS:
+                self.branches.append((self.next_id, 0))
+                self.next_id += 1
+            elif word == "else" and self.branches:
+                bid, idx = self.branches[-1]
+                self.branches[-1] = (bid, idx + 1)
+            elif word == "end" and self.branches:
+                self.branches.pop()
+
+    def _in_block(self, stripped: str, indent: int, action_only: bool) -> bool:
+        """Whether the line is still the block scalar's text (else the block ends here)."""
+        assert self.block_indent is not None
+        if not stripped:
+            return True
+        if self.content_indent is None:
+            if indent > self.block_indent and not action_only:
+                self.content_indent = indent
+                return True
+        elif indent >= self.content_indent:
+            return True
+        if action_only:
+            return True
+        self.block_indent = self.content_indent = None
+        return False
+
+    def _items(self, line: str, stripped: str, indent: int) -> tuple[str, int]:
+        """The line past its sequence-item dashes, and the indent its content stands at; each item
+        opens a new mapping."""
+        body, at = stripped, indent
+        while body.startswith("- ") or body == "-":
+            body = body[2:].lstrip() if body != "-" else ""
+            at = len(line) - len(line.lstrip(" -")) if body else at + 2
+            self.mappings = [m for m in self.mappings if m.indent < at]
+            self.mappings.append(_Mapping(at))
+        return body, at
+
+    def _key(self, n: int, key: str, at: int) -> None:
+        self.mappings = [x for x in self.mappings if x.indent <= at]
+        if not self.mappings or self.mappings[-1].indent != at:
+            self.mappings.append(_Mapping(at))
+        here = tuple(self.branches)
+        seen = self.mappings[-1].keys.get(key)
+        if seen is not None and "{{" not in key:
+            first, there = seen
+            if not _diverge(here, there):
+                self.ctx.add("template.raw-yaml", f"duplicate key {key!r} (first on line {first})", file=self.path,
+                             line=n, hint="a mapping holds each key once")
+        self.mappings[-1].keys.setdefault(key, (n, here))
 
 
 def raw_yaml(ctx: ChartContext) -> None:
     for path, text in sorted(ctx.source.files.items()):
         if _is_yaml_template(path):
-            _scan(ctx, path, text)
+            scan = _Scan(ctx, path)
+            for n, raw in enumerate(text.split("\n"), 1):
+                scan.line(n, raw)
 
 
 RAW_RULES: list[Rule] = [raw_yaml]
