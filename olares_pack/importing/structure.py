@@ -19,7 +19,7 @@ from olares_pack.common import quantity
 from olares_pack.common.errors import InputError
 from olares_pack.engines import registry
 from olares_pack.engines.detect import Invocation, find_engines
-from olares_pack.engines.normalize import normalize_generic, normalize_llama
+from olares_pack.engines.normalize import NormalizedArgs, normalize_generic, normalize_llama
 
 # llama.cpp flags the typed settings hold (canonical names of the registry), and their fields.
 _LLAMA = {"--alias": "alias", "--host": "host", "--port": "port", "--parallel": "parallel", "--ctx-size": "ctx_size",
@@ -128,51 +128,71 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
     repo, tag = registry.image_parts(inv.image, as_written=True)
     engine: dict[str, Any] = {"kind": inv.kind, "image": {"repository": repo.lower(), "tag": tag or "latest",
                                                           "digest": inv.image.split("@", 1)[1] if "@" in inv.image else None}}
-    notes: list[str] = []
     if inv.kind == "llamacpp":
         engine["build"] = inv.build or registry.tag_build(tag)
-        reg = registry.resolve("llamacpp", engine["build"], "image tag").registry
-        args = normalize_llama(inv.argv, reg, inv.env)
-        flags = args.values()
-        server: dict[str, Any] = {field: _number(flags[f]) if field not in ("alias", "host", "flash_attn") else flags[f]
-                                  for f, field in _LLAMA.items() if f in flags}
-        if "jinja" in server:
-            server["jinja"] = _flag(str(flags["--jinja"]))
-        if "gpu_layers" in server and server["gpu_layers"] in ("-1", -1):
-            server["gpu_layers"] = "all"
-        server.setdefault("ctx_size", 0)
-        if "--cache-type-k" in flags or "--cache-type-v" in flags:
-            server["cache_type"] = {"k": flags.get("--cache-type-k", "f16"), "v": flags.get("--cache-type-v", "f16")}
-        if "--spec-type" in flags:
-            server["speculative"] = {field: _number(flags[f]) if field != "type" else flags[f] for f, field in _SPEC.items() if f in flags}
-        if "--chat-template-kwargs" in flags:
-            server["chat_template_kwargs"] = json.loads(flags["--chat-template-kwargs"])
-        used = {*_LLAMA, *_SPEC, "--cache-type-k", "--cache-type-v", "--chat-template-kwargs", "--model", "--hf-repo", "--hf-file"}
-        positional = args.positional
+        args, server, used = _llama_server(inv, engine["build"])
     else:
-        args = normalize_generic(inv.argv[1:] if inv.argv[:1] == ["serve"] else inv.argv)
-        flags = args.values()
-        server = {}
-        for f, field in _VLLM.items():
-            if f in flags:
-                server[field] = _flag(flags[f]) if field.startswith(("enable_", "trust_")) else (
-                    _number(flags[f]) if field in ("port", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
-                                                   "max_num_batched_tokens") else flags[f])
-        if "--speculative-config" in flags:
-            server["speculative_config"] = json.loads(flags["--speculative-config"])
-        used = {*_VLLM, "--speculative-config", "--revision", "--download-dir", "--model"}
-        positional = args.positional
+        args, server, used = _vllm_server(inv)
     extra = [a.spelled for k, a in sorted(args.args.items()) if k not in used]
     server["extra_args"] = [w for s in extra for w in s.split(" ", 1)]
     download = _download_env(objects) or llmbase_import.download_env(objects)
-    model = _model(flags, download, positional)
-    spec = app.chart.manifest.get("spec") or {}
-    first = next((e for e in app.chart.manifest.get("entrances") or [] if isinstance(e, dict)), {})
     consumed = {k for k in inv.env if k.startswith("LLAMA_ARG_")}
     if download:
         consumed.add("HF_HUB_OFFLINE")  # the typed render sets it whenever a download step fetches the model
     data = {**{k: v for k, v in app.model_dump(mode="json", exclude={"chart"}).items()},
-            "engine": engine, "server": server, "model": model, "resources": _resources(container, spec),
+            "engine": engine, "server": server, "model": _model(args.values(), download, args.positional),
+            **_chart_fields(app, container, consumed)}
+    notes: list[str] = []
+    data = llmbase_import.extras(data, app, objects, inv, notes)
+    typed = validate_data(data, f"{app.name} (typed)")
+    if extra:
+        notes.append(f"engine arguments the typed settings do not hold, kept as server.extra_args: {' '.join(extra)}")
+    return typed, notes
+
+
+def _llama_server(inv: Invocation, build: str) -> tuple[NormalizedArgs, dict[str, Any], set[str]]:
+    """llama-server's arguments as typed settings, and the flags they hold."""
+    reg = registry.resolve("llamacpp", build, "image tag").registry
+    args = normalize_llama(inv.argv, reg, inv.env)
+    flags = args.values()
+    server: dict[str, Any] = {field: _number(flags[f]) if field not in ("alias", "host", "flash_attn") else flags[f]
+                              for f, field in _LLAMA.items() if f in flags}
+    if "jinja" in server:
+        server["jinja"] = _flag(str(flags["--jinja"]))
+    if "gpu_layers" in server and server["gpu_layers"] in ("-1", -1):
+        server["gpu_layers"] = "all"
+    server.setdefault("ctx_size", 0)
+    if "--cache-type-k" in flags or "--cache-type-v" in flags:
+        server["cache_type"] = {"k": flags.get("--cache-type-k", "f16"), "v": flags.get("--cache-type-v", "f16")}
+    if "--spec-type" in flags:
+        server["speculative"] = {field: _number(flags[f]) if field != "type" else flags[f] for f, field in _SPEC.items() if f in flags}
+    if "--chat-template-kwargs" in flags:
+        server["chat_template_kwargs"] = json.loads(flags["--chat-template-kwargs"])
+    used = {*_LLAMA, *_SPEC, "--cache-type-k", "--cache-type-v", "--chat-template-kwargs", "--model", "--hf-repo", "--hf-file"}
+    return args, server, used
+
+
+def _vllm_server(inv: Invocation) -> tuple[NormalizedArgs, dict[str, Any], set[str]]:
+    """`vllm serve`'s arguments as typed settings, and the flags they hold."""
+    args = normalize_generic(inv.argv[1:] if inv.argv[:1] == ["serve"] else inv.argv)
+    flags = args.values()
+    server: dict[str, Any] = {}
+    for f, field in _VLLM.items():
+        if f in flags:
+            server[field] = _flag(flags[f]) if field.startswith(("enable_", "trust_")) else (
+                _number(flags[f]) if field in ("port", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
+                                               "max_num_batched_tokens") else flags[f])
+    if "--speculative-config" in flags:
+        server["speculative_config"] = json.loads(flags["--speculative-config"])
+    return args, server, {*_VLLM, "--speculative-config", "--revision", "--download-dir", "--model"}
+
+
+def _chart_fields(app: ChartApp, container: dict[str, Any], consumed: set[str]) -> dict[str, Any]:
+    """What the chart's manifest and engine container say beyond the engine: resources, the
+    entrance, env, probes, compute modes."""
+    spec = app.chart.manifest.get("spec") or {}
+    first = next((e for e in app.chart.manifest.get("entrances") or [] if isinstance(e, dict)), {})
+    return {"resources": _resources(container, spec),
             "entrance": {"name": first.get("name"), "title": first.get("title") or app.title,
                          "auth_level": first.get("authLevel", "internal"), "open_method": first.get("openMethod", "window")},
             "env": {e["name"]: str(e["value"]) for e in container.get("env") or []
@@ -180,8 +200,3 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
             "probes": _probes(container),
             "modes": sorted({str(a.get("mode")) for a in spec.get("accelerator") or [] if a.get("mode") in ("nvidia", "cpu")})
             or ["nvidia"]}
-    data = llmbase_import.extras(data, app, objects, inv, notes)
-    typed = validate_data(data, f"{app.name} (typed)")
-    if extra:
-        notes.append(f"engine arguments the typed settings do not hold, kept as server.extra_args: {' '.join(extra)}")
-    return typed, notes
