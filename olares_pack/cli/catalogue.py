@@ -14,7 +14,7 @@ from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.cli.apps import online_check
 from olares_pack.cli.args import app_folder, parse_change, parse_date, resolve_app
 from olares_pack.cli.group import cli
-from olares_pack.cli.options import DEFAULT_OUT, apps_dir_option, lock_timeout_option, target_option
+from olares_pack.cli.options import apps_dir_option, charts_out_option, lock_timeout_option, target_option
 from olares_pack.cli.report import show_warnings
 from olares_pack.common.errors import ExitCode
 
@@ -22,13 +22,7 @@ from olares_pack.common.errors import ExitCode
 @cli.command("render")
 @click.argument("app_ref", metavar="APP")
 @target_option
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=DEFAULT_OUT,
-    show_default=True,
-    help="Output folder; the chart goes to OUT/<target>/<name>/.",
-)
+@charts_out_option("Output folder; the chart goes to OUT/<target>/<name>/.")
 @apps_dir_option
 def render_cmd(app_ref: str, target_names: tuple[str, ...], out: Path, apps_dir: Path) -> int:
     """Render one APP (a name under --apps-dir, a folder, or an app.yaml) into chart folders."""
@@ -51,13 +45,7 @@ def render_cmd(app_ref: str, target_names: tuple[str, ...], out: Path, apps_dir:
 @cli.command("build")
 @apps_dir_option
 @target_option
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=DEFAULT_OUT,
-    show_default=True,
-    help="Output folder; each chart goes to OUT/<target>/<name>/.",
-)
+@charts_out_option("Output folder; each chart goes to OUT/<target>/<name>/.")
 @click.option("--check", is_flag=True,
               help="Write nothing; exit 1 when market-index.json differs from the release records, a package "
               "differs from its record, the current template generation no longer reproduces an app's newest "

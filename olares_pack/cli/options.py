@@ -62,3 +62,9 @@ root_option = click.option("--root", type=click.Path(path_type=Path, file_okay=F
                            show_default=True, help="Repository holding market-index.json, packages/ and apps/.")
 default_version_option = click.option("--default-version", default=targets.DEFAULT_OS_VERSION, show_default=True,
                                       help="Olares version assumed when a request names none.")
+
+
+def charts_out_option(help_text: str) -> Callable[[F], F]:
+    """--out: where rendered charts go (render, build)."""
+    return click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=DEFAULT_OUT,
+                        show_default=True, help=help_text)
