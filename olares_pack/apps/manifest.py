@@ -21,7 +21,8 @@ from pydantic import (
 )
 
 from olares_pack.apps.changelog import CHANGE_KINDS
-from olares_pack.apps.fields import (
+from olares_pack.common import quantity
+from olares_pack.common.fields import (
     MAX_BYTES,
     MAX_CORES,
     MAX_GPU_MIB,
@@ -35,7 +36,6 @@ from olares_pack.apps.fields import (
     Seconds,
     Url,
 )
-from olares_pack.common import quantity
 from olares_pack.common.naming import NAME_RE, RESERVED_NAMES
 from olares_pack.olares import own_target
 

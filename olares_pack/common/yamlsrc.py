@@ -201,7 +201,7 @@ def fast_load(text: str, path: Path) -> Any:
     if len(text) > MAX_BYTES:
         raise _problem(path, None, f"{len(text):,} characters: a manifest is at most {MAX_BYTES:,} bytes")
     if m := _RAW_CONTROL.search(text):
-        from olares_pack.apps.fields import describe
+        from olares_pack.common.fields import describe
 
         raise _problem(path, text.count("\n", 0, m.start()) + 1, f"holds {describe(m.group())}: a manifest is "
                        "plain text (write it as an escape in a quoted string if it is data)")

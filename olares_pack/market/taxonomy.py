@@ -109,7 +109,7 @@ def load(root: Path) -> Taxonomy:
         return Taxonomy()
     from pydantic import ValidationError
 
-    from olares_pack.apps.fields import text_problems
+    from olares_pack.common.fields import text_problems
     from olares_pack.common.yamlsrc import load_yaml
 
     doc = load_yaml(path)
