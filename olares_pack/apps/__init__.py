@@ -1,1 +1,1 @@
-"""The app manifest (apps/<name>/app.yaml): models, field discipline, loading, changelog; `new` and `pin`, which write one."""
+"""The app manifest (apps/<name>/app.yaml): models, loading and `auto` values, changelog entries; `new` and `pin`, which write one."""
