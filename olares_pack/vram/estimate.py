@@ -154,6 +154,40 @@ def _b(t: str) -> float:
     return CACHE_BYTES[t]
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every term of one estimate reads: the model, the settings, the fitted constants, and
+    the shape they give (context, slots, MTP, flash attention, micro-batch, attention layers)."""
+
+    meta: ModelMeta
+    s: Settings
+    fit: dict[str, Any]
+    ctx: int
+    np_: int  # slots
+    per_slot: int  # context per slot
+    auto_slots: bool
+    mtp: bool
+    fa: bool
+    ub: int
+    attn: list[int]  # attention layers of the trunk
+    kv_heads: int
+    filled: int | None = None  # KV cells a slot holds when the growth is read (None: its whole context)
+
+    def c(self, name: str) -> float:
+        return calibrated(name, self.fit)
+
+
+def _run(meta: ModelMeta, s: Settings, fit: dict[str, Any], filled: int | None = None) -> _Run:
+    ctx = s.ctx or meta.context_length
+    auto_slots = s.parallel < 1
+    np_ = int(ASSUMED["auto_parallel"][0]) if auto_slots else s.parallel
+    attn = [i for i in range(meta.trunk_layers) if meta.has_attention(i)]
+    return _Run(meta, s, fit, ctx, np_, per_slot=ctx if auto_slots else ctx // np_,  # -np N splits the context; auto slots share one (kv_unified)
+                auto_slots=auto_slots, mtp=(s.spec_type or "").split(",")[0] in MTP_TYPES and meta.nextn_predict_layers > 0,
+                fa=s.flash_attn != "off", ub=s.ubatch, attn=attn,
+                kv_heads=max((meta.head_count_kv[i] for i in attn), default=0), filled=filled)
+
+
 def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = False, build: str | None = None,
              fit: dict[str, Any] | None = None, filled: int | None = None) -> Estimate:
     """`measured_gpu`: the device is the GPU the constants were measured on (no extra allowance).
@@ -162,110 +196,131 @@ def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = 
     holds when the growth is read (default: its whole context, the verdict's case); bench/vram
     compares a run that filled part of its context with what it filled."""
     fit = fit or calibration()
-
-    def c(name: str) -> float:
-        return calibrated(name, fit)
-
     mode = "fa_off" if s.flash_attn == "off" else "fa_on"
     est = Estimate(s, dev, uncertainty_pct=fit["residuals"].get(mode, fit["residuals"])["worst_abs_pct"],
                    extra_uncertainty_mib=0.0 if measured_gpu else ASSUMED["other_gpu_context_mib"][0])
-    ctx = s.ctx or meta.context_length
-    auto_slots = s.parallel < 1
-    np_ = int(ASSUMED["auto_parallel"][0]) if auto_slots else s.parallel
-    per_slot = ctx if auto_slots else ctx // np_  # -np N splits the context; auto slots share one (kv_unified)
     if s.ctx == 0:
         est.notes.append(f"--ctx-size 0: the trained context, {meta.context_length}")
-    mtp = (s.spec_type or "").split(",")[0] in MTP_TYPES and meta.nextn_predict_layers > 0
-    fa = s.flash_attn != "off"
-    ub = s.ubatch
-    attn = [i for i in range(meta.trunk_layers) if meta.has_attention(i)]
-    kv_heads = max((meta.head_count_kv[i] for i in attn), default=0)
+    run = _run(meta, s, fit, filled)
+    for term in (_weights, _kv_cache, _recurrent_state, _compute_buffers, _mtp_draft, _cuda_context,
+                 _growth_while_filling, _growth_at_run_time):
+        term(run, est)
+    _notes(est, meta, fit, measured_gpu=measured_gpu, build=build)
+    return est
 
-    # 1. weights: token_embd stays in host memory; the MTP block is loaded only for MTP drafting
+
+def _weights(r: _Run, est: Estimate) -> None:
+    """1. weights: token_embd stays in host memory; the MTP block is loaded only for MTP drafting."""
+    meta, s = r.meta, r.s
     nextn = meta.nextn_bytes
     if meta.nextn_predict_layers and not nextn:
         nextn = int((meta.tensor_bytes - meta.token_embd_bytes) * meta.nextn_predict_layers / meta.block_count)
         est.notes.append("MTP block size not in the lock: taken as its share of the layers (re-lock from the GGUF header)")
-    on_gpu = meta.tensor_bytes - meta.token_embd_bytes - (0 if mtp else nextn)
+    on_gpu = meta.tensor_bytes - meta.token_embd_bytes - (0 if r.mtp else nextn)
     layers = meta.block_count if str(s.gpu_layers) in ("all", "auto") else min(int(s.gpu_layers), meta.block_count)
     if layers < meta.block_count:
         on_gpu = on_gpu * layers / meta.block_count
         est.notes.append(f"--n-gpu-layers {layers} of {meta.block_count}: weights scaled by layer count")
     est.terms.append(Term("weights", on_gpu / MIB, f"tensors {meta.tensor_bytes / MIB:.0f} MiB − token_embd "
-                          f"{meta.token_embd_bytes / MIB:.0f} MiB" + ("" if mtp or not nextn else f" − MTP block {nextn / MIB:.0f} MiB")
+                          f"{meta.token_embd_bytes / MIB:.0f} MiB" + ("" if r.mtp or not nextn else f" − MTP block {nextn / MIB:.0f} MiB")
                           + (f", × {layers}/{meta.block_count} layers" if layers < meta.block_count else "")))
 
-    # 2. main KV cache: attention layers of the trunk
-    per_tok = sum(meta.head_count_kv[i] * (meta.key_length * _b(s.cache_k) + meta.value_length * _b(s.cache_v)) for i in attn)
-    est.terms.append(Term("KV cache", ctx * per_tok / MIB,
-                          f"{ctx} × {len(attn)} attention layers × {kv_heads} KV heads × "
+
+def _kv_cache(r: _Run, est: Estimate) -> None:
+    """2. main KV cache: attention layers of the trunk."""
+    meta, s = r.meta, r.s
+    per_tok = sum(meta.head_count_kv[i] * (meta.key_length * _b(s.cache_k) + meta.value_length * _b(s.cache_v)) for i in r.attn)
+    est.terms.append(Term("KV cache", r.ctx * per_tok / MIB,
+                          f"{r.ctx} × {len(r.attn)} attention layers × {r.kv_heads} KV heads × "
                           f"({meta.key_length}·{_b(s.cache_k):g} + {meta.value_length}·{_b(s.cache_v):g}) B"
                           f" [{s.cache_k}/{s.cache_v}]"))
 
-    # 3. recurrent state (hybrid layouts), per slot, with MTP rollback copies
-    if meta.recurrent_layers:
-        per_seq = meta.recurrent_layers * ((meta.ssm_conv_kernel - 1) * (meta.ssm_inner_size + 2 * meta.ssm_group_count * meta.ssm_state_size)
-                                           + meta.ssm_state_size * meta.ssm_inner_size) * 4
-        copies = (1 + s.draft_n_max) if mtp else 1
-        est.terms.append(Term("recurrent state", per_seq * np_ * copies / MIB,
-                              f"{per_seq / MIB:.1f} MiB/slot × {np_} slot(s)" + (f" × (1 + {s.draft_n_max}) MTP copies" if mtp else "")))
-        if auto_slots:
-            est.notes.append(f"-np auto: {np_} slots, each with its own recurrent state")
 
-    # 4. compute buffers (calibrated)
-    mask = mask_mib(per_slot, ub)
-    if fa:
-        base = c("compute_base_mib") + c("compute_per_ubatch_mib") * ub
+def _recurrent_state(r: _Run, est: Estimate) -> None:
+    """3. recurrent state (hybrid layouts), per slot, with MTP rollback copies."""
+    meta, s = r.meta, r.s
+    if not meta.recurrent_layers:
+        return
+    per_seq = meta.recurrent_layers * ((meta.ssm_conv_kernel - 1) * (meta.ssm_inner_size + 2 * meta.ssm_group_count * meta.ssm_state_size)
+                                       + meta.ssm_state_size * meta.ssm_inner_size) * 4
+    copies = (1 + s.draft_n_max) if r.mtp else 1
+    est.terms.append(Term("recurrent state", per_seq * r.np_ * copies / MIB,
+                          f"{per_seq / MIB:.1f} MiB/slot × {r.np_} slot(s)" + (f" × (1 + {s.draft_n_max}) MTP copies" if r.mtp else "")))
+    if r.auto_slots:
+        est.notes.append(f"-np auto: {r.np_} slots, each with its own recurrent state")
+
+
+def _compute_buffers(r: _Run, est: Estimate) -> None:
+    """4. compute buffers (calibrated)."""
+    meta, s, ub = r.meta, r.s, r.ub
+    mask = mask_mib(r.per_slot, ub)
+    if r.fa:
+        base = r.c("compute_base_mib") + r.c("compute_per_ubatch_mib") * ub
         formula = f"mask {mask:.0f} + base {base:.0f} MiB at -ub {ub}"
         compute = mask + base
         if s.cache_k in QUANTIZED or s.cache_v in QUANTIZED:
-            scratch = dequant_mib(ctx, kv_heads, meta.key_length, meta.value_length) + c("dequant_per_ubatch_mib") * ub
+            scratch = dequant_mib(r.ctx, r.kv_heads, meta.key_length, meta.value_length) + r.c("dequant_per_ubatch_mib") * ub
             if scratch > base:
                 compute, formula = mask + scratch, f"mask {mask:.0f} + one layer's K/V dequantized to f16 {scratch:.0f} MiB"
     else:
-        kq = kq_mib(meta.head_count, per_slot, ub)
-        compute = kq + 2 * mask + c("nofa_per_ubatch_mib") * ub
+        kq = kq_mib(meta.head_count, r.per_slot, ub)
+        compute = kq + 2 * mask + r.c("nofa_per_ubatch_mib") * ub
         formula = f"f32 KQ {kq:.0f} + 2 × mask {mask:.0f} MiB (no flash attention)"
     est.terms.append(Term("compute buffers", compute, "calibrated: " + formula))
 
-    # 5. the MTP draft context: its KV for the nextn layer(s) at the full context, its compute
-    if mtp:
+
+def _mtp_draft(r: _Run, est: Estimate) -> None:
+    """5. the MTP draft context: its KV for the nextn layer(s) at the full context, its compute."""
+    meta, s, ctx, ub = r.meta, r.s, r.ctx, r.ub
+    if r.mtp:
         nextn_layers = range(meta.trunk_layers, meta.block_count)
         draft_kv = ctx * sum(meta.head_count_kv[i] * (meta.key_length * _b(s.draft_cache_k) + meta.value_length * _b(s.draft_cache_v))
                              for i in nextn_layers)
         est.terms.append(Term("MTP draft KV", draft_kv / MIB, f"{ctx} × {len(nextn_layers)} nextn layer(s) [{s.draft_cache_k}/{s.draft_cache_v}]"))
-        draft = mask_mib(ctx, ub) + c("draft_per_ubatch_mib") * ub
-        est.terms.append(Term("MTP draft compute", draft, f"calibrated: mask + {c('draft_per_ubatch_mib'):.3f} MiB × -ub {ub}"))
+        draft = mask_mib(ctx, ub) + r.c("draft_per_ubatch_mib") * ub
+        est.terms.append(Term("MTP draft compute", draft, f"calibrated: mask + {r.c('draft_per_ubatch_mib'):.3f} MiB × -ub {ub}"))
     elif (s.spec_type or "none") in MTP_TYPES:
         est.notes.append("--spec-type mtp on a model without an MTP block: no draft context")
 
-    # 6. CUDA context, cuBLAS and driver allocations (calibrated on the measured GPU)
-    context = c("cuda_context_mib") + (c("mtp_context_mib") if mtp else 0.0)
-    est.terms.append(Term("CUDA context", context, f"calibrated on {fit['gpu']}"))
 
-    # 7. growth after boot, while the context fills (calibrated)
-    growth = c("growth_base_mib") + c("growth_per_ubatch_mib") * ub + (c("mtp_growth_mib") if mtp else 0.0)
+def _cuda_context(r: _Run, est: Estimate) -> None:
+    """6. CUDA context, cuBLAS and driver allocations (calibrated on the measured GPU)."""
+    context = r.c("cuda_context_mib") + (r.c("mtp_context_mib") if r.mtp else 0.0)
+    est.terms.append(Term("CUDA context", context, f"calibrated on {r.fit['gpu']}"))
+
+
+def _growth_while_filling(r: _Run, est: Estimate) -> None:
+    """7. growth after boot, while the context fills (calibrated)."""
+    growth = r.c("growth_base_mib") + r.c("growth_per_ubatch_mib") * r.ub + (r.c("mtp_growth_mib") if r.mtp else 0.0)
     note = "calibrated: workspaces allocated on the first batches"
-    if not fa:
-        growth += c("nofa_growth_of_kq") * kq_mib(meta.head_count, min(per_slot, filled or per_slot), ub)
-        note += f", + {c('nofa_growth_of_kq'):.2f} × the KQ matrix without flash attention"
+    if not r.fa:
+        growth += r.c("nofa_growth_of_kq") * kq_mib(r.meta.head_count, min(r.per_slot, r.filled or r.per_slot), r.ub)
+        note += f", + {r.c('nofa_growth_of_kq'):.2f} × the KQ matrix without flash attention"
         est.notes.append("without flash attention the process grows after boot while the context fills")
     est.terms.append(Term("growth while filling", growth, note, when="run"))
 
-    # 8. growth at run time, request after request (calibrated on the run-time runs, which all
-    # drafted with MTP: the same slopes are used without it, where they can only overstate). Each
-    # slope alone accounts for the whole measured growth, so the term is the largest projection,
-    # not their sum.
-    if "runtime_mib_per_request" in fit["constants"]:
-        requests, tokens = ASSUMED["runtime_requests"][0], ASSUMED["runtime_tokens_per_request"][0]
-        accepted = tokens * s.draft_n_max / (s.draft_n_max + 1) if mtp else 0.0  # every draft accepted: the most
-        per_req, per_tok, per_acc = c("runtime_mib_per_request"), c("runtime_mib_per_1k_tokens"), c("runtime_mib_per_1k_accepted")
-        est.terms.append(Term("growth at run time", requests * max(per_req, per_tok * tokens / 1000, per_acc * accepted / 1000),
-                              f"calibrated: {requests:,.0f} requests × the largest of {per_req:g} MiB a request, "
-                              f"{per_tok:g} MiB × {tokens / 1000:g}k tokens"
-                              + (f", {per_acc:g} MiB × {accepted / 1000:.2f}k accepted drafts" if mtp else ""),
-                              when="run"))
-        est.runtime_band_mib = c("runtime_growth_max_mib")
+
+def _growth_at_run_time(r: _Run, est: Estimate) -> None:
+    """8. growth at run time, request after request (calibrated on the run-time runs, which all
+    drafted with MTP: the same slopes are used without it, where they can only overstate). Each
+    slope alone accounts for the whole measured growth, so the term is the largest projection,
+    not their sum."""
+    if "runtime_mib_per_request" not in r.fit["constants"]:
+        return
+    s, mtp = r.s, r.mtp
+    requests, tokens = ASSUMED["runtime_requests"][0], ASSUMED["runtime_tokens_per_request"][0]
+    accepted = tokens * s.draft_n_max / (s.draft_n_max + 1) if mtp else 0.0  # every draft accepted: the most
+    per_req, per_tok, per_acc = r.c("runtime_mib_per_request"), r.c("runtime_mib_per_1k_tokens"), r.c("runtime_mib_per_1k_accepted")
+    est.terms.append(Term("growth at run time", requests * max(per_req, per_tok * tokens / 1000, per_acc * accepted / 1000),
+                          f"calibrated: {requests:,.0f} requests × the largest of {per_req:g} MiB a request, "
+                          f"{per_tok:g} MiB × {tokens / 1000:g}k tokens"
+                          + (f", {per_acc:g} MiB × {accepted / 1000:.2f}k accepted drafts" if mtp else ""),
+                          when="run"))
+    est.runtime_band_mib = r.c("runtime_growth_max_mib")
+
+
+def _notes(est: Estimate, meta: ModelMeta, fit: dict[str, Any], *, measured_gpu: bool, build: str | None) -> None:
+    """What the estimate does not hold, and where it extrapolates."""
     if not measured_gpu:
         est.notes.append("not measured, in neither the total nor the band: " + "; ".join(NOT_MEASURED))
     if meta.provenance != "gguf-header":
@@ -279,7 +334,6 @@ def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = 
                          f"{', '.join(map(str, measured_layers))} layers (they did not change with the layer count)"
                          + (f"; {held['runs']} run(s) at {meta.trunk_layers} layers, left out of those constants, are within "
                             f"{held['worst_abs_pct']:g} %" if held else ""))
-    return est
 
 
 def largest_context(meta: ModelMeta, s: Settings, dev: Device, want: str = "fits", step: int = 1024) -> int:
