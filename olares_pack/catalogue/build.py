@@ -79,11 +79,11 @@ def app_warnings(repo: Repo, app_dir: Path, app: App) -> tuple[list[str], list[s
 
 def render_apps(repo: Repo, out: Path, only: list[str] | None = None, *, full: bool = False) -> BuildResult:
     """Render the apps whose inputs changed since the last build into OUT/<target>/<name>/."""
-    from olares_pack import olares as targets
+    from olares_pack import olares
     from olares_pack.apps.load import load_app
     from olares_pack.render import app as render
     state_path = out / STATE_FILE
-    for folder in (out, *(out / t for t in targets.TARGETS)):
+    for folder in (out, *(out / t for t in olares.TARGETS)):
         fsio.sweep(folder)  # what a killed build left (build holds the repository lock)
     state = {} if full else _read_json(state_path)
     if not isinstance(state.get("apps"), dict):
@@ -107,7 +107,7 @@ def render_apps(repo: Repo, out: Path, only: list[str] | None = None, *, full: b
             if only and name not in only:
                 continue
             rel = f"{name}/{app.name}"
-            fsio.write_tree(render.render(app, targets.get(name)), out / rel)
+            fsio.write_tree(render.render(app, olares.get(name)), out / rel)
             result.written.append(out / rel)
             charts.append(rel)
         new_state["apps"][app_dir.name] = {"key": key, "charts": charts, "warnings": warnings, "edits": edits}

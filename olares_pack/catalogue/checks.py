@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from olares_pack import olares as targets
+from olares_pack import olares
 from olares_pack.apps.load import load_app
 from olares_pack.apps.manifest import App, discover
 from olares_pack.catalogue import ledger as index
@@ -140,11 +140,11 @@ def record_facts(rec: Record, target: str) -> dict[str, Any]:
     model = rec.manifest["model"]
     argv = rec.engine.argv
     if rec.manifest["engine"].get("shared", False):
-        from olares_pack import olares as targets
+        from olares_pack import olares
         from olares_pack.render import llmbase
 
         app = records.app_of(rec)
-        if llmbase.active(app, targets.get(target)):
+        if llmbase.active(app, olares.get(target)):
             argv = llmbase.wrapper_argv(app)  # the shared form runs them through its wrapper
     return {"name": rec.name, "version": rec.chart_version(target), "olares": rec.charts[target].olares, "image": ref, "argv": argv,
             "model": {"repo": model["repo"], "revision": model["revision"], "files": [f["name"] for f in model["files"]]}}
@@ -219,7 +219,7 @@ def _check_reproduces(repo: Repo, rec: Record, cache: VerdictCache) -> list[Issu
 def rendered_tar(rec: Record, target: str, app: App | None = None) -> bytes:
     """The uncompressed chart this olares-pack renders today from a record (its content digest is
     the record's when the generation still reproduces it)."""
-    return package.build_tar(rec.name, render.render(app or records.app_of(rec), targets.get(target)))
+    return package.build_tar(rec.name, render.render(app or records.app_of(rec), olares.get(target)))
 
 
 def check(repo: Repo, recs: dict[str, list[Record]] | None = None) -> list[Issue]:
@@ -317,7 +317,7 @@ def version_source(repo: Repo, app_dir: Path, version: str, target_name: str) ->
 
     if version in ("current", "app.yaml"):
         app = load_app(app_dir / MANIFEST_FILE)
-        t = targets.get(target_name if target_name in app.targets else app.targets[0])
+        t = olares.get(target_name if target_name in app.targets else app.targets[0])
         return ChartSource(f"{app.name} {app.version}", app.name, render.render(app, t), app=app, target=t.name)
     rec = records.read(repo, app_dir.name, version)
     target = target_name if target_name in rec.charts else sorted(rec.charts)[0]

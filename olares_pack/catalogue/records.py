@@ -42,7 +42,7 @@ class ChartRecord(_Model):
     size: int = Field(gt=0)
     content_sha256: str = Field(pattern=SHA256)  # of the uncompressed tar: independent of zlib
     olares: str  # the chart's olares dependency: which OS versions may install it
-    # The version this chart carries and is served as (targets.chart_version). Absent in records
+    # The version this chart carries and is served as (olares.chart_version). Absent in records
     # of generation 1 and 2, published before each target had a version of its own: their
     # charts carry the record's version.
     version: str | None = None

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import semver
 
-from olares_pack import __version__, engines
-from olares_pack import olares as targets
+from olares_pack import __version__, engines, olares
 from olares_pack.apps.changelog import entry_map
 from olares_pack.apps.load import parse_app, validate_doc
 from olares_pack.apps.manifest import App, ChangelogEntry, ChartApp
@@ -39,7 +38,7 @@ TOOL = f"olares-pack {__version__}"
 @dataclass
 class BuiltPackage:
     target: str
-    version: str  # the version this target's chart carries (targets.chart_version)
+    version: str  # the version this target's chart carries (olares.chart_version)
     path: Path
     files: dict[str, str]  # the rendered chart
     tar: bytes
@@ -57,11 +56,11 @@ class BuiltPackage:
 def build_packages(app: App, repo: Repo) -> list[BuiltPackage]:
     out = []
     for name in app.targets:
-        target = targets.get(name)
+        target = olares.get(name)
         files = render.render(app, target)
         tar = package.build_tar(app.name, files)
         # a chart app has one line: its chart carries the release version (chartrender.render)
-        version = app.version if isinstance(app, ChartApp) else targets.chart_version(app.version, target)
+        version = app.version if isinstance(app, ChartApp) else olares.chart_version(app.version, target)
         out.append(BuiltPackage(name, version, repo.package_path(name, app.name, version), files, tar, package.compress(tar)))
     return out
 
@@ -126,7 +125,7 @@ def make_record(app: App, built: list[BuiltPackage], repo: Repo, adds: list[Chan
     return Record(
         name=app.name, version=app.version, published=entry.date, tool=TOOL, generation=generation.GENERATION,
         charts={b.target: ChartRecord(file=repo.rel(b.path), sha256=b.sha256, size=len(b.data),
-                                      content_sha256=b.content_sha256, olares=targets.get(b.target).dependency,
+                                      content_sha256=b.content_sha256, olares=olares.get(b.target).dependency,
                                       version=b.version)
                 for b in built},
         engine=engine_record(app), changelog=adds, derived=derived, manifest=records.resolved_manifest(app))
@@ -263,7 +262,7 @@ def _version(old: App, published: list[str], asked: VersionAsked) -> str:
         semver.Version.parse(new_version)
     except ValueError:
         raise InputError(f"{new_version!r} is not a semantic version") from None
-    if (line := targets.line_clash(new_version)) is not None:
+    if (line := olares.line_clash(new_version)) is not None:
         raise InputError(f"{old.name} {new_version}: versions whose pre-release starts with {line!r} name the "
                          f"{line} target's chart of a release; choose another pre-release")
     if new_version in published:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from olares_pack import olares as targets
+from olares_pack import olares
 from olares_pack.catalogue.repo import MANIFEST_FILE
 from olares_pack.charts import package
 from olares_pack.common import fsio
@@ -71,7 +71,7 @@ def from_app(path: Path, target_names: list[str] | None = None) -> list[ChartSou
     app = load_app(path)
     out = []
     for name in target_names or app.targets:
-        t = targets.get(name)
+        t = olares.get(name)
         out.append(ChartSource(f"{path}@{t.name}", app.name, render.render(app, t), app=app, target=t.name,
                                app_dir=app_dir_of(path)))
     return out

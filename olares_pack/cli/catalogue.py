@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from olares_pack import olares as targets
+from olares_pack import olares
 from olares_pack.apps.changelog import CHANGE_KINDS
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.cli.apps import online_check
@@ -35,7 +35,7 @@ def render_cmd(app_ref: str, target_names: tuple[str, ...], out: Path, apps_dir:
     repo = Repo.of_apps(apps_dir)
     with repo.open(write=True, purpose="render") if apps_dir.is_dir() else contextlib.nullcontext():
         for name in target_names or app.targets:
-            t = targets.get(name)
+            t = olares.get(name)
             dest = out / t.name / app.name
             fsio.write_tree(render.render(app, t), dest)
             console.out.print(str(dest))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from olares_pack import olares as targets
+from olares_pack import olares
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.cli.args import app_folder
 from olares_pack.cli.group import cli
@@ -21,7 +21,7 @@ from olares_pack.common.errors import ExitCode
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
 @click.option("--all", "show_all", is_flag=True, help="Also list what did not change.")
 @click.option("--rendered", is_flag=True, help="Also compare the rendered Kubernetes objects, matched by kind/name.")
-@click.option("--target", "target_name", type=click.Choice(sorted(targets.TARGETS)), default="current", show_default=True,
+@click.option("--target", "target_name", type=click.Choice(sorted(olares.TARGETS)), default="current", show_default=True,
               help="Target to render app versions for.")
 @click.option("--engine-build", metavar="BUILD", help="Flag registry for hand-written llama.cpp charts.")
 @apps_dir_option

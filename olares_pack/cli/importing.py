@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from olares_pack import olares as targets
+from olares_pack import olares
 from olares_pack.catalogue.repo import Repo
 from olares_pack.cli.group import cli
 from olares_pack.cli.options import apps_dir_option, lock_timeout_option
@@ -24,7 +24,7 @@ from olares_pack.common.errors import ExitCode
               help="Publication date of versions whose source names none (default: today).")
 @click.option("--os-version", "os_versions", multiple=True, metavar="VERSION",
               help="OS versions to read a live source's catalogue for "
-              f"(default: {' and '.join(targets.LIVE_SOURCE_OS_VERSIONS)}).")
+              f"(default: {' and '.join(olares.LIVE_SOURCE_OS_VERSIONS)}).")
 @click.option("--strict", is_flag=True, help="Also fail (exit 1) on notes: anything mapped, changed or not kept "
               "(without it, only a chart that was not imported fails).")
 @click.option("--upgrade", is_flag=True, help="Convert legacy charts (manifest 0.10.0/0.11.0, apiVersion v1 or v2, "
@@ -54,7 +54,7 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
     said: list[str] = []  # what a live source lists, names and serves
     with Progress(console=console.err, transient=True) as progress:
         for source in sources:
-            found += importer.find(source, os_versions=os_versions or targets.LIVE_SOURCE_OS_VERSIONS, progress=progress, report=said)
+            found += importer.find(source, os_versions=os_versions or olares.LIVE_SOURCE_OS_VERSIONS, progress=progress, report=said)
     # A dry run writes nothing, not even the lock file: without olares-pack state there is no
     # other olares-pack run to keep out.
     held = repo.open(write=not dry_run, timeout=lock_timeout, purpose="import") \

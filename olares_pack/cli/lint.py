@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from olares_pack import olares as targets
+from olares_pack import olares
 from olares_pack.cli.apps import online_check
 from olares_pack.cli.group import cli
 from olares_pack.cli.options import target_option
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
               help="The Olares release whose rules apply (e.g. 1.12.5 for a source that serves 1.12.3-1.12.5 "
               "devices); charts whose olares dependency excludes it are errors. Default: the newest known "
               "release each chart's own olares dependency admits.")
-@click.option("--kube-version", default=targets.DEFAULT_KUBE_VERSION, show_default=True,
+@click.option("--kube-version", default=olares.DEFAULT_KUBE_VERSION, show_default=True,
               help="Kubernetes version whose schemas validate the rendered objects (Olares ships k3s 1.32).")
 @click.option("--engine-build", metavar="BUILD",
               help="Flag registry for llama-server containers whose build olares-pack cannot tell (e.g. b11434).")
@@ -53,7 +53,7 @@ def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tupl
     from olares_pack.charts.source import resolve
 
     if olares_version:
-        targets.parse_os_version(olares_version)
+        olares.parse_os_version(olares_version)
     from olares_pack.lint.findings import allowable
     for rule in allow:
         allowable(rule)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from olares_pack import olares as targets
+from olares_pack import olares
 from olares_pack.cli.group import cli
 from olares_pack.cli.options import default_version_option, root_option
 from olares_pack.common.errors import ExitCode
@@ -33,7 +33,7 @@ def serve_cmd(host: str, port: int, tls_cert: Path | None, tls_key: Path | None,
 
     if (tls_cert is None) != (tls_key is None):
         raise click.UsageError("--tls-cert and --tls-key go together")
-    targets.parse_os_version(default_version)
+    olares.parse_os_version(default_version)
     server.run(root, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key,
                reload_every=2.0 if reload_on_change else None, default_version=default_version, base_url=base_url,
                workers=workers, strict=strict)
@@ -56,7 +56,7 @@ def export_cloudflare(out: Path, name: str, root: Path, default_version: str) ->
     from olares_pack.common import console
     from olares_pack.market import cloudflare
 
-    targets.parse_os_version(default_version)
+    olares.parse_os_version(default_version)
     served = cloudflare.export(root, out, name=name, default_version=default_version)
     console.info(f"wrote {out} ({served} charts); deploy with: cd {out} && npm install && npx wrangler deploy")
     return ExitCode.OK

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from olares_pack import olares as targets
+from olares_pack import olares
 from olares_pack.catalogue.repo import DEFAULT_LOCK_TIMEOUT
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -45,7 +45,7 @@ lock_timeout_option = click.option(
 target_option = click.option(
     "--target",
     "target_names",
-    type=click.Choice(sorted(targets.TARGETS)),
+    type=click.Choice(sorted(olares.TARGETS)),
     multiple=True,
     help="Olares target: current (1.12.6+, manifest 0.12.0/v3) or legacy (1.12.3-1.12.5, manifest "
     "0.10.0/v2 shared, 0.10.0/v1 per-user). Repeatable. Default: the targets the app declares.",
@@ -60,7 +60,7 @@ device_options = _together(
 # the repository a market source is made from (serve, export)
 root_option = click.option("--root", type=click.Path(path_type=Path, file_okay=False, exists=True), default=Path("."),
                            show_default=True, help="Repository holding market-index.json, packages/ and apps/.")
-default_version_option = click.option("--default-version", default=targets.DEFAULT_OS_VERSION, show_default=True,
+default_version_option = click.option("--default-version", default=olares.DEFAULT_OS_VERSION, show_default=True,
                                       help="Olares version assumed when a request names none.")
 
 

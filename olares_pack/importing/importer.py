@@ -17,8 +17,7 @@ from typing import Any
 import semver
 import yaml
 
-from olares_pack import __version__
-from olares_pack import olares as targets
+from olares_pack import __version__, olares
 from olares_pack.apps.load import validate_data
 from olares_pack.apps.manifest import ChangelogEntry, ChartApp
 from olares_pack.catalogue import checks as catalogue
@@ -84,7 +83,7 @@ class Refused:
 # ---------------------------------------------------------------- sources
 
 
-def find(source: str, *, os_versions: tuple[str, ...] = targets.LIVE_SOURCE_OS_VERSIONS, progress: Any = None,
+def find(source: str, *, os_versions: tuple[str, ...] = olares.LIVE_SOURCE_OS_VERSIONS, progress: Any = None,
          report: list[str] | None = None) -> list[ChartSource]:
     """Every chart version in `source`: a chart folder, a .tgz, a folder of those, or the base URL
     of a market source (every app's details and every version it lets a device download; what it
@@ -137,7 +136,7 @@ def _manifest(found: ChartSource, notes: list[str]) -> tuple[dict[str, Any], str
     if text is None:
         raise InputError("no OlaresManifest.yaml")
     m = re.search(r"^olaresManifest\.version:\s*['\"]?([0-9][^'\"\s]*)", text, re.M)
-    if "{{" in text and not (m and targets.is_modern(m.group(1))):
+    if "{{" in text and not (m and olares.is_modern(m.group(1))):
         rendered = render_templated_manifest(ChartSource(found.label, found.folder, found.files), text)
         notes.append(f"{MANIFEST}: holds template syntax; kept as its text (texts are read from a render; "
                      "edit the text to change them)")
@@ -191,7 +190,7 @@ def to_app(found: ChartSource, default_date: dt.date, *, rename: bool = False, n
                      "(its original package is not recorded as published)")
         publishable = False
     data = _app_data(found, chart, manifest, manifest_text, name, version, default_date, notes)
-    line = targets.own_target(data["chart"]["manifest_version"])
+    line = olares.own_target(data["chart"]["manifest_version"])
     data["targets"] = [line]
     representable(data, notes)
     try:
@@ -216,7 +215,7 @@ def _strict_version(version: str) -> str | None:
     except ValueError:
         pass
     try:
-        return str(targets.parse_os_version(version))
+        return str(olares.parse_os_version(version))
     except InputError:
         return None
 
@@ -356,7 +355,7 @@ def _yaml_docs(text: str) -> list[Any] | None:
 def round_trip(found: ChartSource, app: ChartApp, line: str) -> list[str]:
     """What rendering the app gives that the original did not say, file by file (data, not text,
     for the files render() composes; templates and values are compared as text)."""
-    rendered = chartrender.render(app, targets.get(line))
+    rendered = chartrender.render(app, olares.get(line))
     out = []
     for path in sorted(set(found.files) | set(rendered)):
         a, b = found.files.get(path), rendered.get(path)
@@ -423,7 +422,7 @@ class Plan:
 def _base_version(version: str, line: str) -> str:
     """The release a chart belongs to: an olares-pack legacy line (1.0.10-legacy) is 1.0.10's."""
     v = semver.Version.parse(version)
-    if line == targets.LEGACY.name and v.prerelease and str(v.prerelease).split(".")[0] == "legacy":
+    if line == olares.LEGACY.name and v.prerelease and str(v.prerelease).split(".")[0] == "legacy":
         return str(v.replace(prerelease=None))
     return version
 
@@ -433,7 +432,7 @@ def _dependency(found: ChartSource, line: str) -> str:
     for d in ((data or {}).get("options") or {}).get("dependencies") or []:
         if isinstance(d, dict) and d.get("name") == "olares" and d.get("version"):
             return str(d["version"])
-    return targets.get(line).dependency
+    return olares.get(line).dependency
 
 
 def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool = False, rename: bool = False,
@@ -467,7 +466,7 @@ def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool 
             out.skipped[name] = "no version to import"
             continue
         newest = max(published or imps, key=lambda i: semver.Version.parse(i.app.version))
-        if upgrade and app_data["targets"] == [targets.LEGACY.name]:
+        if upgrade and app_data["targets"] == [olares.LEGACY.name]:
             app_data = _upgraded(app_data, date, newest)
         if structured:
             app_data = _typed(app_data, date, newest, published=[r.version for r in recs])
@@ -495,7 +494,7 @@ def _records(repo: Repo, name: str, by_release: dict[str, dict[str, Imported]],
              writes: dict[Path, bytes | str]) -> tuple[list[Record], list[ChangelogEntry]]:
     """One release record per release, oldest first (its packages added to `writes`), and the
     changelog entries they carry."""
-    primary = targets.CURRENT.name if any(targets.CURRENT.name in r for r in by_release.values()) else targets.LEGACY.name
+    primary = olares.CURRENT.name if any(olares.CURRENT.name in r for r in by_release.values()) else olares.LEGACY.name
     recs: list[Record] = []
     entries: list[ChangelogEntry] = []
     for base in sorted(by_release, key=semver.Version.parse):
@@ -550,9 +549,9 @@ def _upgraded(app_data: dict[str, Any], date: dt.date, newest: Imported) -> dict
         newest.notes.append(f"--upgrade: not converted (the app stays {app.version} for 1.12.3-1.12.5): {exc}")
         return app_data
     newest.notes += [f"--upgrade to {new.version}: {n}" for n in notes]
-    files = chartrender.render(new, targets.CURRENT)
-    findings = lint_chart(ChartSource(f"{new.name}@current", new.name, files), LintOptions(olares_version=targets.DEFAULT_OS_VERSION)).findings
-    newest.notes += [f"--upgrade: still refused by {targets.DEFAULT_OS_VERSION}: {f.rule}: {f.message}" for f in findings if f.severity == "error"]
+    files = chartrender.render(new, olares.CURRENT)
+    findings = lint_chart(ChartSource(f"{new.name}@current", new.name, files), LintOptions(olares_version=olares.DEFAULT_OS_VERSION)).findings
+    newest.notes += [f"--upgrade: still refused by {olares.DEFAULT_OS_VERSION}: {f.rule}: {f.message}" for f in findings if f.severity == "error"]
     data = records.resolved_manifest(new)
     data["changelog"] = [e.model_dump(mode="json", exclude_defaults=True) for e in new.changelog]
     return data
@@ -593,7 +592,7 @@ def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published:
 def render_app(data: dict[str, Any], line: str) -> dict[str, str]:
     from olares_pack.render import app as render
 
-    return render.render(validate_data(data, data.get("name", "app")), targets.get(line))
+    return render.render(validate_data(data, data.get("name", "app")), olares.get(line))
 
 
 class _Dumper(yaml.SafeDumper):

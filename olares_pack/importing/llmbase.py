@@ -38,11 +38,11 @@ def objects(app: ChartApp, mode: str = "nvidia") -> list[dict[str, Any]] | None:
     """The chart's objects as a fresh install renders them (None: not the llmbase form)."""
     if not is_llmbase(app):
         return None
-    from olares_pack import olares as targets
+    from olares_pack import olares
     from olares_pack.charts import helm, package
     from olares_pack.render import imported as chartrender
 
-    files = chartrender.render(app, targets.get(app.targets[0]))
+    files = chartrender.render(app, olares.get(app.targets[0]))
     olares_env = helm.env_defaults(app.chart.manifest)
     entrances = [str(e.get("name")) for e in app.chart.manifest.get("entrances") or [] if isinstance(e, dict)]
     values = helm.installer_values(app.name, entrances, owner="alice", admin="alice", gpu_type=mode, olares_env=olares_env)

@@ -52,7 +52,7 @@ from typing import Any
 import semver
 import yaml
 
-from olares_pack import olares as targets
+from olares_pack import olares
 from olares_pack.apps.manifest import ChangelogEntry, ChartApp
 from olares_pack.charts.objects import containers
 from olares_pack.common import quantity
@@ -61,7 +61,7 @@ from olares_pack.common.yamlsrc import safe_load
 
 ENVELOPE = ("requiredCpu", "limitedCpu", "requiredMemory", "limitedMemory", "requiredDisk", "limitedDisk")
 FLAT = (*ENVELOPE, "requiredGpu", "limitedGpu", "supportedGpu")
-V3_WINDOW = targets.CURRENT.dependency
+V3_WINDOW = olares.CURRENT.dependency
 USERSPACE = ("appData", "appCache", "userData", "appCommon")
 # 0.10.0 user-level Hugging Face variables -> (app-local name, the 0.12.0 system variable).
 HUGGINGFACE = {"OLARES_USER_HUGGINGFACE_SERVICE": ("HF_ENDPOINT", "OLARES_SYSTEM_HUGGINGFACE_SERVICE"),
@@ -371,7 +371,7 @@ def to_current(app: ChartApp, date: Any) -> tuple[ChartApp, list[str]]:
         raise UpgradeBlocked(f"apiVersion {api}: not a legacy chart")
     files = _flatten(app, m, notes)
     files = _user_env(m, files, notes)
-    m["olaresManifest.version"], m["apiVersion"] = targets.CURRENT.manifest_version, targets.CURRENT.api_version
+    m["olaresManifest.version"], m["apiVersion"] = olares.CURRENT.manifest_version, olares.CURRENT.api_version
     notes.append(f"olaresManifest.version {app.chart.manifest_version} → 0.12.0, apiVersion {api} → v3")
     spec = m.setdefault("spec", {})
     text = "\n".join(t for p, t in files.items() if p.startswith("templates/"))
@@ -449,7 +449,7 @@ def to_current(app: ChartApp, date: Any) -> tuple[ChartApp, list[str]]:
     entry = ChangelogEntry(version=version, date=date,
                            summary="manifest 0.12.0/v3 for Olares 1.12.6 and newer (olares-pack import --upgrade)",
                            changes=[{"kind": "packaging", "text": _plain(n)} for n in notes[:20]])  # type: ignore[list-item]
-    chart = app.chart.model_copy(update={"manifest_version": targets.CURRENT.manifest_version, "manifest": m, "manifest_text": None, "files": files})
+    chart = app.chart.model_copy(update={"manifest_version": olares.CURRENT.manifest_version, "manifest": m, "manifest_text": None, "files": files})
     upgraded = app.model_copy(update={"version": version, "targets": ["current"], "chart": chart,
                                       "changelog": [*app.changelog, entry]})
     return ChartApp.model_validate(upgraded.model_dump(mode="json")), notes

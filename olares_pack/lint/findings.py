@@ -50,7 +50,7 @@ class RuleInfo:
     severity: Severity
     summary: str
     source: str  # the installer source (repository, file, function, release or PR) or the policy's reason
-    olares: str = ALL_RELEASES  # a constraint over Olares OS versions (targets.admits)
+    olares: str = ALL_RELEASES  # a constraint over Olares OS versions (olares.admits)
     policy: bool = False
 
     @property

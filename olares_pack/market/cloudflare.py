@@ -5,8 +5,8 @@ any OS version can see, as the bytes `olares-pack serve` answers: market.View) a
 charts, under public/charts/<name>/<file>, and the icons, served as static assets). The v2 routes
 of Olares 1.12.7 (market_v2) are answered from the same per-view parts as `serve` joins. The Worker
 decides a request's view the way the server does: it evaluates each olares window
-(targets.constraint_terms, exported as plain comparisons) on the request's version and looks the
-answers up among the views computed for targets.probe_versions. `npx wrangler deploy` in OUT
+(olares.constraint_terms, exported as plain comparisons) on the request's version and looks the
+answers up among the views computed for olares.probe_versions. `npx wrangler deploy` in OUT
 publishes it. Written to a temporary folder and renamed into place: OUT is whole or untouched.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from olares_pack import olares as targets
+from olares_pack import olares
 from olares_pack.common import fsio
 from olares_pack.common.errors import InputError
 from olares_pack.common.naming import NAME_RE
@@ -37,22 +37,22 @@ def catalogue_doc(cat: market.Catalogue, default_version: str) -> dict[str, Any]
     deps = cat.dependencies
     views: dict[int, tuple[int, market.View]] = {}  # id(view) -> (its index, the view): views are shared objects
     masks: dict[str, int] = {}
-    for probe in targets.probe_versions(deps):
-        mask = "".join("1" if targets.admits(d, probe) else "0" for d in deps)
+    for probe in olares.probe_versions(deps):
+        mask = "".join("1" if olares.admits(d, probe) else "0" for d in deps)
         if mask not in masks:
             view = cat.view(probe)
             masks[mask] = views.setdefault(id(view), (len(views), view))[0]
     return {
-        "default_version": str(targets.parse_os_version(default_version)),
-        "dependencies": [[[[op, _version(r)] for op, r in terms] for terms in targets.constraint_terms(d)] for d in deps],
+        "default_version": str(olares.parse_os_version(default_version)),
+        "dependencies": [[[[op, _version(r)] for op, r in terms] for terms in olares.constraint_terms(d)] for d in deps],
         "masks": masks,
         "views": [{"hash_prefix": v.hash_prefix.decode(), "info_prefix": v.info_prefix.decode(),
                    "fragments": {i: f.decode() for i, f in v.fragments.items()},
                    "v2": {"items": [i.decode() for i in v.v2.items], "max_time": v.v2.max_time,
                           "catalog": [p.decode() for p in v.v2.catalog], "taxonomy": [p.decode() for p in v.v2.taxonomy]}}
                   for _, v in views.values()],
-        "v2_default_version": str(max(targets.parse_os_version(default_version),
-                                      targets.parse_os_version(market_v2.MIN_OS))),
+        "v2_default_version": str(max(olares.parse_os_version(default_version),
+                                      olares.parse_os_version(market_v2.MIN_OS))),
         "source_id": cat.taxonomy.source.source_id,
         "files": {name: {f: c.sha256 for f, c in sorted(files.items())} for name, files in sorted(cat.files.items())},
         "apps": len(cat.ledger["apps"]),
@@ -66,7 +66,7 @@ def wrangler_toml(name: str) -> str:
             '[assets]\ndirectory = "./public"\nbinding = "ASSETS"\n')
 
 
-def export(root: Path, out: Path, *, name: str, default_version: str = targets.DEFAULT_OS_VERSION, base_url: str = "") -> int:
+def export(root: Path, out: Path, *, name: str, default_version: str = olares.DEFAULT_OS_VERSION, base_url: str = "") -> int:
     """Write the Worker project; returns the number of charts it serves."""
     if not NAME_RE.match(name.replace("-", "")):
         raise InputError(f"{name!r}: a Worker name is lower-case letters, digits and dashes")

@@ -3,12 +3,12 @@
 A device asks with its Olares version; it sees, for each app, the newest published chart whose
 olares dependency admits that version, as the official server's version filter picks it. Each
 target's chart is a version of its own with its own file name (1.0.9 for 1.12.6+, 1.0.9-legacy
-for 1.12.3-1.12.5: targets.chart_version), so the chart route answers by file name alone.
+for 1.12.3-1.12.5: olares.chart_version), so the chart route answers by file name alone.
 Everything is derived from the ledger and the chart bytes, never from the clock: the same
 catalogue gives the same bytes, and the hash changes exactly when what that OS version sees
 changes.
 
-Every view any OS version can see is computed at load (targets.probe_versions), with its bodies
+Every view any OS version can see is computed at load (olares.probe_versions), with its bodies
 as bytes: the server and the Cloudflare export serve these same bytes. Each view carries the
 Olares 1.12.7+ (v2) bodies beside the v1 ones (market_v2).
 
@@ -31,7 +31,7 @@ import orjson
 import semver
 import yaml
 
-from olares_pack import olares as targets
+from olares_pack import olares
 from olares_pack.catalogue import ledger as index
 from olares_pack.catalogue.repo import INDEX_FILE
 from olares_pack.charts import package
@@ -389,7 +389,7 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "", *, stri
             for target, rec in sorted(v["charts"].items()):
                 served = rec.get("version") or v["version"]
                 c = Chart(name, served, v["version"], target, package.archive_name(name, served), root / rec["file"],
-                          rec["sha256"], rec.get("olares") or targets.get(target).dependency, v["published"])
+                          rec["sha256"], rec.get("olares") or olares.get(target).dependency, v["published"])
                 # Every listed package must be there and readable; its bytes are checked against the
                 # sha256 when it is read (at load for the charts a view shows, else when asked for).
                 try:
@@ -411,7 +411,7 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "", *, stri
     if strict and cat.problems:
         raise InputError("\n".join(f"{c.path}: {c.problem}" for c in cat.problems))
     index_charts(cat)
-    for version in targets.probe_versions(cat.dependencies):
+    for version in olares.probe_versions(cat.dependencies):
         cat.view(version)
     cat.by_version.clear()  # probes are not versions devices send
     return cat
@@ -423,7 +423,7 @@ def index_charts(cat: Catalogue) -> None:
     chart keeps the name, and the other is not offered to any device (a device that fetched it and
     then upgraded its OS would keep installing the chart of its old OS: README, "One version per OS
     line"). `build --check` names such versions; the next release gives every line its own."""
-    for c in sorted(cat.charts, key=lambda c: (c.name, c.file_name, c.target != targets.CURRENT.name)):
+    for c in sorted(cat.charts, key=lambda c: (c.name, c.file_name, c.target != olares.CURRENT.name)):
         owner = cat.files.setdefault(c.name, {}).setdefault(c.file_name, c)
         if owner is not c:
             c.offered = False

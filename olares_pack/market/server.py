@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl, unquote
 
 import orjson
 
-from olares_pack import olares as targets
+from olares_pack import olares
 from olares_pack.catalogue.repo import INDEX_FILE
 from olares_pack.common.errors import BadRequest, InputError, OlaresPackError
 from olares_pack.common.naming import NAME_RE
@@ -139,7 +139,7 @@ def os_version(value: object) -> str:
     if not isinstance(value, str):
         raise BadRequest(400, "version is an Olares version string (e.g. 1.12.6)")
     try:
-        return str(targets.parse_os_version(value))
+        return str(olares.parse_os_version(value))
     except InputError as exc:
         raise BadRequest(400, str(exc)) from None
 
@@ -222,8 +222,8 @@ class Answers:
     @property
     def v2_default_version(self) -> str:
         """Only 1.12.7+ devices use the v2 routes: one that names no version is at least that."""
-        v = targets.parse_os_version(self.default_version)
-        return str(max(v, targets.parse_os_version(market_v2.MIN_OS)))
+        v = olares.parse_os_version(self.default_version)
+        return str(max(v, olares.parse_os_version(market_v2.MIN_OS)))
 
     def get(self, url: bytes) -> Reply:
         key = self.get_aliases.get(url)
@@ -376,7 +376,7 @@ class Source:
 
     root: Path
     index_file: Path
-    default_version: str = targets.DEFAULT_OS_VERSION
+    default_version: str = olares.DEFAULT_OS_VERSION
     base_url: str = ""
     strict: bool = False  # a chart that cannot be served stops the start (CI), rather than a 503
     answers: Answers | None = None
@@ -410,7 +410,7 @@ class Source:
             if (c.name, c.target) not in newest or newest[c.name, c.target] < c.order:
                 log.warning("%s %s (%s) is not offered: the %s chart of the same release has its file name %s; "
                             "release a new version to give each target its own", c.name, c.release, c.target,
-                            targets.CURRENT.name, c.file_name)
+                            olares.CURRENT.name, c.file_name)
         if cat.problems:
             for c in cat.problems:
                 log.error("UNAVAILABLE %s %s (%s): %s: %s", c.name, c.version, c.target, c.path, c.problem)

@@ -16,8 +16,7 @@ from types import SimpleNamespace
 
 import semver
 
-from olares_pack import __version__
-from olares_pack import olares as targets
+from olares_pack import __version__, olares
 from olares_pack.charts import package
 from olares_pack.common import fsio
 from olares_pack.common.errors import InputError
@@ -85,8 +84,8 @@ def export(app: SourceApp, out: Path) -> tuple[Path, list]:
     from olares_pack.lint import LintOptions, lint_source
 
     files = render_chart(app)
-    findings = lint_source(ChartSource(f"{app.name} {app.version}", app.name, files, target=targets.CURRENT.name),
-                           LintOptions(olares_version=targets.DEFAULT_OS_VERSION))
+    findings = lint_source(ChartSource(f"{app.name} {app.version}", app.name, files, target=olares.CURRENT.name),
+                           LintOptions(olares_version=olares.DEFAULT_OS_VERSION))
     if any(f.severity == "error" for f in findings):
         return out / package.archive_name(app.name, app.version), findings
     fsio.write_tree(files, out / app.name)

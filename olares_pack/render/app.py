@@ -11,8 +11,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from olares_pack import engines
-from olares_pack import olares as targets
+from olares_pack import engines, olares
 from olares_pack.apps.changelog import upgrade_description
 from olares_pack.apps.manifest import App, ChartApp, LlamaCppApp
 from olares_pack.common import quantity
@@ -163,7 +162,7 @@ def context(app: App, target: TargetProfile) -> dict[str, Any]:
         "v2": sharedv2.context(app) if sharedv2.active(app, target) else None,
         "app": app,
         "target": target,
-        "version": targets.chart_version(app.version, target),
+        "version": olares.chart_version(app.version, target),
         "image": app.engine.image.ref,
         "args": args,
         "container": engines.container_name(app),

@@ -18,7 +18,7 @@ from importlib.resources.abc import Traversable
 # longer renders to its package (a template changed and this number did not).
 # 1: the first charts (0.1.0). 2: the download step reads percent-encoded URL paths, passes the
 #    token outside argv, calls curl with -g and stays inside the app's folder of the store.
-# 3: each target's chart is a version of its own (1.0.9 and 1.0.9-legacy, targets.chart_version).
+# 3: each target's chart is a version of its own (1.0.9 and 1.0.9-legacy, olares.chart_version).
 # 4: the app's pod carries the label app: <name>, the pattern of charts that route on devices.
 # 5: current-target LLM apps render the official llmbase pattern (engine + llm-init, shared, the
 #    clone surface, the gateway, the model checked before the engine starts; llmbase.py).

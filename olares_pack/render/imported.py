@@ -109,10 +109,10 @@ def render(app: ChartApp, target: TargetProfile) -> dict[str, str]:
 def objects(app: ChartApp, mode: str = "nvidia") -> list[dict[str, Any]]:
     """The Kubernetes objects the installer renders from the app's chart (owner == admin,
     GPU.Type = mode); an apiVersion v2 chart sub-chart by sub-chart, as lint renders it."""
-    from olares_pack import olares as targets
+    from olares_pack import olares
     from olares_pack.charts import helm, package
 
-    files = render(app, targets.get(app.targets[0]))
+    files = render(app, olares.get(app.targets[0]))
     m = app.chart.manifest
     subs = [str(c["name"]) for c in (m.get("spec") or {}).get("subCharts") or [] if isinstance(c, dict) and c.get("name")] \
         if str(m.get("apiVersion", "")).lower() == "v2" else []
