@@ -99,7 +99,7 @@ class ChartContext:
     @property
     def modern(self) -> bool:
         v = self.config_version
-        return v is not None and v >= semver.Version(0, 12, 0)
+        return v is not None and v >= semver.Version.parse(targets.MODERN_MANIFEST)
 
     @property
     def manifest_type(self) -> str:
