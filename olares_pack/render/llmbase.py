@@ -153,14 +153,6 @@ def model_files(app: App) -> str:
     return "\n".join(f"{f.name}|{f.size or ''}|{f.sha256 or ''}" for f in app.model.files)
 
 
-def unverified(app: App) -> list[str]:
-    """Model files whose content nothing checks (no sha256), and a vLLM repo fetched whole."""
-    out = [f.name for f in app.model.files if not f.sha256]
-    if not app.model.files:
-        out.append(f"{app.model.repo} (whole repository: list model.files)")
-    return out
-
-
 @dataclass(frozen=True)
 class Sized:
     """The engine's requests and limits (manifest resources) and the envelope: engine + llm-init,
