@@ -17,10 +17,10 @@ import tarfile
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import replace
 from typing import Any
 
-from olares_pack.charts import package
-from olares_pack.charts.source import ChartSource
+from olares_pack.charts.source import ChartSource, from_archive_bytes
 from olares_pack.common.errors import HTTPStatus, InputError
 
 TIMEOUT = 30  # seconds, as a device waits for details
@@ -115,14 +115,14 @@ def fetch(base: str, os_versions: tuple[str, ...], progress: Any = None,
                 except HTTPStatus as exc:
                     if exc.status != 404 or n == len(prefixes) - 1:
                         raise
-            folder, files, binary = package.read_archive_split(data)
+            src = from_archive_bytes(data, url)
         except (InputError, ValueError, OSError, EOFError, tarfile.TarError):
             missing.append(file_name)
             continue
         finally:
             if progress:
                 progress.advance(task)
-        found.append(ChartSource(url, folder, files, binary=binary, package=data, date=e["date"], upgrade=e["upgrade"]))
+        found.append(replace(src, date=e["date"], upgrade=e["upgrade"]))
     if report is not None:
         named = len(entries) - len(listed & set(entries))
         report.append(f"{base}: lists {len(listed)} chart(s) (one version per app); its versionHistory names {named} "
