@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,22 @@ class OnlineFinding:
     severity: str
     path: str
     message: str
+
+
+def new_image_digests(repository: str, tag: str, helper_refs: dict[str, tuple[str, str]] | None,
+                      progress: Callable[[str], None]) -> tuple[str, dict[str, tuple[str, str, str]] | None]:
+    """`new`: the engine image's digest and the shared form's helper images' (linux/amd64
+    required), asked of their registries as `pin` asks."""
+    with oci.RegistryClient() as client:
+        digest = oci.resolve_amd64(client, repository, tag).digest
+        progress(f"image {repository}:{tag} → {digest}")
+        if helper_refs is None:
+            return digest, None
+        helpers = {}
+        for key, (repo, htag) in helper_refs.items():
+            helpers[key] = (repo, htag, oci.resolve_amd64(client, repo, htag).digest)
+            progress(f"{key} {repo}:{htag} → {helpers[key][2]}")
+    return digest, helpers
 
 
 def _image_online(client: oci.RegistryClient, field: str, img: Any) -> list[OnlineFinding]:

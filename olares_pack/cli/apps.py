@@ -110,6 +110,7 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
     and --gpu-memory-utilization derived from the estimate."""
     from olares_pack.apps import new_llamacpp as newapp
     from olares_pack.apps import new_vllm as newvllm
+    from olares_pack.apps.pin import new_image_digests
     from olares_pack.common import console
     from olares_pack.engines import registry
     from olares_pack.vram import budget, gguf_meta
@@ -164,7 +165,7 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
             raise InputError(f"{hf_repo}: does not fit at --ctx {vplan.est.ctx} on {dev.name}; the largest context that "
                              f"would fit: {doc['largest_ctx']}" if doc["largest_ctx"] else
                              f"{hf_repo}: the weights alone do not fit on {dev.name}")
-        digest, helpers = _pin_new_images(image_repo, image_tag, helper_refs)
+        digest, helpers = new_image_digests(image_repo, image_tag, helper_refs, console.info)
         card = newapp.card_front_matter(hf_repo, pin)
         app_text = newvllm.app_yaml(vplan, pin, card, image_repo, image_tag, digest, helpers)
         lock = gguf_meta.Lock()
@@ -192,29 +193,10 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
         if on_one.verdict == "does not fit":
             console.warn(f"{plan.picked['quant']} does not fit the {one.name} ({on_one.total_mib:,.0f} MiB): lint "
                          "checks the catalogue's device and will refuse it (vram.budget)")
-    digest, helpers = _pin_new_images(image_repo, image_tag, helper_refs)
+    digest, helpers = new_image_digests(image_repo, image_tag, helper_refs, console.info)
     newapp.finish(plan, pin, app_dir / MANIFEST_FILE, image_repo=image_repo, image_tag=image_tag, digest=digest, build=build,
                   helpers=helpers)
     return _write_new(apps_dir, app_dir, plan.app_text, plan.lock_text, dry_run, lock_timeout)
-
-
-def _pin_new_images(repository: str, tag: str, helper_refs: dict[str, tuple[str, str]] | None
-                    ) -> tuple[str, dict[str, tuple[str, str, str]] | None]:
-    """The engine image's digest and the shared form's helper images' (linux/amd64 required),
-    asked of their registries as `pin` asks."""
-    from olares_pack.common import console
-    from olares_pack.remote import oci
-
-    with oci.RegistryClient() as client:
-        digest = oci.resolve_amd64(client, repository, tag).digest
-        console.info(f"image {repository}:{tag} → {digest}")
-        if helper_refs is None:
-            return digest, None
-        helpers = {}
-        for key, (repo, htag) in helper_refs.items():
-            helpers[key] = (repo, htag, oci.resolve_amd64(client, repo, htag).digest)
-            console.info(f"{key} {repo}:{htag} → {helpers[key][2]}")
-    return digest, helpers
 
 
 def _write_new(apps_dir: Path, app_dir: Path, app_text: str, lock_text: str, dry_run: bool, lock_timeout: float) -> int:
