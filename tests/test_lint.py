@@ -375,3 +375,15 @@ def test_a_gpu_memory_suffix_is_a_warning(tmp_path: Path) -> None:
     # Kubernetes takes "23Gi" (an integer quantity); HAMi counts nvidia.com/gpumem in MiB
     files = edit(base_files(), D, "nvidia.com/gpumem: 23552", 'nvidia.com/gpumem: "23Gi"', 2)
     assert {(f.rule, f.severity) for f in lint_files(tmp_path, files) if f.severity != "info"} == {("template.gpu-memory", "warning")}
+
+
+def test_an_app_linted_for_a_release_is_linted_as_that_release_is_offered_it(capsys: pytest.CaptureFixture[str]) -> None:
+    app = str(APPS / "llamacppqwen36mtpone" / "app.yaml")
+    for release, offered, other in (("1.12.6", "current", "legacy"), ("1.12.5", "legacy", "current")):
+        assert main(["lint", app, "--olares", release, "--format", "json"]) == ExitCode.OK
+        captured = capsys.readouterr()
+        assert [c["chart"] for c in json.loads(captured.out)["charts"]] == [f"{app}@{offered}"]
+        assert f"{app}@{other}: not offered to Olares {release}" in captured.err
+    # a target named on the command line is linted whatever its window: the window is then the error
+    assert main(["lint", app, "--olares", "1.12.6", "--target", "legacy", "--format", "json"]) == ExitCode.FINDINGS
+    assert [f["rule"] for f in json.loads(capsys.readouterr().out)["findings"] if f["severity"] == "error"] == ["manifest.os-window"]

@@ -77,6 +77,28 @@ def from_app(path: Path, target_names: list[str] | None = None) -> list[ChartSou
     return out
 
 
+def offered_to(sources: list[ChartSource], os_version: str) -> tuple[list[ChartSource], list[ChartSource]]:
+    """The charts a device of `os_version` is offered, and the rest: of an app manifest rendered
+    per target, the targets whose window excludes the release (a 1.12.6 device never sees an app's
+    legacy chart). Charts read as files are all kept (their own window is theirs to check), and so
+    is every chart of an app none of whose targets admits the release, so that the window error
+    reaches the maintainer."""
+    kept: list[ChartSource] = []
+    skipped: list[ChartSource] = []
+    by_app: dict[int, list[ChartSource]] = {}
+    for src in sources:
+        if src.app is None or src.target is None:
+            kept.append(src)
+        else:
+            by_app.setdefault(id(src.app), []).append(src)
+    for charts in by_app.values():
+        offered = [s for s in charts if olares.get(s.target or "").admits(os_version)]
+        kept.extend(offered or charts)
+        skipped.extend(s for s in charts if offered and s not in offered)
+    order = {id(s): i for i, s in enumerate(sources)}
+    return sorted(kept, key=lambda s: order[id(s)]), sorted(skipped, key=lambda s: order[id(s)])
+
+
 def is_archive(path: Path) -> bool:
     return path.name.endswith((".tgz", ".tar.gz"))
 

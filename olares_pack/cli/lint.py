@@ -11,6 +11,7 @@ from olares_pack import olares
 from olares_pack.cli.apps import online_check
 from olares_pack.cli.group import cli
 from olares_pack.cli.options import target_option
+from olares_pack.common import console
 from olares_pack.common.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 @target_option
 @click.option("--olares", "olares_version", metavar="VERSION",
               help="The Olares release whose rules apply (e.g. 1.12.5 for a source that serves 1.12.3-1.12.5 "
-              "devices); charts whose olares dependency excludes it are errors. Default: the newest known "
+              "devices). Of an app manifest, only the targets offered to that release are linted (with --target, the targets named); charts whose olares dependency excludes it are errors. Default: the newest known "
               "release each chart's own olares dependency admits.")
 @click.option("--kube-version", default=olares.DEFAULT_KUBE_VERSION, show_default=True,
               help="Kubernetes version whose schemas validate the rendered objects (Olares ships k3s 1.32).")
@@ -50,7 +51,7 @@ def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tupl
         return print_rule(explain)
     if not paths:
         raise InputError("lint needs a chart, an app or a folder (or --explain RULE)")
-    from olares_pack.charts.source import resolve
+    from olares_pack.charts.source import offered_to, resolve
 
     if olares_version:
         olares.parse_os_version(olares_version)
@@ -58,6 +59,12 @@ def lint_cmd(paths: tuple[Path, ...], fmt: str, strict: bool, target_names: tupl
     for rule in allow:
         allowable(rule)
     sources = resolve(list(paths), list(target_names) or None)
+    if olares_version and not target_names:
+        sources, skipped = offered_to(sources, olares_version)
+        for src in skipped:
+            profile = olares.get(src.target or "")
+            console.info(f"{src.label}: not offered to Olares {olares_version} (the {profile.name} target serves "
+                         f"{profile.olares}); not linted (--target {profile.name} lints it anyway)")
     options = LintOptions(kube_version=kube_version, olares_version=olares_version, engine_build=engine_build,
                           strict=strict, helm_lint=helm_lint, allow=tuple(sorted(set(allow))))
     from olares_pack.lint.place import place_results
