@@ -26,10 +26,12 @@ REPO = "example/tiny-GGUF"
 FILE = "tiny-Q4_K_M.gguf"
 
 
-def _app(tmp_path: Path, *, size: int, sha256: str) -> Path:
+def _app(tmp_path: Path, *, size: int | None, sha256: str | None) -> Path:
+    """The example app on a tiny model; size and sha256 None: recorded as the example app's are (not)."""
     text = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text()
     text = text.replace("repo: unsloth/Qwen3.6-27B-MTP-GGUF", f"repo: {REPO}")
-    text = text.replace("file: Qwen3.6-27B-UD-Q3_K_XL.gguf", f"file: {FILE}\n  size: {size}\n  sha256: {sha256}")
+    recorded = "" if size is None else f"\n  size: {size}\n  sha256: {sha256}"
+    text = text.replace("file: Qwen3.6-27B-UD-Q3_K_XL.gguf", f"file: {FILE}{recorded}")
     text = text.replace("targets: [current, legacy]", "targets: [current]")
     app_dir = tmp_path / "apps" / "llamacppqwen36mtpone"
     app_dir.mkdir(parents=True)
@@ -51,20 +53,20 @@ class Device:
     folder with the sentinel, the verdicts folder; the engine binary is a stand-in that records
     its argv (the real one needs the GPU)."""
 
-    def __init__(self, tmp_path: Path, objects: list[dict[str, Any]], content: bytes) -> None:
+    def __init__(self, tmp_path: Path, objects: list[dict[str, Any]], content: bytes, blob_name: str = "b1") -> None:
         self.root = tmp_path / "device"
         dep = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] != "llminit")
         self.container = dep["spec"]["template"]["spec"]["containers"][0]
         cm = next(o for o in objects if o["kind"] == "ConfigMap")
         self.script = self.root / "engine.sh"
-        self.root.mkdir()
+        self.root.mkdir(parents=True)
         self.script.write_text(cm["data"]["engine.sh"])
         repo_dir = self.root / "hub" / f"models--{REPO.replace('/', '--')}"
         (repo_dir / "refs").mkdir(parents=True)
         (repo_dir / "refs" / "main").write_text("0" * 40)
         snap = repo_dir / "snapshots" / ("0" * 40)
         snap.mkdir(parents=True)
-        blob = repo_dir / "blobs" / "b1"
+        blob = repo_dir / "blobs" / blob_name
         blob.parent.mkdir()
         blob.write_bytes(content)
         (snap / FILE).symlink_to(blob)  # the hub cache's layout: snapshot entries link to blobs
@@ -135,6 +137,28 @@ def test_a_truncated_file_is_refused_without_hashing(tmp_path: Path) -> None:
     assert run.returncode == 3 and "checking sha256" not in run.stdout
     assert f"size {len(CONTENT)} bytes, expected {len(CONTENT) * 2}" in run.stdout
     assert not device.engine_log.exists()
+
+
+def test_without_a_recorded_sha256_the_file_is_checked_against_its_hugging_face_blob_name(tmp_path: Path) -> None:
+    app_dir = _app(tmp_path, size=None, sha256=None)  # as the example app: nothing recorded
+    objects = _objects(app_dir, tmp_path)
+    env = {e["name"]: e.get("value") for e in Device(tmp_path / "a", objects, CONTENT).container["env"]}
+    assert env["MODEL_FILES"] == f"{FILE}||"
+    # huggingface_hub names an LFS download's blob by the sha256 Hugging Face published for it
+    published = hashlib.sha256(CONTENT).hexdigest()
+    good = Device(tmp_path / "b", objects, CONTENT, blob_name=published)
+    run = good.start()
+    assert run.returncode == 0 and "records no sha256; checking" in run.stdout and good.engine_log.exists()
+    # a file that is not what Hugging Face published under that name (corrupted or replaced in the cache)
+    other = hashlib.sha256(b"another file").hexdigest()
+    bad = Device(tmp_path / "c", objects, CONTENT, blob_name=other)
+    run = bad.start()
+    assert run.returncode == 3 and not bad.engine_log.exists()
+    assert f"MODEL CHECK FAILED: {FILE}: sha256 {published}, but Hugging Face published {other} for it;" in run.stdout
+    # a cache that does not name the file by a sha256: the engine starts, and the log says it was not verified
+    plain = Device(tmp_path / "d", objects, CONTENT)
+    run = plain.start()
+    assert run.returncode == 0 and f"{FILE}: NOT VERIFIED" in run.stdout
 
 
 def test_engine_args_refuse_white_space(tmp_path: Path) -> None:

@@ -548,8 +548,9 @@ class AppManifestBase(AppTexts):
         if self.engine.shared and "current" in self.targets:  # type: ignore[attr-defined]
             unchecked = [f.name for f in self.model.files if not f.sha256] or ([] if self.model.files else [self.model.repo])
             if unchecked:
-                out.append(f"{self.name}: the model is not verified before the engine starts: {', '.join(unchecked)} "
-                           "has no sha256 (give model.size and model.sha256, or model.files with them)")
+                out.append(f"{self.name}: the model {', '.join(unchecked)} has no recorded sha256: the engine's "
+                           "wrapper can only check it against the sha256 Hugging Face's cache names it by "
+                           "(`olares-pack pin APP --model`, or model.size and model.sha256, or model.files with them)")
         if self.model.revision == "main" or not re.fullmatch(r"[0-9a-f]{40}", self.model.revision):
             out.append(f"{self.name}: model revision {self.model.revision!r} is a branch, not a commit")
         return out

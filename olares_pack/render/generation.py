@@ -25,7 +25,9 @@ from importlib.resources.abc import Traversable
 # 6: the per-user form's pod-label comment cites no working notes (a comment only).
 # 7: legacy-target shared apps (engine.shared) render the apiVersion v2 shared form: the engine in
 #    a shared server sub-chart, a proxy client per user (sharedv2.py).
-GENERATION = 7
+# 8: the shared form's engine wrapper checks a model whose sha256 the app does not record against
+#    the sha256 Hugging Face's cache names its blob by (templates/llmbase/engine.sh).
+GENERATION = 8
 
 
 def templates_root() -> Traversable:

@@ -5,7 +5,10 @@
 # 2. Checks every file of MODEL_FILES ("name|size|sha256" lines) against the sizes and sha256
 #    olares-pack recorded: once per file (a stamp in $VERIFY_DIR remembers the verdict for this
 #    exact file: its size and modification time), before the engine starts. A file that differs
-#    stops here: the engine never starts on a truncated or substituted model.
+#    stops here: the engine never starts on a truncated or substituted model. Where this app
+#    version records no sha256, the file is checked against the name Hugging Face's cache gave
+#    its blob: huggingface_hub stores a download as blobs/<etag>, and an LFS file's etag is the
+#    sha256 Hugging Face publishes for it (llm-init downloads with `hf download`).
 # 3. Starts the engine on the verified snapshot with ENGINE_ARGS (the clone dialog's value;
 #    llm-init's $RUN_DIR/engine_args handoff wins when it is there, as in the official wrappers).
 set -eu
@@ -81,6 +84,19 @@ while IFS='|' read -r name size sum; do
       log "$name: checking sha256 of $got_size bytes"
       got_sum=$(sha256_of "$path")
       [ "$got_sum" = "$sum" ] || verdict="sha256 $got_sum, expected $sum"
+    else
+      blob=$(readlink "$path" 2>/dev/null || true)
+      blob=${blob##*/}
+      case $blob in
+        *[!0-9a-f]* | "") blob="" ;;
+      esac
+      if [ "${#blob}" -eq 64 ]; then
+        log "$name: this app version records no sha256; checking $got_size bytes against the sha256 Hugging Face's cache names it by"
+        got_sum=$(sha256_of "$path")
+        [ "$got_sum" = "$blob" ] || verdict="sha256 $got_sum, but Hugging Face published $blob for it"
+      else
+        log "$name: NOT VERIFIED: this app version records no sha256 and the cache does not name the file by one"
+      fi
     fi
     printf '%s\n%s\n' "$want" "$verdict" >"$stamp.tmp" && mv "$stamp.tmp" "$stamp"
     log "$name: $verdict"
