@@ -18,7 +18,7 @@ from olares_pack.apps.load import parse_app
 from olares_pack.charts import helm
 from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode
-from olares_pack.common.yamlsrc import fast_load, safe_load
+from olares_pack.common.yamlsrc import MAX_BYTES, fast_load, safe_load
 from olares_pack.render import app as render
 
 NAME = "llamacppqwen36mtpone"
@@ -191,7 +191,7 @@ FILE_CASES: list[tuple[str, Callable[[Path], list[str]], str]] = [
     ("deep-block", lambda t: ["render", str(_write(t, "".join(f"{' ' * 2 * i}k{i}:\n" for i in range(60)).encode()
                                                     + b"  " * 60 + b"v: 1\n"))], "nested deeper than 32"),
     ("duplicate-key", lambda t: ["render", str(_write(t, (GOOD_TEXT + "title: again\n").encode()))], "duplicate key 'title'"),
-    ("too-big", lambda t: ["render", str(_write(t, b"# " + b"x" * (1 << 20) + b"\n"))], "a manifest is at most"),
+    ("too-big", lambda t: ["render", str(_write(t, b"# " + b"x" * MAX_BYTES + b"\n"))], "a manifest is at most"),
     ("tab-indent", lambda t: ["render", str(_write(t, b"name: x\nserver:\n\tport: 1\n"))], "YAML syntax error"),
     ("unclosed-quote", lambda t: ["render", str(_write(t, b'title: "open\n'))], "YAML syntax error"),
     ("a-list", lambda t: ["render", str(_write(t, b"- a\n- b\n"))], "expected a mapping of app fields"),

@@ -688,3 +688,27 @@ def test_the_flattened_chart_takes_only_what_v2_installed_and_refuses_name_clash
         "--upgrade: not converted (the app stays 0.9.2 for 1.12.3-1.12.5): merged into one namespace, the chart renders "
         "Service ragstack more than once (the sub-charts reuse the name in namespaces of their own); rename one of them "
         "in chart.files"]
+
+
+def test_what_official_charts_carry_imports_byte_for_byte(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """beclab/apps lobechat has lone carriage returns in a template (`-}}\\r\\r\\n`), chaosmesh a CRD
+    file of 1.25 MB: devices install both. A file over Helm's own limit (5 MiB) is refused."""
+    folder = tmp_path / "src" / "notesui"
+    shutil.copytree(CHARTS / "notesui", folder)
+    template = folder / "templates" / "app.yaml"
+    template.write_bytes(b'{{- $names := split "," "a,b" -}}\r\r\n' + template.read_bytes())
+    crd = "".join(f"# {i:08d} " + "x" * 100 + "\n" for i in range(12_000))  # 1.3 MB of YAML comments
+    (folder / "crds").mkdir()
+    (folder / "crds" / "big.yaml").write_text(crd)
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(folder)) == ExitCode.OK
+    rendered = render.render(load_app(root / "apps" / "notesui"), targets.CURRENT)
+    assert rendered["templates/app.yaml"].encode() == template.read_bytes()
+    assert rendered["crds/big.yaml"] == crd
+    capsys.readouterr()
+    (folder / "crds" / "big.yaml").write_text("#" * (5 << 20) + "x\n")
+    shutil.rmtree(root)
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(folder), extra=("--format", "json")) == ExitCode.FINDINGS
+    (chart,) = json.loads(capsys.readouterr().out)["charts"]
+    assert chart["status"] == "refused" and "crds/big.yaml: is 5,242,882 characters long; at most 5,242,880" in chart["notes"][0]

@@ -59,7 +59,9 @@ def describe(ch: str) -> str:
 # An imported chart's own files and manifest (ChartApp.chart): Helm templates and YAML as written,
 # multi-line, with template delimiters; only their size and control characters are checked.
 RAW = (("chart",),)
-MAX_FILE = 1 << 20  # characters in one chart file: an assumption (hand-written templates are KBs), not a device limit
+# Characters in one chart file: Helm's own limit on a chart file (MaxDecompressedFileSize, 5 MiB, in
+# pkg/chart/loader of helm.sh/helm/v3 v3.19.5, which beclab/Olares framework/app-service links).
+MAX_FILE = 5 << 20
 
 
 def string_problem(text: str, loc: tuple[Any, ...]) -> str | None:
@@ -67,7 +69,9 @@ def string_problem(text: str, loc: tuple[Any, ...]) -> str | None:
     if _matches(loc, RAW, prefix=True):
         if len(text) > MAX_FILE:
             return f"is {len(text):,} characters long; at most {MAX_FILE:,}"
-        m = _CONTROL.search(text.replace("\r\n", "\n"))
+        # A carriage return is text to Helm's template engine and a line break to the YAML reader
+        # of the rendered objects; official charts carry lone ones (beclab/apps lobechat).
+        m = _CONTROL.search(text.replace("\r", "\n"))
         return f"holds {describe(m.group())}: plain text only" if m else None
     if len(text) > MAX_TEXT:
         return f"is {len(text):,} characters long; at most {MAX_TEXT:,}"
