@@ -3,7 +3,10 @@
 # - MODEL_FILES lists "name|size|sha256|urlpath" lines: each file is fetched from
 #   $HF_ENDPOINT/<urlpath> (<repo>/resolve/<revision>/<name>, percent-encoded per segment by
 #   olares-pack) into $MODEL_DIR, resuming a partial download (<name>.part) and skipping a file
-#   already present with the right size and sha256.
+#   already present with the right size and sha256. A file whose sha256 the app version does not
+#   record is checked against the sha256 and size Hugging Face publishes for it: the resolve URL
+#   answers an LFS file with X-Linked-Etag (its sha256) and X-Linked-Size before redirecting to
+#   the content (huggingface_hub file_download.py reads them there too).
 # - An empty MODEL_FILES fetches the whole repo into the hub cache $MODEL_CACHE (huggingface_hub).
 # - HF_TOKEN is optional: public repos need none. It never reaches a command line (curl reads it
 #   from a config on stdin, GNU wget from a private wgetrc, python3 from the environment).
@@ -92,6 +95,45 @@ progress() {
   done
 }
 
+# resolve_headers URL: the headers of the resolve URL's own answer (its redirect is not followed).
+resolve_headers() {
+  if have curl; then
+    if [ -n "$token" ]; then
+      curl_header | curl -K - -g -fsSI "$1"
+    else
+      curl -g -fsSI "$1"
+    fi
+  elif have python3; then
+    python3 - "$1" <<'PY'
+import os, sys, urllib.error, urllib.request
+class Stay(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+req = urllib.request.Request(sys.argv[1], method="HEAD")
+if os.environ.get("HF_TOKEN"):
+    req.add_header("Authorization", "Bearer " + os.environ["HF_TOKEN"])
+try:
+    resp = urllib.request.build_opener(Stay).open(req, timeout=60)
+except urllib.error.HTTPError as exc:
+    if exc.code >= 400:
+        sys.exit(1)
+    resp = exc
+for k, v in resp.headers.items():
+    print("%s: %s" % (k, v))
+PY
+  else
+    return 1
+  fi
+}
+
+# published URL: "size|sha256" as Hugging Face publishes them for an LFS file, or nothing.
+published() {
+  headers=$(resolve_headers "$1" 2>/dev/null | tr -d '\r') || return 0
+  etag=$(printf '%s\n' "$headers" | sed -n 's/^[Xx]-[Ll]inked-[Ee]tag: *"\{0,1\}\([0-9a-f]\{64\}\)"\{0,1\} *$/\1/p' | head -n 1)
+  linked=$(printf '%s\n' "$headers" | sed -n 's/^[Xx]-[Ll]inked-[Ss]ize: *\([0-9][0-9]*\) *$/\1/p' | head -n 1)
+  if [ -n "$etag" ]; then printf '%s|%s\n' "$linked" "$etag"; fi
+}
+
 verified() {  # verified FILE SIZE SHA256
   [ -f "$1" ] || return 1
   if [ -n "$2" ] && [ "$(size_of "$1")" != "$2" ]; then return 1; fi
@@ -114,6 +156,17 @@ download_file() {  # download_file NAME SIZE SHA256 URLPATH
   fi
   out="$MODEL_DIR/$name"
   part="$out.part"
+  url="$endpoint/$urlpath"
+  if [ -z "$sum" ]; then
+    pub=$(published "$url")
+    if [ -n "$pub" ]; then
+      sum=${pub#*|}
+      size=${size:-${pub%%|*}}
+      log "$name: this app version records no sha256; checking against the one Hugging Face publishes ($sum)"
+    else
+      log "$name: NOT VERIFIED: this app version records no sha256 and Hugging Face published none"
+    fi
+  fi
   if verified "$out" "$size" "$sum"; then
     log "$name: present and verified, skipped"
     return 0
@@ -129,7 +182,6 @@ download_file() {  # download_file NAME SIZE SHA256 URLPATH
     log "$name: completed by an earlier run, verified"
     return 0
   fi
-  url="$endpoint/$urlpath"
   log "$name: fetching $url (resuming at $(size_of "$part") bytes)"
   progress "$part" "$size" &
   ticker=$!
@@ -146,7 +198,7 @@ download_file() {  # download_file NAME SIZE SHA256 URLPATH
   done
   kill "$ticker" 2>/dev/null || true
   if ! verified "$part" "$size" "$sum"; then
-    log "$name: size or sha256 does not match the manifest (got $(size_of "$part") bytes)"
+    log "$name: size or sha256 does not match ${size:-?} bytes, sha256 ${sum:-?} (got $(size_of "$part") bytes)"
     rm -f "$part"
     return 1
   fi

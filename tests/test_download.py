@@ -261,3 +261,29 @@ def test_follows_the_hubs_redirect_to_its_cdn_without_the_token(tmp_path: Path, 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (models(tmp_path) / "model.gguf").read_bytes() == PAYLOAD
     assert [(str(r["path"]).startswith("/lfs/"), r["auth"]) for r in fake.requests] == [(False, "Bearer hf_abc"), (True, None)]
+
+
+def test_without_a_recorded_sha256_the_one_hugging_face_publishes_is_checked(tmp_path: Path, hub: tuple[FakeHub, str]) -> None:
+    """The resolve URL answers an LFS file with X-Linked-Etag (its sha256) and X-Linked-Size before
+    redirecting: a download the app version records no checksum for is checked against those."""
+    fake, url = hub
+    fake.redirect_lfs = True
+    fake.files["model.gguf"] = PAYLOAD
+    unrecorded = f"model.gguf|||{urlpath('model.gguf')}"
+    proc = run_script(tmp_path, url, unrecorded)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"checking against the one Hugging Face publishes ({hashlib.sha256(PAYLOAD).hexdigest()})" in proc.stdout
+    assert (models(tmp_path) / "model.gguf").read_bytes() == PAYLOAD
+    # a damaged partial download (other bytes before the resume point) is caught and removed
+    shutil.rmtree(tmp_path / "store")
+    models(tmp_path).mkdir(parents=True)
+    (models(tmp_path) / "model.gguf.part").write_bytes(b"\0" * 300_000)
+    proc = run_script(tmp_path, url, unrecorded)
+    assert proc.returncode != 0
+    assert "size or sha256 does not match" in proc.stdout
+    assert not (models(tmp_path) / "model.gguf").exists() and not (models(tmp_path) / "model.gguf.part").exists()
+    # a file Hugging Face publishes no sha256 for (kept in git, not LFS) is fetched and said to be unverified
+    fake.redirect_lfs = False
+    shutil.rmtree(tmp_path / "store")
+    proc = run_script(tmp_path, url, unrecorded)
+    assert proc.returncode == 0 and "model.gguf: NOT VERIFIED" in proc.stdout

@@ -25,8 +25,9 @@ from importlib.resources.abc import Traversable
 # 6: the per-user form's pod-label comment cites no working notes (a comment only).
 # 7: legacy-target shared apps (engine.shared) render the apiVersion v2 shared form: the engine in
 #    a shared server sub-chart, a proxy client per user (sharedv2.py).
-# 8: the shared form's engine wrapper checks a model whose sha256 the app does not record against
-#    the sha256 Hugging Face's cache names its blob by (templates/llmbase/engine.sh).
+# 8: a model file whose sha256 the app does not record is checked against the sha256 Hugging Face
+#    publishes for it: by the shared form's engine wrapper against its cache's blob name
+#    (templates/llmbase/engine.sh), by the download step against X-Linked-Etag (download.sh).
 GENERATION = 8
 
 
