@@ -40,6 +40,7 @@ from urllib.request import Request, urlopen
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 VERSION = "1.12.6"
+V2_VERSION = "1.12.7"
 RUNS = 3
 
 
@@ -113,10 +114,13 @@ def bench(root: Path, label: str, seconds: int, connections: int, tmp: Path) -> 
         info = json.loads(fetch(f"{base}/api/v1/appstore/info?version={VERSION}"))
         ids = sorted(info["data"]["apps"])[:10]  # a device asks for at most 10 per call
         body = json.dumps({"app_ids": ids, "version": VERSION}).encode()
-        paths = {"hash": "/api/v1/appstore/hash", "info": "/api/v1/appstore/info", "details": "/api/v1/applications/info"}
-        (folder / "hash.json").write_bytes(fetch(f"{base}{paths['hash']}?version={VERSION}"))
-        (folder / "info.json").write_bytes(fetch(f"{base}{paths['info']}?version={VERSION}"))
-        (folder / "details.json").write_bytes(fetch(f"{base}{paths['details']}", body))
+        paths = {"hash": "/api/v1/appstore/hash", "info": "/api/v1/appstore/info", "details": "/api/v1/applications/info",
+                 "v2cat": "/api/v2/catalog", "v2apps": "/api/v2/applications"}
+        # v1 routes as a 1.12.6 device asks them, v2 routes as a 1.12.7 device does
+        query = {"hash": f"?version={VERSION}", "info": f"?version={VERSION}", "details": "",
+                 "v2cat": f"?version={V2_VERSION}", "v2apps": f"?version={V2_VERSION}"}
+        for route, path in paths.items():
+            (folder / f"{route}.json").write_bytes(fetch(f"{base}{path}{query[route]}", body if route == "details" else None))
         script = folder / "post.lua"
         script.write_text(f'wrk.method = "POST"\nwrk.body = {json.dumps(body.decode())}\n'
                           'wrk.headers["Content-Type"] = "application/json"\n')
@@ -126,8 +130,8 @@ def bench(root: Path, label: str, seconds: int, connections: int, tmp: Path) -> 
             wait_up(f"{nbase}{paths['hash']}")
             assert fetch(f"{nbase}{paths['info']}") == (folder / "info.json").read_bytes()
             out: dict[str, dict[str, float]] = {}
-            for route in ("hash", "info", "details"):
-                q = "" if route == "details" else f"?version={VERSION}"
+            for route in paths:
+                q = query[route]
                 s = script if route == "details" else None
                 wrk(f"{base}{paths[route]}{q}", 1, connections, s)  # warm up
                 mine = [wrk(f"{base}{paths[route]}{q}", seconds, connections, s) for _ in range(RUNS)]
