@@ -30,6 +30,12 @@ requests one after the other:
   requests. A crash is recorded with its request, its time, the exit status and the server
   log's error lines (`crash`).
 
+- `seq64-*` (part 3 of issue #26, run with `--build b9294`, a build from before llama.cpp PR #23907):
+  1.0.5 behind its ballast, ten fresh prompts of 8K-32K with 2,000 generated tokens each, CUDA
+  graphs on and off (and `-noballast`); `seq64-pressure-*` leave PRESSURE_SEQ_MIB free above
+  the boot of seq64-1.0.5-full-n5-graphs and send prompts up to 128K, to see where a build that
+  grows with the context runs out.
+
 A thread reads the server process's GPU memory through NVML every 50 ms for the whole life of the
 server; each request records the memory before it, its peak, the memory after it, and its
 timings. OUT_DIR/runtime.json is rewritten after every request, so a job cut short keeps what it
