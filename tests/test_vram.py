@@ -216,8 +216,10 @@ def test_the_history_against_the_records() -> None:
     configuration fits by 1.6 GiB on the measured build (b11434), while the fork build it ran
     (pr22673) ran out of memory while drafting. The run-time runs (accepted drafts, 2,000-token
     generations, cached follow-ups at 250K, CUDA graphs on and off) grew by nothing after their
-    first request on b11434, so they do not explain it either. Should a later measurement
-    explain it, this test says so by failing."""
+    first request on b11434, so they do not explain it either. b9294, an upstream build from
+    before PR #23907 like the fork, grows with the context to 184 MiB short of the device
+    (bench/vram/runtime-b9294.raw.json): `vram` warns for such builds, and this verdict stays
+    b11434's. Should a later measurement change the estimate, this test says so by failing."""
     est = history()
     agrees = {v: (est[v].verdict == "does not fit") == (RECORDS[v] != "stable") for v in RECORDS}
     assert [v for v, ok in agrees.items() if not ok] == ["1.0.5"]
@@ -256,6 +258,66 @@ def test_the_estimate_names_an_unmeasured_build() -> None:
     est = vram.estimate(history_meta(14.92), history_settings(262144, 5), vram.device(), build="pr22673")
     assert any("this chart runs pr22673, whose allocations were not measured" in n for n in est.notes)
     assert any("extrapolated: 64 layers" in n for n in est.notes)
+
+
+B9294 = Path(__file__).resolve().parent.parent / "bench" / "vram" / "runtime-b9294.raw.json"
+
+
+def test_the_build_before_the_dequant_reservation_grows_with_the_context() -> None:
+    """The device reproduction of 1.0.5 on b9294, a build from before PR #23907 (bench/vram
+    runtime-b9294.raw.json): the figures the warning names are this file's, the growth follows
+    the context in use (not requests or drafts), comes with CUDA graphs on and off alike, and with
+    512 MiB free the process ran out of memory in the CUDA pool, graphs on and off."""
+    from olares_pack.vram import builds
+
+    runs = {r["job"]: r for r in json.loads(B9294.read_text())}
+    assert {r["build"] for r in runs.values()} == {"b9294"}
+    long = runs["device-1.0.5-full-n5-graphs"]
+    m = builds.DEQUANT_IN_POOL
+    last = long["requests"][2]
+    assert last["follow_up"] and m.context_tokens == last["prompt_tokens"] + last["n_predict"]
+    assert (m.boot_mib, m.peak_mib, m.free_mib) == (long["boot_mib"], long["peak_mib"], long["free_smi_mib"])
+    assert long.get("crash") is None and all(q["accepted_share"] == 1.0 for q in long["requests"])
+    # the growth follows the longest context served: each longer prompt grows it, a shorter one does not
+    for job in ("seq64-1.0.5-full-n5-graphs", "seq64-1.0.5-full-n5-nographs"):
+        reqs = runs[job]["requests"]
+        longest = 0
+        for q in reqs:
+            grew = q["peak_mib"] - q["before_mib"]
+            assert (grew > 0) == (q["prompt_tokens"] > longest), (job, q["i"])
+            longest = max(longest, q["prompt_tokens"])
+    on, off = (runs[f"seq64-1.0.5-full-n5-{g}"] for g in ("graphs", "nographs"))
+    assert on["env"]["GGML_CUDA_DISABLE_GRAPHS"] is None and off["env"]["GGML_CUDA_DISABLE_GRAPHS"] == "1"
+    assert [q["peak_mib"] - on["boot_mib"] for q in on["requests"][:3]] == [q["peak_mib"] - off["boot_mib"] for q in off["requests"][:3]]
+    for g in ("graphs", "nographs"):
+        r = runs[f"seq64-pressure-1.0.5-full-n5-{g}"]
+        assert r["crash"]["request"] == 3 and r["crash"]["exit"] != 0
+        assert any("CUDA error: out of memory" in line for line in r["log_errors"])
+        assert "cuMemCreate(&handle, reserve_size, &prop, 0)" in r["log_tail"]  # the pool growing (ggml_cuda_pool_vmm::alloc)
+
+
+def test_vram_warns_for_a_build_before_the_dequant_reservation(capsys: pytest.CaptureFixture[str]) -> None:
+    """A chart whose llama.cpp build predates PR #23907 gets a warning with the growth measured on
+    b9294, where flash attention reads a quantized cache; the measured build, an f16 cache and
+    flash attention off get none, and a build between the two sdists read is a 'may'."""
+    meta, dev = history_meta(14.92), vram.device()
+    s = history_settings(262144, 5)
+
+    def warned(build: str, settings: vram.Settings = s) -> list[str]:
+        return vram.estimate(meta, settings, dev, build=build).warnings
+
+    for build in ("ad27757", "pr22673", "b9294"):
+        (w,) = warned(build)
+        assert f"llama.cpp {build} predates upstream PR #23907" in w and "+2,204 MiB from boot to 258,000 tokens" in w
+    assert "may predate" in warned("b9400")[0]
+    assert warned("b11434") == warned("b9538") == []
+    assert warned("ad27757", replace(s, cache_k="f16", cache_v="f16")) == []
+    assert warned("ad27757", replace(s, flash_attn="off")) == []
+    # the command: the current chart (ad27757) and 1.0.5 (pr22673) warn on stderr; the verdict stays b11434's
+    for args in ([], ["--version", "1.0.5"]):
+        assert main(["vram", NAME, *args, "--format", "json"]) == ExitCode.OK
+        out, err = capsys.readouterr()
+        assert json.loads(out)["estimates"][0]["warnings"] and "predates upstream PR #23907" in err
 
 
 def test_largest_context_that_fits() -> None:

@@ -30,6 +30,12 @@ requests one after the other:
   requests. A crash is recorded with its request, its time, the exit status and the server
   log's error lines (`crash`).
 
+- `seq64-*` (part 3 of issue #26, run with `--build b9294`, a build from before llama.cpp PR #23907):
+  1.0.5 behind its ballast, ten fresh prompts of 8K-32K with 2,000 generated tokens each, CUDA
+  graphs on and off (and `-noballast`); `seq64-pressure-*` leave PRESSURE_SEQ_MIB free above
+  the boot of seq64-1.0.5-full-n5-graphs and send prompts up to 128K, to see where a build that
+  grows with the context runs out.
+
 A thread reads the server process's GPU memory through NVML every 50 ms for the whole life of the
 server; each request records the memory before it, its peak, the memory after it, and its
 timings. OUT_DIR/runtime.json is rewritten after every request, so a job cut short keeps what it
@@ -65,7 +71,9 @@ LAYERS = 8
 ONE_TOTAL_MIB, DESKTOP_RESERVE_MIB = 24463, 300
 VERSIONS = {"1.0.5": 14.92e9, "1.0.8": 14.8e9, "1.0.7": 12.3e9}
 SEQ_PROMPTS = [2048, 4096, 8192, 16384, 32768, 3072, 6144, 12288, 24576, 32768]
+SEQ64_PROMPTS = [8192, 16384, 32768, 12288, 24576, 8192, 16384, 32768, 12288, 24576]
 PRESSURE_MIB = 64
+PRESSURE_SEQ_MIB, PRESSURE_SEQ_PROMPTS = 512, [8192, 16384, 32768, 65536, 131072]
 RT = {"layers": LAYERS, "ctx": 262144, "cache": "q4_0", "fa": "on", "parallel": 1, "ubatch": 512}
 
 
@@ -99,6 +107,20 @@ def jobs() -> dict[str, dict[str, Any]]:
     # the top of 1.0.5's recorded acceptance (0.75-0.80), with drafts accepted 2, 4 or 5 at a time
     out["device-1.0.5-mix80-n5-graphs"] = {"kind": "device", "accept": "mix80", "draft_n": 5, "graphs": True,
                                            "layers": 64, "version": "1.0.5", "long": False}
+    # the build before PR #28549 (run with --build b9265): 1.0.5 behind its ballast, ten fresh
+    # prompts of 8K-32K with 2,000 generated tokens each, CUDA graphs on and off; then, where the
+    # memory grows, the same without the ballast (how it grows per request)
+    for accept, graphs, ballast in (("full", True, True), ("full", False, True), ("mix80", True, True),
+                                    ("full", True, False)):
+        name = f"seq64{'' if ballast else '-noballast'}-1.0.5-{accept}-n5-{'graphs' if graphs else 'nographs'}"
+        out[name] = {"kind": "device", "accept": accept, "draft_n": 5, "graphs": graphs, "layers": 64,
+                     "version": "1.0.5", "long": False, "seq64": True, "ballast": ballast}
+    # where a build that grows with the context in use runs out: only PRESSURE_SEQ_MIB free above
+    # the boot of seq64-1.0.5-full-n5-graphs, prompts up to 128K, CUDA graphs on and off
+    for graphs in (True, False):
+        out[f"seq64-pressure-1.0.5-full-n5-{'graphs' if graphs else 'nographs'}"] = {
+            "kind": "device", "accept": "full", "draft_n": 5, "graphs": graphs, "layers": 64, "version": "1.0.5",
+            "long": False, "seq64": True, "prompts": PRESSURE_SEQ_PROMPTS, "pressure_seq": True}
     return out
 
 
@@ -210,6 +232,8 @@ def requests_of(job: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"prompt": 2048, "n_predict": 512}]
     if job["kind"] == "seq":
         return [{"prompt": n, "n_predict": 2000} for n in SEQ_PROMPTS]
+    if job.get("seq64"):
+        return [{"prompt": n, "n_predict": 2000} for n in job.get("prompts", SEQ64_PROMPTS)]
     if job.get("pressure"):
         return ([{"prompt": 32768, "n_predict": 2000}] + [{"follow": 1000, "n_predict": 2000}] * 2
                 + [{"prompt": 8192, "n_predict": 2000}] * 9)
@@ -232,11 +256,13 @@ def run_job(name: str, job: dict[str, Any], server: str, models: Path, deadline:
         port = s.getsockname()[1]
     path = model(models, job["accept"], cfg["layers"])
     ballast = None
-    if "version" in job:
+    if "version" in job and job.get("ballast", True):
         record["free_target_mib"] = round(job.get("free_mib") or free_for(job["version"], cfg["layers"]), 1)
         ballast, record["ballast"] = start_ballast(record["free_target_mib"])
         record["free_smi_mib"] = measure.device_free()
         print(f"  {name}: {record['ballast']} (target {record['free_target_mib']} MiB)", flush=True)
+    elif "version" in job:
+        record["free_smi_mib"] = measure.device_free()
     cmd = measure.argv(server, path, cfg, port)
     env = dict(os.environ)
     env.pop("GGML_CUDA_DISABLE_GRAPHS", None)
@@ -362,6 +388,7 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--only", default="", help="comma-separated job names or prefixes")
     ap.add_argument("--seconds", type=float, default=1e9, help="start nothing after this many seconds")
+    ap.add_argument("--build", default="b11434", help="the llama.cpp build SERVER was built from (recorded)")
     args = ap.parse_args()
     args.models.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -383,7 +410,7 @@ def main() -> None:
             print(f"deadline: stopping before {name}", flush=True)
             break
         runs = [r for r in runs if r.get("job") != name]
-        record: dict[str, Any] = {"build": "b11434", "gpu": gpu}
+        record: dict[str, Any] = {"build": args.build, "gpu": gpu}
         runs.append(record)
 
         def save(runs: list[dict[str, Any]] = runs, record: dict[str, Any] = record, name: str = name) -> None:
@@ -404,6 +431,13 @@ def main() -> None:
                 runs.remove(record)
                 continue
             job = {**job, "free_mib": ref[0] + PRESSURE_MIB}
+        if job.get("pressure_seq"):
+            ref = [r.get("boot_mib") for r in runs if r.get("job") == "seq64-1.0.5-full-n5-graphs" and r.get("boot_mib")]
+            if not ref:
+                print(f"skipping {name}: seq64-1.0.5-full-n5-graphs has not run", flush=True)
+                runs.remove(record)
+                continue
+            job = {**job, "free_mib": ref[0] + PRESSURE_SEQ_MIB}
         t = time.monotonic()
         run_job(name, job, args.server, args.models, deadline, record, save)
         reqs = record["requests"]

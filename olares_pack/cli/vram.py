@@ -95,6 +95,8 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
         for row in extra.get("quants", []):  # type: ignore[attr-defined]
             console.out.print(f"{row['file']}: {row['total_mib']} MiB, headroom {row['headroom_mib']} MiB, {row['verdict']}, "
                               f"largest context that fits {row['largest_ctx']}", markup=False)
+    for w in dict.fromkeys(w for e in estimates for w in e.warnings):
+        console.warn(f"{app.name} {app.version}: {w}")
     for row in record_rows:
         if row["contradicts"]:
             console.warn(f"{app.name} {app.version}: the verdict '{row['verdict']}' contradicts its record "

@@ -16,6 +16,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from olares_pack.vram import builds
 from olares_pack.vram.fit import CACHE_BYTES, QUANTIZED, dequant_mib, kq_mib, mask_mib
 from olares_pack.vram.gguf_meta import ModelMeta
 
@@ -109,6 +110,7 @@ class Estimate:
     device: Device
     terms: list[Term] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what the command prints on stderr: a known run-time growth
     uncertainty_pct: float = 0.0  # the fit's worst relative residual over the measurements
     extra_uncertainty_mib: float = 0.0  # what was not measured (another GPU's CUDA context)
     runtime_band_mib: float = 0.0  # the largest growth any measured run showed after its first request
@@ -147,6 +149,7 @@ class Estimate:
             "boot_mib": round(self.boot_mib, 1), "total_mib": round(self.total_mib, 1),
             "uncertainty_mib": round(self.uncertainty_mib, 1),
             "headroom_mib": round(self.headroom_mib, 1), "verdict": self.verdict, "notes": self.notes,
+            "warnings": self.warnings,
         }
 
 
@@ -327,6 +330,12 @@ def _notes(est: Estimate, meta: ModelMeta, fit: dict[str, Any], *, measured_gpu:
         est.notes.append(f"model numbers: {meta.provenance} ({meta.notes})" if meta.notes else f"model numbers: {meta.provenance}")
     if build and build != fit["build"]:
         est.notes.append(f"measured on llama.cpp {fit['build']}; this chart runs {build}, whose allocations were not measured")
+        from olares_pack.engines import registry
+
+        s = est.settings
+        dates = {b: info["date"] for b, info in registry.builds("llamacpp").items() if "date" in info}
+        if w := builds.run_time_warning(build, dates, flash_attn=s.flash_attn != "off", cache_k=s.cache_k, cache_v=s.cache_v):
+            est.warnings.append(w)
     measured_layers = fit.get("layers_measured", [])
     if measured_layers and meta.trunk_layers > max(measured_layers):
         held = fit["residuals"].get(f"held_out_{meta.trunk_layers}_layers")
