@@ -424,20 +424,18 @@ def main() -> None:
             print(f"skipping {name}: the {job['accept']} model did not accept drafts as designed", flush=True)
             runs.remove(record)
             continue
-        if job.get("pressure"):
-            ref = [r.get("peak_mib") for r in runs if r.get("job") == "device-1.0.5-full-n5-graphs" and r.get("peak_mib")]
+        # pressure jobs leave free what a reference run used (its peak or its boot) plus a margin
+        pressure = [(ref_job, key, margin) for flag, ref_job, key, margin in (
+            ("pressure", "device-1.0.5-full-n5-graphs", "peak_mib", PRESSURE_MIB),
+            ("pressure_seq", "seq64-1.0.5-full-n5-graphs", "boot_mib", PRESSURE_SEQ_MIB)) if job.get(flag)]
+        if pressure:
+            ref_job, key, margin = pressure[0]
+            ref = [r.get(key) for r in runs if r.get("job") == ref_job and r.get(key)]
             if not ref:
-                print(f"skipping {name}: device-1.0.5-full-n5-graphs has not run", flush=True)
+                print(f"skipping {name}: {ref_job} has not run", flush=True)
                 runs.remove(record)
                 continue
-            job = {**job, "free_mib": ref[0] + PRESSURE_MIB}
-        if job.get("pressure_seq"):
-            ref = [r.get("boot_mib") for r in runs if r.get("job") == "seq64-1.0.5-full-n5-graphs" and r.get("boot_mib")]
-            if not ref:
-                print(f"skipping {name}: seq64-1.0.5-full-n5-graphs has not run", flush=True)
-                runs.remove(record)
-                continue
-            job = {**job, "free_mib": ref[0] + PRESSURE_SEQ_MIB}
+            job = {**job, "free_mib": ref[0] + margin}
         t = time.monotonic()
         run_job(name, job, args.server, args.models, deadline, record, save)
         reqs = record["requests"]
