@@ -83,20 +83,13 @@ def offered_to(sources: list[ChartSource], os_version: str) -> tuple[list[ChartS
     legacy chart). Charts read as files are all kept (their own window is theirs to check), and so
     is every chart of an app none of whose targets admits the release, so that the window error
     reaches the maintainer."""
-    kept: list[ChartSource] = []
-    skipped: list[ChartSource] = []
-    by_app: dict[int, list[ChartSource]] = {}
-    for src in sources:
-        if src.app is None or src.target is None:
-            kept.append(src)
-        else:
-            by_app.setdefault(id(src.app), []).append(src)
-    for charts in by_app.values():
-        offered = [s for s in charts if olares.get(s.target or "").admits(os_version)]
-        kept.extend(offered or charts)
-        skipped.extend(s for s in charts if offered and s not in offered)
-    order = {id(s): i for i, s in enumerate(sources)}
-    return sorted(kept, key=lambda s: order[id(s)]), sorted(skipped, key=lambda s: order[id(s)])
+    def admitted(src: ChartSource) -> bool:
+        return src.target is not None and olares.get(src.target).admits(os_version)
+
+    offered_apps = {id(src.app) for src in sources if src.app is not None and admitted(src)}
+    kept = [src for src in sources if src.app is None or src.target is None or id(src.app) not in offered_apps or admitted(src)]
+    kept_ids = {id(src) for src in kept}
+    return kept, [src for src in sources if id(src) not in kept_ids]
 
 
 def is_archive(path: Path) -> bool:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
+from olares_pack.engines import registry
 from olares_pack.vram.fit import QUANTIZED
 
 
@@ -44,28 +46,36 @@ class Measured:
 DEQUANT_IN_POOL = Measured(build="b9294", boot_mib=22600.0, peak_mib=24804.0, context_tokens=258000, free_mib=24988.0)
 PR = "PR #23907"
 # The sdists read: b9294 (2026-05-23) takes the copy from the pool, b9538 (2026-06-07) and every
-# later one reserve it. The history file dates a build by its commit.
+# later one reserve it.
 LAST_WITHOUT, FIRST_WITH = ("9294", "2026-05-23"), ("9538", "2026-06-07")
 
 
-def predates_reserved_dequant(build: str | None, dates: dict[str, str]) -> str | None:
+@lru_cache(maxsize=1)
+def _dates() -> dict[str, str]:
+    """Known llama.cpp builds by name (commits, forks) with their dates (the flag registry's history)."""
+    return {b: info["date"] for b, info in registry.builds("llamacpp").items() if "date" in info}
+
+
+def predates_reserved_dequant(build: str | None) -> str | None:
     """'before' when the build takes flash attention's f16 copy of a quantized cache from the
     pool at run time, 'maybe' when it falls between the last build read without the change and
-    the first with it, None when it has the change or is unknown. `dates`: known builds' dates."""
+    the first with it, None when it has the change or is unknown. A bNNNN build is placed by its
+    number, any other (a commit, a fork) by the date the history file gives it."""
     if not build:
         return None
     if m := re.fullmatch(r"b([0-9]+)", build):
-        n = int(m.group(1))
-        return "before" if n <= int(LAST_WITHOUT[0]) else "maybe" if n < int(FIRST_WITH[0]) else None
-    date = dates.get(build)
-    if date is None:
+        at: int | str = int(m.group(1))
+        last, first = int(LAST_WITHOUT[0]), int(FIRST_WITH[0])
+    elif (date := _dates().get(build)) is not None:
+        at, last, first = date, LAST_WITHOUT[1], FIRST_WITH[1]
+    else:
         return None
-    return "before" if date <= LAST_WITHOUT[1] else "maybe" if date < FIRST_WITH[1] else None
+    return "before" if at <= last else "maybe" if at < first else None  # type: ignore[operator]
 
 
-def run_time_warning(build: str | None, dates: dict[str, str], *, flash_attn: bool, cache_k: str, cache_v: str) -> str | None:
+def run_time_warning(build: str | None, *, flash_attn: bool, cache_k: str, cache_v: str) -> str | None:
     """The warning for a chart whose build grows at run time where the measured one does not."""
-    when = predates_reserved_dequant(build, dates)
+    when = predates_reserved_dequant(build)
     if when is None or not flash_attn or not (cache_k in QUANTIZED or cache_v in QUANTIZED):
         return None
     m = DEQUANT_IN_POOL

@@ -330,11 +330,8 @@ def _notes(est: Estimate, meta: ModelMeta, fit: dict[str, Any], *, measured_gpu:
         est.notes.append(f"model numbers: {meta.provenance} ({meta.notes})" if meta.notes else f"model numbers: {meta.provenance}")
     if build and build != fit["build"]:
         est.notes.append(f"measured on llama.cpp {fit['build']}; this chart runs {build}, whose allocations were not measured")
-        from olares_pack.engines import registry
-
         s = est.settings
-        dates = {b: info["date"] for b, info in registry.builds("llamacpp").items() if "date" in info}
-        if w := builds.run_time_warning(build, dates, flash_attn=s.flash_attn != "off", cache_k=s.cache_k, cache_v=s.cache_v):
+        if w := builds.run_time_warning(build, flash_attn=s.flash_attn != "off", cache_k=s.cache_k, cache_v=s.cache_v):
             est.warnings.append(w)
     measured_layers = fit.get("layers_measured", [])
     if measured_layers and meta.trunk_layers > max(measured_layers):
