@@ -54,6 +54,25 @@ def release_note(app_dir: Path, old: str | None, new: str) -> str:
     return text + "."
 
 
+def release_note_for(repo: object, app_dir: Path, version: str | None, bump: str | None) -> str:
+    """release_note for the version a release is about to publish, against the latest published one."""
+    from olares_pack.apps.load import load_app
+    from olares_pack.catalogue import records as releases
+    from olares_pack.catalogue.releases import next_version
+    from olares_pack.catalogue.repo import MANIFEST_FILE
+
+    published = releases.versions(repo, app_dir.name)  # type: ignore[arg-type]
+    current = load_app(app_dir / MANIFEST_FILE).version
+    new = version or (next_version(max([current, *published], key=_semver), bump) if bump else current)
+    return release_note(app_dir, published[-1] if published else None, new)
+
+
+def _semver(v: str) -> object:
+    import semver
+
+    return semver.Version.parse(v)
+
+
 def section(app_dir: Path, app: str) -> str:
     """The generated section: per device measured on the real model, the latest versions."""
     out = []
