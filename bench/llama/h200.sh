@@ -30,7 +30,7 @@ echo "harness done at $((SECONDS-S)) s"
 # llama-benchy: no network here: its corpus cache seeded with local text, a local word-level tokenizer
 mkdir -p ~/.cache/llama-benchy && python3 $DIR/benchy_offline.py ~/.cache/llama-benchy /root/tok.json
 PYTHONPATH=/tmp/site timeout ${BENCHY_S:-150} python3 -m llama_benchy --base-url http://127.0.0.1:8000/v1 --model qwen3.6-27b-mtp \
-  --tokenizer /root/tok.json --pp ${BENCHY_PP:-96} --tg 2000 --exact-tg --runs ${BENCHY_RUNS:-5} --no-cache --skip-coherence \
+  --tokenizer /root/tok.json --pp ${BENCHY_PP:-640} --tg 2000 --exact-tg --runs ${BENCHY_RUNS:-5} --no-cache --skip-coherence \
   --latency-mode none --format json --save-result $OUT/llama-benchy.json 2>&1 | tail -25
 echo "llama-benchy done at $((SECONDS-S)) s"
 timeout ${OVERHEAD_S:-140} python3 $DIR/bench_overhead.py http://127.0.0.1:8000 ${PAIRS:-3} 2000 --json $OUT/overhead.json
