@@ -76,11 +76,12 @@ def test_bench_method_is_configurable(repo: Path, capsys: pytest.CaptureFixture[
 
 
 def test_a_server_that_dies_mid_run_fails_the_bench(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = records.read(repo / "apps" / NAME, "1.0.13")
     with FakeLlama(timings(WARM + RUNS, [5, 5] + DRAFTS, [1, 1] + ACCEPTED), die_at=4) as fake:
         code, doc, err = bench_json(repo, capsys, "--endpoint", fake.url, "--record", "--device", "x")
     assert code == ExitCode.FINDINGS and doc is None
     assert "run 3 of 10" in err and "stopped mid-answer" in err
-    assert not (repo / "apps" / NAME / "bench" / "1.0.13.json").exists()  # nothing recorded
+    assert records.read(repo / "apps" / NAME, "1.0.13") == before  # nothing recorded
 
 
 def _free_port() -> int:
@@ -135,7 +136,8 @@ def test_record_appends_and_build_check_guards_it(repo: Path, capsys: pytest.Cap
                                       "--date", "2026-12-04")
         assert code == 0, err
     bf = records.read(app_dir, "1.0.13")
-    assert len(bf.records) == 2 and bf.records[0].prev == "" and bf.records[1].prev == records.digest(bf.records[0])
+    mine = bf.records[-2:]
+    assert [r.device for r in mine] == ["test rig", "test rig"] and mine[1].prev == records.digest(mine[0])
     assert records.check(repo / "apps") == []
     # an edited measurement breaks the chain: build --check says which and why
     path = records.path_of(app_dir, "1.0.13")
@@ -143,7 +145,7 @@ def test_record_appends_and_build_check_guards_it(repo: Path, capsys: pytest.Cap
     doc["records"][0]["runs"][0]["tokens_per_s"] = 99.0
     path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     problems = records.check(repo / "apps")
-    assert [p for _, p in problems if "records.1.prev" in p and "append-only" in p]
+    assert [p for _, p in problems if "records.1.prev" in p and "append-only" in p] and len(problems) == 1
 
 
 def test_build_check_catches_a_rewritten_chain_in_git_history(repo: Path) -> None:
@@ -164,7 +166,7 @@ def test_build_check_catches_a_rewritten_chain_in_git_history(repo: Path) -> Non
 def test_from_json_records_a_result_measured_elsewhere(repo: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     with FakeLlama(timings(WARM + RUNS, [5, 5] + DRAFTS, [1, 1] + ACCEPTED)) as fake:
         code, doc, _ = bench_json(repo, capsys, "--endpoint", fake.url)
-    raw = tmp_path / "raw.log"
+    raw = tmp_path / "anchor.json"  # a .json attachment must not pass for a version's records
     raw.write_text("anchor output\n")
     result = tmp_path / "result.json"
     result.write_text(json.dumps(doc))
@@ -172,8 +174,9 @@ def test_from_json_records_a_result_measured_elsewhere(repo: Path, capsys: pytes
                  "--record", "--device", "H200", "--synthetic-model", "64 layers, made-up weights", "--attach", str(raw)])
     assert code == 0
     bf = records.read(repo / "apps" / NAME, "1.0.9")
-    assert bf.records[-1].synthetic_model and bf.records[-1].attachments == ["1.0.9.raw.log"]
-    assert (repo / "apps" / NAME / "bench" / "1.0.9.raw.log").read_text() == "anchor output\n"
+    assert bf.records[-1].synthetic_model and bf.records[-1].attachments == ["1.0.9.raw/anchor.json"]
+    assert (repo / "apps" / NAME / "bench" / "1.0.9.raw" / "anchor.json").read_text() == "anchor output\n"
+    assert records.versions(repo / "apps" / NAME) == ["1.0.5", "1.0.6", "1.0.7", "1.0.8", "1.0.9", "1.0.13"]
     assert records.check(repo / "apps") == []
     # a synthetic model's figures never stand for the app's speed
     assert describe.latest_summary(repo / "apps" / NAME, "1.0.9")[0].startswith("Olares One")

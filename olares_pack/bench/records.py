@@ -89,6 +89,7 @@ class Record(_Model):
     runs: list[RunFigures] = []
     published: Published | None = None
     soak: Soak | None = None
+    peak_gpu_mib: float | None = None  # NVML's peak over the runs (--gpu)
     note: str = ""
     attachments: list[str] = []  # raw outputs committed beside the file (paths relative to it)
     prev: str = ""

@@ -159,20 +159,20 @@ def _record(app_dir: Path, name: str, version: str, doc: dict[str, object], devi
     if not device_name:
         raise click.UsageError("--record needs --device TEXT: the machine measured (e.g. 'Olares One (RTX 5090 Laptop GPU, 24 GB)')")
     folder = records.path_of(app_dir, version).parent
-    kept = []
-    for a in attachments:
-        target = folder / f"{version}.{a.name}"
-        kept.append(target.name)
+    kept = [f"{version}.raw/{a.name}" for a in attachments]  # a folder: *.json beside the records are records
+    if len(set(kept)) != len(kept):
+        raise click.UsageError("--attach: two files of the same name")
     try:
         rec = records.Record(
             date=parse_date(date_text) if date_text else dt.date.today(), source="olares-pack bench",
             device=str(device_name), synthetic_model=synthetic_model, engine=doc.get("engine"),
             engine_build=doc.get("engine_build"), method=records.MethodRecord(**doc["method"]),  # type: ignore[arg-type]
-            runs=[records.RunFigures(**r) for r in doc["runs"]], soak=soak, note=note, attachments=kept)  # type: ignore[union-attr]
+            runs=[records.RunFigures(**r) for r in doc["runs"]], soak=soak, note=note, attachments=kept,  # type: ignore[union-attr]
+            peak_gpu_mib=(gpu or {}).get("peak_mib") if soak is None else None)  # type: ignore[union-attr]
     except (ValidationError, TypeError) as exc:
         raise InputError(f"the result does not make a valid record: {exc}") from None
-    folder.mkdir(parents=True, exist_ok=True)
     for a, k in zip(attachments, kept, strict=True):
+        (folder / k).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(a, folder / k)
     path = records.append(app_dir, name, version, rec)
     console.info(f"recorded in {path}")
