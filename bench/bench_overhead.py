@@ -2,8 +2,9 @@
 
     python3 bench/bench_overhead.py URL [PAIRS] [MAX_TOKENS] [--json OUT]
 
-Against a running llama-server, PAIRS times (default 5) in alternation: one completion through the
-harness (streamed, parsed chunk by chunk) and one plain non-streamed request with the same method,
+Against a running llama-server, PAIRS times (default 5): one completion through the harness
+(streamed, parsed chunk by chunk) and one plain non-streamed request with the same method, in the
+order A B, B A, A B, ... (a drifting server favours neither),
 each read from the server's own `timings.predicted_per_second`. Prints the medians and their
 ratio (the target: the harness costs at most 1 % of the server-reported tokens/s), and the
 harness's own CPU time per run. Standard library only: it runs on the GPU machine too.
@@ -41,11 +42,14 @@ def main(argv: list[str]) -> int:
     harness.complete(client, server, method, harness.fresh_prompt(method, "warm-up"), max_tokens, "warm-up")
     ours, theirs, cpu = [], [], []
     for i in range(pairs):
+        if i % 2:  # A B, then B A: a server that speeds up or slows down over time favours neither
+            theirs.append(plain(client, server, method, max_tokens))
         c0 = time.process_time()
         run = harness.complete(client, server, method, harness.fresh_prompt(method, f"pair {i}"), max_tokens, f"pair {i}")
         cpu.append((time.process_time() - c0) / (run.tokens / run.tokens_per_s))
         ours.append(run.tokens_per_s)
-        theirs.append(plain(client, server, method, max_tokens))
+        if not i % 2:
+            theirs.append(plain(client, server, method, max_tokens))
         print(f"pair {i + 1}: harness {ours[-1]:.2f}  plain {theirs[-1]:.2f} tokens/s", file=sys.stderr, flush=True)
     mo, mt = statistics.median(ours), statistics.median(theirs)
     doc = {"server": server.kind, "build": server.build, "pairs": pairs, "max_tokens": max_tokens,
