@@ -232,3 +232,17 @@ def test_release_writes_the_performance_section_and_cites_the_delta(repo: Path, 
     assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.OK
     # the section is replaced, never stacked
     assert describe.with_section(app.full_description, app_dir, NAME).count("**Performance on") == 1
+
+
+def test_gpu_sampling_needs_nvml(repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # as where nvidia-ml-py is not installed
+    with FakeLlama(timings(WARM + RUNS, [5, 5] + DRAFTS, [1, 1] + ACCEPTED)) as fake:
+        code, _, err = bench_json(repo, capsys, "--endpoint", fake.url, "--gpu")
+    assert code == ExitCode.INPUT and "pip install nvidia-ml-py" in err and not fake.requests
+
+
+def test_bench_needs_an_endpoint_or_a_result(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = bench_json(repo, capsys)
+    assert code == ExitCode.INPUT and "--endpoint URL" in err
