@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from olares_pack.bench.history import one_line
+
+if TYPE_CHECKING:
+    from olares_pack.catalogue.repo import Repo
 
 SECTIONS = ("arguments", "model", "image", "environment", "resources")
 
 
-def what_changed(repo: object, app_dir: Path, versions: list[str]) -> dict[str, str]:
+def what_changed(repo: Repo, app_dir: Path, versions: list[str]) -> dict[str, str]:
     from olares_pack import diff
     from olares_pack.apps.load import load_app
     from olares_pack.catalogue import records as releases
@@ -19,13 +23,13 @@ def what_changed(repo: object, app_dir: Path, versions: list[str]) -> dict[str, 
 
     app = load_app(app_dir / MANIFEST_FILE)
     summaries = {e.version: e.summary for e in app.changelog}
-    published = releases.versions(repo, app_dir.name)  # type: ignore[arg-type]
+    published = releases.versions(repo, app_dir.name)
     out: dict[str, str] = {}
     facts: dict[str, diff.Facts] = {}
 
     def facts_of(v: str) -> diff.Facts:
         if v not in facts:
-            facts[v] = diff.facts(version_source(repo, app_dir, v, "current"))  # type: ignore[arg-type]
+            facts[v] = diff.facts(version_source(repo, app_dir, v, "current"))
         return facts[v]
 
     for v in versions:

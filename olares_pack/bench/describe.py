@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from olares_pack.bench import history, records
 from olares_pack.bench.stats import Summary, delta_text
 
 HEADING = "**Performance on "
 # the generated section runs from its heading to the end of the text
+if TYPE_CHECKING:
+    from olares_pack.catalogue.repo import Repo
+
 SECTION = re.compile(r"\n*^\*\*Performance on .*\Z", re.MULTILINE | re.DOTALL)
 SHOWN = 6  # the latest versions with figures, per device
 
@@ -54,14 +58,14 @@ def release_note(app_dir: Path, old: str | None, new: str) -> str:
     return text + "."
 
 
-def release_note_for(repo: object, app_dir: Path, version: str | None, bump: str | None) -> str:
+def release_note_for(repo: Repo, app_dir: Path, version: str | None, bump: str | None) -> str:
     """release_note for the version a release is about to publish, against the latest published one."""
     from olares_pack.apps.load import load_app
     from olares_pack.catalogue import records as releases
     from olares_pack.catalogue.releases import next_version
     from olares_pack.catalogue.repo import MANIFEST_FILE
 
-    published = releases.versions(repo, app_dir.name)  # type: ignore[arg-type]
+    published = releases.versions(repo, app_dir.name)
     current = load_app(app_dir / MANIFEST_FILE).version
     new = version or (next_version(max([current, *published], key=_semver), bump) if bump else current)
     return release_note(app_dir, published[-1] if published else None, new)
@@ -101,14 +105,14 @@ def with_section(text: str, app_dir: Path, app: str) -> str:
     return f"{base}\n\n{sec}\n" if sec else base + "\n"
 
 
-def update_manifest_tree(tree: object, app_dir: Path) -> None:
-    """The release hook: app.yaml's full_description gains (or refreshes) the section."""
+def update_manifest_tree(tree: Any, app_dir: Path) -> None:
+    """The release hook: app.yaml's full_description (a ruamel round-trip mapping's) gains or
+    refreshes the section."""
     from ruamel.yaml.scalarstring import LiteralScalarString
 
-    doc = tree  # a ruamel round-trip mapping
-    text = doc.get("full_description")  # type: ignore[attr-defined]
+    text = tree.get("full_description")
     if not isinstance(text, str) or not (app_dir / records.FOLDER).is_dir():
         return
-    new = with_section(text, app_dir, str(doc.get("name")))  # type: ignore[attr-defined]
+    new = with_section(text, app_dir, str(tree.get("name")))
     if new != text:
-        doc["full_description"] = LiteralScalarString(new)  # type: ignore[index]
+        tree["full_description"] = LiteralScalarString(new)

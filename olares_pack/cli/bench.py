@@ -6,6 +6,7 @@ import datetime as dt
 import json
 from contextlib import nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +14,12 @@ from olares_pack.cli.args import app_folder, parse_date, resolve_app
 from olares_pack.cli.group import cli
 from olares_pack.cli.options import apps_dir_option
 from olares_pack.common.errors import ExitCode, InputError
+
+if TYPE_CHECKING:
+    from olares_pack.bench.gpu import GpuSampler
+    from olares_pack.bench.harness import Client, Result, Server
+    from olares_pack.bench.method import Method
+    from olares_pack.bench.records import Soak
 
 
 @cli.command("bench")
@@ -80,7 +87,7 @@ def bench_cmd(app_ref: str, endpoint: str | None, version: str | None, runs: int
                         prompt_file.name if prompt_file else DEFAULT_PROMPT_NAME, not stop_at_eos, extra)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    sampler = None
+    sampler: GpuSampler | None = None
     if gpu:
         from olares_pack.bench.gpu import GpuSampler
 
@@ -120,7 +127,7 @@ def _extra(request_json: str | None) -> dict[str, object]:
     return extra
 
 
-def _read_result(path: Path) -> dict[str, object]:
+def _read_result(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
@@ -130,23 +137,23 @@ def _read_result(path: Path) -> dict[str, object]:
     return doc
 
 
-def _print_table(result: object, sampler: object) -> None:
+def _print_table(result: Result, sampler: GpuSampler | None) -> None:
     from rich.table import Table
 
     from olares_pack.bench import report
     from olares_pack.common import console
 
     table = Table(*report.HEADERS)
-    for row in report.table_rows(result):  # type: ignore[arg-type]
+    for row in report.table_rows(result):
         table.add_row(*row)
     console.out.print(table)
     if sampler is not None:
-        console.out.print(f"GPU memory peak: {sampler.peak_mib:.0f} MiB ({sampler.name})", markup=False)  # type: ignore[attr-defined]
+        console.out.print(f"GPU memory peak: {sampler.peak_mib:.0f} MiB ({sampler.name})", markup=False)
 
 
-def _record(app_dir: Path, name: str, version: str, doc: dict[str, object], device_text: str | None,
+def _record(app_dir: Path, name: str, version: str, doc: dict[str, Any], device_text: str | None,
             synthetic_model: str | None, note: str, attachments: tuple[Path, ...], date_text: str | None,
-            soak: object = None) -> None:
+            soak: Soak | None = None) -> None:
     import shutil
 
     from pydantic import ValidationError
@@ -155,7 +162,7 @@ def _record(app_dir: Path, name: str, version: str, doc: dict[str, object], devi
     from olares_pack.common import console
 
     gpu = doc.get("gpu") if isinstance(doc.get("gpu"), dict) else None
-    device_name = device_text or (gpu or {}).get("name")  # type: ignore[union-attr]
+    device_name = device_text or (gpu or {}).get("name")
     if not device_name:
         raise click.UsageError("--record needs --device TEXT: the machine measured (e.g. 'Olares One (RTX 5090 Laptop GPU, 24 GB)')")
     folder = records.path_of(app_dir, version).parent
@@ -166,9 +173,9 @@ def _record(app_dir: Path, name: str, version: str, doc: dict[str, object], devi
         rec = records.Record(
             date=parse_date(date_text) if date_text else dt.date.today(), source="olares-pack bench",
             device=str(device_name), synthetic_model=synthetic_model, engine=doc.get("engine"),
-            engine_build=doc.get("engine_build"), method=records.MethodRecord(**doc["method"]),  # type: ignore[arg-type]
-            runs=[records.RunFigures(**r) for r in doc["runs"]], soak=soak, note=note, attachments=kept,  # type: ignore[union-attr]
-            peak_gpu_mib=(gpu or {}).get("peak_mib") if soak is None else None)  # type: ignore[union-attr]
+            engine_build=doc.get("engine_build"), method=records.MethodRecord(**doc["method"]),
+            runs=[records.RunFigures(**r) for r in doc["runs"]], soak=soak, note=note, attachments=kept,
+            peak_gpu_mib=(gpu or {}).get("peak_mib") if soak is None else None)
     except (ValidationError, TypeError) as exc:
         raise InputError(f"the result does not make a valid record: {exc}") from None
     for a, k in zip(attachments, kept, strict=True):
@@ -178,8 +185,8 @@ def _record(app_dir: Path, name: str, version: str, doc: dict[str, object], devi
     console.info(f"recorded in {path}")
 
 
-def _soak(app_dir: Path, name: str, version: str, client: object, server: object, method: object, ctx_size: int | None,
-          steps: int, gen_tokens: int, sampler: object, record: bool, device_text: str | None,
+def _soak(app_dir: Path, name: str, version: str, client: Client, server: Server, method: Method, ctx_size: int | None,
+          steps: int, gen_tokens: int, sampler: GpuSampler | None, record: bool, device_text: str | None,
           synthetic_model: str | None, note: str, date_text: str | None, fmt: str, apps_dir: Path) -> int:
     from olares_pack.bench import records, soak
     from olares_pack.common import console
@@ -189,11 +196,11 @@ def _soak(app_dir: Path, name: str, version: str, client: object, server: object
     if ctx is None:
         raise click.UsageError(f"{name} {version} sets no --ctx-size: give --ctx-size")
     try:
-        with sampler or nullcontext():  # type: ignore[attr-defined]
-            res = soak.fill(client, server, method, ctx, steps, gen_tokens, console.info)  # type: ignore[arg-type]
+        with sampler or nullcontext():
+            res = soak.fill(client, server, method, ctx, steps, gen_tokens, console.info)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    peak = sampler.peak_mib if sampler is not None else None  # type: ignore[attr-defined]
+    peak = sampler.peak_mib if sampler is not None else None
     outcome = records.Soak(outcome="passed" if res.passed else "failed", ctx_size=ctx, filled_to=res.filled_to,
                            peak_gpu_mib=round(peak, 1) if peak is not None else None,
                            estimate_mib=round(estimate_mib, 1) if estimate_mib is not None else None,
@@ -210,9 +217,9 @@ def _soak(app_dir: Path, name: str, version: str, client: object, server: object
     if res.failure:
         console.error(res.failure)
     if record:
-        gpu = {"name": sampler.name} if sampler is not None else None  # type: ignore[attr-defined]
-        server_doc = {"engine": server.kind, "engine_build": server.build,  # type: ignore[attr-defined]
-                      "method": method.to_record(), "runs": [], **({"gpu": gpu} if gpu else {})}  # type: ignore[attr-defined]
+        gpu = {"name": sampler.name} if sampler is not None else None
+        server_doc = {"engine": server.kind, "engine_build": server.build, "method": method.to_record(), "runs": [],
+                      **({"gpu": gpu} if gpu else {})}
         _record(app_dir, name, version, server_doc, device_text, synthetic_model, note, (), date_text, outcome)
     return ExitCode.OK if res.passed else ExitCode.FINDINGS
 
