@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from olares_pack.bench import history, records
 from olares_pack.bench.stats import Summary, delta_text
 
 HEADING = "**Performance on "
 # the generated section runs from its heading to the end of the text
-if TYPE_CHECKING:
-    from olares_pack.catalogue.repo import Repo
-
 SECTION = re.compile(r"\n*^\*\*Performance on .*\Z", re.MULTILINE | re.DOTALL)
 SHOWN = 6  # the latest versions with figures, per device
 
@@ -56,25 +53,6 @@ def release_note(app_dir: Path, old: str | None, new: str) -> str:
         speed, acc = delta_text(s, before[1])
         text += f"; against {old}: {speed} tokens/s" + (f", {acc} acceptance" if acc != "—" else "")
     return text + "."
-
-
-def release_note_for(repo: Repo, app_dir: Path, version: str | None, bump: str | None) -> str:
-    """release_note for the version a release is about to publish, against the latest published one."""
-    from olares_pack.apps.load import load_app
-    from olares_pack.catalogue import records as releases
-    from olares_pack.catalogue.releases import next_version
-    from olares_pack.catalogue.repo import MANIFEST_FILE
-
-    published = releases.versions(repo, app_dir.name)
-    current = load_app(app_dir / MANIFEST_FILE).version
-    new = version or (next_version(max([current, *published], key=_semver), bump) if bump else current)
-    return release_note(app_dir, published[-1] if published else None, new)
-
-
-def _semver(v: str) -> object:
-    import semver
-
-    return semver.Version.parse(v)
 
 
 def section(app_dir: Path, app: str) -> str:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from olares_pack.bench.harness import Client, Result, Server
     from olares_pack.bench.method import Method
     from olares_pack.bench.records import Soak
+    from olares_pack.catalogue.repo import Repo
 
 
 @cli.command("bench")
@@ -285,3 +286,20 @@ def history_cmd(app_ref: str, fmt: str, picture: Path | None, device_filter: str
         fsio.write_text_atomic(picture, pic.svg(app.name, tabs[0]))
         console.info(f"wrote {picture} ({tabs[0].device})")
     return ExitCode.OK
+
+
+def release_note_for(repo: Repo, app_dir: Path, version: str | None, bump: str | None) -> str:
+    """The measured figures of the version a release is about to publish, against the latest
+    published one (release --changes-from-diff); empty without records."""
+    import semver
+
+    from olares_pack.apps.load import load_app
+    from olares_pack.bench.describe import release_note
+    from olares_pack.catalogue import records as releases
+    from olares_pack.catalogue.releases import next_version
+    from olares_pack.catalogue.repo import MANIFEST_FILE
+
+    published = releases.versions(repo, app_dir.name)
+    current = load_app(app_dir / MANIFEST_FILE).version
+    new = version or (next_version(max([current, *published], key=semver.Version.parse), bump) if bump else current)
+    return release_note(app_dir, published[-1] if published else None, new)
