@@ -27,7 +27,8 @@ from olares_pack.common.errors import ExitCode, InputError
               help="A local GGUF file, or a header excerpt of one (--save-header), for --lock.")
 @click.option("--save-header", type=click.Path(path_type=Path, dir_okay=False),
               help="With --gguf: also write the file's header excerpt (metadata and tensor table) here, to commit.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: the terms as a table; json: for scripts (warnings listed too).")
 @apps_dir_option
 def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_name: str, gpu_mib: int | None,
              reserve_mib: int | None, largest_ctx: bool, quants: bool, lock: bool, gguf_file: Path | None,
