@@ -186,16 +186,20 @@ def rule_page() -> str:
 
 
 def _constraints(metadata: list[Any]) -> list[str]:
-    said = []
-    for m in metadata:
-        for attr, word in (("gt", ">"), ("ge", "≥"), ("lt", "<"), ("le", "≤"), ("min_length", "min length"),
-                           ("max_length", "max length"), ("pattern", "matches")):
-            value = getattr(m, attr, None)
-            if value is not None:
-                said.append(f"{word} {code(str(value))}")
-        for inner in getattr(m, "metadata", []) or []:
-            said += _constraints([inner])
-    return said
+    """Bounds and patterns in the order given; a later bound of the same kind wins (`Seconds`, then ≥ 1)."""
+    said: dict[str, str] = {}
+
+    def visit(items: list[Any]) -> None:
+        for m in items:
+            for attr, word in (("gt", ">"), ("ge", "≥"), ("lt", "<"), ("le", "≤"), ("min_length", "min length"),
+                               ("max_length", "max length"), ("pattern", "matches")):
+                value = getattr(m, attr, None)
+                if value is not None:
+                    said[attr] = f"{word} {code(str(value))}"
+            visit(list(getattr(m, "metadata", []) or []))
+
+    visit(metadata)
+    return list(said.values())
 
 
 # the validators of common/fields.py, by function name: what the value must be
@@ -203,23 +207,10 @@ _VALIDATED = {"_url": "http(s) URL", "_hf_repo": "Hugging Face repo id (`owner/n
               "_revision": "git ref (branch, tag or commit)", "_file": "file path in the repo"}
 
 
-def _named_types() -> dict[Any, str]:
-    from olares_pack.common import fields
-
-    return {fields.Port: "port (1–65535)", fields.Count: "count (0–16777216)", fields.Seconds: "seconds (0–604800)",
-            fields.Fraction: "fraction (0–1)"}
-
-
 def type_name(annotation: Any, models: list[type], link: Callable[[type], str]) -> str:
     """A type as a reader says it: `integer ≥ 1`, `"on" | "off"`, `list of [Image](#image)`."""
     from pydantic import BaseModel
 
-    named = _named_types()
-    try:
-        if annotation in named:
-            return text(named[annotation])
-    except TypeError:  # unhashable metadata
-        pass
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is typing.Annotated:
         validated = [_VALIDATED[f] for m in args[1:] if (f := getattr(getattr(m, "func", None), "__name__", "")) in _VALIDATED]

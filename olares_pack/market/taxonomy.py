@@ -121,7 +121,7 @@ def load(root: Path) -> Taxonomy:
     try:
         m = _validate(data)
     except ValidationError as exc:
-        raise InputError("", [doc.problem(tuple(e["loc"]), "unknown field (see the README, \"The source's taxonomy\")"
+        raise InputError("", [doc.problem(tuple(e["loc"]), "unknown field (see docs/concepts/market-source.md, \"The source's taxonomy\")"
                                           if e["type"] == "extra_forbidden" else e["msg"])
                               for e in exc.errors(include_url=False)]) from None
     seen: set[str] = set()
