@@ -37,7 +37,7 @@ LANGUAGE_NAMES = {"en-US": "English", "zh-CN": "简体中文", "zh-TW": "繁體�
 
 
 # What the server holds: plain dataclasses, so that `serve` without a market.yaml never imports
-# pydantic (its memory and start-up time are budgeted: README, "Catalogue scale").
+# pydantic (its memory and start-up time are budgeted: docs/developer/performance.md).
 @dataclass(frozen=True)
 class Source:
     source_id: str = DEFAULT_SOURCE_ID
