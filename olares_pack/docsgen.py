@@ -207,8 +207,9 @@ _VALIDATED = {"_url": "http(s) URL", "_hf_repo": "Hugging Face repo id (`owner/n
               "_revision": "git ref (branch, tag or commit)", "_file": "file path in the repo"}
 
 
-def type_name(annotation: Any, models: list[type], link: Callable[[type], str]) -> str:
-    """A type as a reader says it: `integer ≥ 1`, `"on" | "off"`, `list of [Image](#image)`."""
+def type_name(annotation: Any, seen: dict[type, list[str]], link: Callable[[type], str], path: str) -> str:
+    """A type as a reader says it: `integer ≥ 1`, `"on" | "off"`, `list of [Image](#image)`; the
+    models it names are noted in `seen` with the place in app.yaml where they sit (`path`)."""
     from pydantic import BaseModel
 
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
@@ -216,21 +217,23 @@ def type_name(annotation: Any, models: list[type], link: Callable[[type], str]) 
         validated = [_VALIDATED[f] for m in args[1:] if (f := getattr(getattr(m, "func", None), "__name__", "")) in _VALIDATED]
         if validated:  # a field of common/fields.py whose annotation pydantic took apart
             return text(validated[0])
-        base = type_name(args[0], models, link)
+        base = type_name(args[0], seen, link, path)
         extra = _constraints(list(args[1:]))
         return base + (" " + ", ".join(extra) if extra else "")
     if origin in (typing.Union, types.UnionType):
-        parts = [type_name(a, models, link) for a in args if a is not type(None)]
+        parts = [type_name(a, seen, link, path) for a in args if a is not type(None)]
         return " or ".join(parts) + (" or null" if type(None) in args else "")
     if origin is typing.Literal:
         return " \\| ".join(code(f'"{a}"' if isinstance(a, str) else str(a)) for a in args)
     if origin is list:
-        return "list of " + type_name(args[0], models, link)
+        return "list of " + type_name(args[0], seen, link, path + "[]")
     if origin is dict:
-        return f"mapping of {type_name(args[0], models, link)} to {type_name(args[1], models, link)}"
+        key = "<locale>" if path.endswith("locales") else "<name>"
+        return f"mapping of {type_name(args[0], seen, link, path)} to {type_name(args[1], seen, link, f'{path}.{key}')}"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        if annotation not in models:
-            models.append(annotation)
+        places = seen.setdefault(annotation, [])
+        if path not in places:
+            places.append(path)
         return link(annotation)
     simple = {str: "string", int: "integer", bool: "true/false", float: "number", dt.date: "date (YYYY-MM-DD)",
               Any: "any"}
@@ -286,45 +289,52 @@ def _missing(model: type, fields: dict[str, Any]) -> list[str]:
 def manifest_page() -> str:
     from olares_pack.apps import manifest as m
 
-    models: list[type] = []
-    titles: dict[type, str] = {}
-
     def link(model: type) -> str:
         return f"[{model.__name__}](#{model.__name__.lower()})"
 
-    out = [HEADER.format(source="the pydantic models of olares_pack/apps/manifest.py"), "# App manifest fields\n\n",
-           "Every field of `apps/<name>/app.yaml`, from the models that load it. Unknown fields are errors. "
-           "`engine.kind` picks the form: `llamacpp` or `vllm` (an LLM app), or no `engine` and a `chart` (an app "
-           "imported from a hand-written chart, see [Importing a catalogue](../how-to/import.md)). "
-           "[The app manifest](../concepts/app-manifest.md) walks through a complete one.\n\n"]
-    body: list[str] = []
+    head = [HEADER.format(source="the pydantic models of olares_pack/apps/manifest.py"), "# App manifest fields\n\n",
+            "Every field of `apps/<name>/app.yaml`, from the models that load it. Unknown fields are errors. "
+            "`engine.kind` picks the form: `llamacpp` or `vllm` (an LLM app), or no `engine` and a `chart` (an app "
+            "imported from a hand-written chart, see [Importing a catalogue](../how-to/import.md)). "
+            "[The app manifest](../concepts/app-manifest.md) walks through a complete one. A model used in "
+            "several places (an image, a probe) is listed once, under every path where it sits.\n\n"]
 
-    def section(title: str, model: type, prefix: str, own_only: bool) -> None:
-        fields = model_fields(model, own_only)
-        body.append(f"## {title} {{#{model.__name__.lower()}}}\n\n")
-        doc = (model.__doc__ or "").strip()
-        if doc and model.__module__ == m.__name__:
-            body.append(text(doc) + "\n\n")
-        rows = [(code(prefix + name), type_name(f.annotation if not f.metadata else
-                                                typing.Annotated[(f.annotation, *f.metadata)], models, link),
-                 _field_default(f), text(f.description or "")) for name, f in fields.items()]
-        body.append(table(("field", "type", "default", "what it is"), rows) + "\n")
-        titles[model] = title
+    def render(places: dict[type, list[str]]) -> tuple[str, dict[type, list[str]]]:
+        """The page, given where each model sits; and where the models were found this time."""
+        seen: dict[type, list[str]] = {}
+        body: list[str] = []
 
-    done = set()
-    for title, model, prefix in manifest_sections():
-        section(title, model, prefix, own_only=model in (m.AppManifestBase, m.LlamaCppApp, m.VllmApp, m.ChartApp))
-        done.add(model)
-    i = 0
-    while i < len(models):  # the models the sections' fields name, in order of first mention
-        model = models[i]
-        i += 1
-        if model in done:
-            continue
-        done.add(model)
-        section(f"`{model.__name__}`", model, "", own_only=False)
-    out.extend(body)
-    return "".join(out).rstrip("\n") + "\n"
+        def section(title: str, model: type, prefix: str, own_only: bool) -> None:
+            body.append(f"## {title} {{#{model.__name__.lower()}}}\n\n")
+            doc = (model.__doc__ or "").strip()
+            if doc and model.__module__ == m.__name__:
+                body.append(text(doc) + "\n\n")
+            rows = [(code(prefix + name), type_name(f.annotation if not f.metadata else
+                                                    typing.Annotated[(f.annotation, *f.metadata)], seen, link,
+                                                    (prefix or ".") + name if prefix else name),
+                     _field_default(f), text(f.description or ""))
+                    for name, f in model_fields(model, own_only).items()]
+            body.append(table(("field", "type", "default", "what it is"), rows) + "\n")
+
+        done = set()
+        for title, model, prefix in manifest_sections():
+            section(title, model, prefix, own_only=model in (m.AppManifestBase, m.LlamaCppApp, m.VllmApp, m.ChartApp))
+            done.add(model)
+        i = 0
+        while i < len(seen):  # the models the sections' fields name, in order of first mention
+            model = list(seen)[i]
+            i += 1
+            if model in done:
+                continue
+            done.add(model)
+            where = places.get(model) or seen[model]
+            title = ", ".join(code(w) for w in where)
+            section(title, model, f"{where[0]}." if len(where) == 1 else "", own_only=False)
+        return "".join(body), seen
+
+    _, places = render({})  # where every model sits, known only once every section has been read
+    body, _ = render(places)
+    return ("".join(head) + body).rstrip("\n") + "\n"
 
 
 def manifest_models() -> list[type]:
