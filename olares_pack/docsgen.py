@@ -104,6 +104,13 @@ def _default(param: click.Parameter, ctx: click.Context) -> str:
     return code(str(value))
 
 
+def _metavar(param: click.Parameter, ctx: click.Context) -> str:
+    try:
+        return param.make_metavar(ctx)  # click 8.2 and later
+    except TypeError:
+        return param.make_metavar()  # type: ignore[call-arg]  # click 8.1
+
+
 def _value(param: click.Parameter, ctx: click.Context) -> str:
     if isinstance(param, click.Option) and param.is_flag:
         return "flag"
@@ -127,7 +134,7 @@ def command_page() -> str:
         out.append(f"Usage: {code(f'{path} {usage}'.strip())}\n\n")
         args = [p for p in cmd.params if isinstance(p, click.Argument)]
         if args:
-            out.append("Arguments: " + ", ".join(code(p.make_metavar(ctx)) for p in args) + "\n\n")
+            out.append("Arguments: " + ", ".join(code(_metavar(p, ctx)) for p in args) + "\n\n")
         options = [p for p in cmd.params if isinstance(p, click.Option) and not p.hidden]
         if isinstance(cmd, click.Group):
             subs = [f"[`{ctx.command_path} {n}`](#{_anchor(f'{ctx.command_path} {n}')})"
