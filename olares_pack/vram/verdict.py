@@ -65,8 +65,10 @@ def judge(est: Estimate, references: Iterable[Reference] = (), version: str | No
         if ref.version == version:
             reasons.append(f"this version ran out of GPU memory on devices ({ref.record})")
             continue
-        reasons.append(f"{abs(gap):,.0f} MiB {'below' if gap >= 0 else 'above'} the estimate of {ref.version}, which ran out of "
-                       f"GPU memory on devices ({ref.record}): within the uncertainty, the estimate cannot tell them apart")
+        where = (f"the same estimate as {ref.version}" if abs(gap) < 0.5 else
+                 f"{abs(gap):,.0f} MiB {'below' if gap > 0 else 'above'} the estimate of {ref.version}")
+        reasons.append(f"{where}, which ran out of GPU memory on devices ({ref.record}): within the uncertainty, the "
+                       "estimate cannot tell them apart")
     return Verdict(v, est, tuple(reasons))
 
 
@@ -103,3 +105,14 @@ def of_app(app: App, app_dir: Path, dev: Device, ctx: int | None = None) -> Verd
 
     est = budget.app_estimate(app, app_dir, dev, ctx)
     return judge(est, references(app_dir.parent, app.name, dev), app.version)
+
+
+def gate(app: App, app_dir: Path) -> Verdict | None:
+    """The verdict lint's vram.budget and `release` give an app on the catalogue's device (an
+    Olares One); None where nothing is estimated (an app that runs without an NVIDIA GPU, or a
+    chart olares-pack does not model)."""
+    from olares_pack.vram.estimate import device
+
+    if "nvidia" not in getattr(app, "modes", ()):
+        return None
+    return of_app(app, app_dir, device())
