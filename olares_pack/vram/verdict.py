@@ -74,13 +74,18 @@ def judge(est: Estimate, references: Iterable[Reference] = (), version: str | No
 
 def references(apps_dir: Path, name: str, dev: Device) -> list[Reference]:
     """The app's published versions that its later records say ran out of GPU memory, each with
-    its own estimate on `dev` (a version whose model numbers are not locked is left out)."""
+    its own estimate on `dev`, the records' device (a version whose model numbers are not locked
+    is left out); none on another device."""
     from olares_pack.apps.manifest import LlamaCppApp
     from olares_pack.catalogue import records
     from olares_pack.catalogue.repo import Repo
     from olares_pack.common.errors import InputError
     from olares_pack.vram import budget, outcomes
 
+    from olares_pack.vram.estimate import DEVICES
+
+    if dev != DEVICES["olares-one"]:  # the records are what Olares Ones did
+        return []
     repo = Repo.of_apps(apps_dir)
     out = []
     for version in records.versions(repo, name):
