@@ -307,7 +307,7 @@ def test_the_build_before_the_dequant_reservation_grows_with_the_context() -> No
     h200, worst = vram.Device("H200", 143771, 0), 0.0
     for r in runs.values():
         meta = benchfit.synthetic_meta(r["config"]["layers"])
-        for copy, growth, served in vramfit.pool_points(r, 4, meta.key_length, meta.value_length):
+        for _copy, growth, served in vramfit.pool_points(r, 4, meta.key_length, meta.value_length):
             est = vram.estimate(meta, benchfit.settings(r["config"]), h200, measured_gpu=True, build="b9294", filled=served)
             worst = max(worst, abs(est.total_mib - (r["boot_mib"] + growth)))
     assert worst <= committed["residuals"]["growth_worst_abs_mib"] + committed["residuals"]["boot_worst_abs_mib"]

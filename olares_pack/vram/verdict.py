@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olares_pack.apps.manifest import App
-from olares_pack.vram.estimate import Device, Estimate
+from olares_pack.vram.estimate import DEVICES, Device, Estimate
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,6 @@ def references(apps_dir: Path, name: str, dev: Device) -> list[Reference]:
     from olares_pack.common.errors import InputError
     from olares_pack.vram import budget, outcomes
 
-    from olares_pack.vram.estimate import DEVICES
-
     if dev != DEVICES["olares-one"]:  # the records are what Olares Ones did
         return []
     repo = Repo.of_apps(apps_dir)
@@ -116,8 +114,6 @@ def gate(app: App, app_dir: Path) -> Verdict | None:
     """The verdict lint's vram.budget and `release` give an app on the catalogue's device (an
     Olares One); None where nothing is estimated (an app that runs without an NVIDIA GPU, or a
     chart olares-pack does not model)."""
-    from olares_pack.vram.estimate import device
-
     if "nvidia" not in getattr(app, "modes", ()):
         return None
-    return of_app(app, app_dir, device())
+    return of_app(app, app_dir, DEVICES["olares-one"])
