@@ -356,13 +356,13 @@ def test_the_history_on_each_versions_own_build() -> None:
     that run kept at its peak (184 MiB), within the band."""
     from olares_pack.catalogue import records
     from olares_pack.catalogue.repo import Repo
-    from olares_pack.vram import verdict
+    from olares_pack.vram import gate
 
     repo, dev = Repo.of_apps(APPS), vram.device()
     got = {}
     for v in ("1.0.5", "1.0.7", "1.0.8", "1.0.9", "1.0.13"):
         app = records.app_of(records.read(repo, NAME, v))
-        got[v] = verdict.of_app(app, APPS / NAME, dev)
+        got[v] = gate.of_app(app, APPS / NAME, dev)
         assert any("CUDA pool" in t.name for t in got[v].estimate.terms), v
     assert {v: g.verdict for v, g in got.items()} == {"1.0.5": "tight", "1.0.7": "fits", "1.0.8": "tight", "1.0.9": "fits",
                                                       "1.0.13": "fits"}

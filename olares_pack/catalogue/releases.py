@@ -260,9 +260,9 @@ def _note_over_budget(tree: Any, version: str, app: App, app_dir: Path) -> bool:
     """Released with `--allow vram.budget` over a verdict other than `fits`: the version's changelog
     entry says so, with the verdict's figures and reasons (generated, so users of the version read
     what the maintainer allowed). False when the verdict is `fits` or nothing is estimated."""
-    from olares_pack.vram import verdict
+    from olares_pack.vram import gate
 
-    v = verdict.gate(app, app_dir)
+    v = gate.of_catalogue(app, app_dir)
     if v is None or v.verdict == "fits":
         return False
     line = f"Released over the GPU memory check (`release --allow {ALLOW_VRAM}`): {v.line()}."

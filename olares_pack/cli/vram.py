@@ -37,7 +37,7 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
     from olares_pack.apps.manifest import LlamaCppApp
     from olares_pack.catalogue import records
     from olares_pack.common import console
-    from olares_pack.vram import budget, gguf_meta, outcomes, verdict
+    from olares_pack.vram import budget, gate, gguf_meta, outcomes, verdict
 
     app_dir = app_folder(app_ref, apps_dir)
     repo = Repo.of_apps(apps_dir)
@@ -61,7 +61,7 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
         fsio.write_bytes_atomic(save_header, gguf_meta.header_excerpt(gguf_file))
         console.info(f"wrote the header excerpt of {gguf_file.name} to {save_header}")
     estimates = [budget.app_estimate(app, app_dir, dev, c) for c in (ctxs or [None])]
-    refs = verdict.references(apps_dir, app.name, dev) if isinstance(app, LlamaCppApp) else []
+    refs = gate.references(app_dir.parent, app.name, dev) if isinstance(app, LlamaCppApp) else []
     verdicts = [verdict.judge(e, refs, app.version) for e in estimates]
     from olares_pack.render.llmbase import edited_args_note
 

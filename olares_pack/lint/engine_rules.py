@@ -302,10 +302,10 @@ def _verdict(ctx: ChartContext) -> Any:
     app, app_dir = ctx.source.app, ctx.source.app_dir
     v = None
     if app is not None and app_dir is not None:
-        from olares_pack.vram import verdict
+        from olares_pack.vram import gate
 
         try:
-            v = verdict.gate(app, app_dir)
+            v = gate.of_catalogue(app, app_dir)
         except InputError as exc:
             # loudly: without the model's numbers nothing checks that the chart fits the GPU
             ctx.add("vram.budget", f"no GPU memory check: {exc}", severity="warning")

@@ -1,6 +1,7 @@
-"""The GPU memory verdict every gate gives: `vram`, lint's vram.budget, `release` and `new`.
+"""The GPU memory verdict every gate gives: `vram`, lint's vram.budget, `release` and `new`
+(vram/gate.py gathers what it is given for an app).
 
-An estimate's own verdict compares its headroom with its uncertainty. The gate adds what the
+An estimate's own verdict compares its headroom with its uncertainty. The verdict adds what the
 app's own records say: a configuration of the same app that ran out of GPU memory on devices
 (vram/outcomes.py) is a measurement of the device itself, so a configuration whose estimate is
 not clearly below that one's (less than the estimate's uncertainty apart) is never `fits`: the
@@ -12,10 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
-from olares_pack.apps.manifest import App
-from olares_pack.vram.estimate import DEVICES, Device, Estimate
+from olares_pack.vram.estimate import Estimate
 
 
 @dataclass(frozen=True)
@@ -70,50 +69,3 @@ def judge(est: Estimate, references: Iterable[Reference] = (), version: str | No
         reasons.append(f"{where}, which ran out of GPU memory on devices ({ref.record}): within the uncertainty, the "
                        "estimate cannot tell them apart")
     return Verdict(v, est, tuple(reasons))
-
-
-def references(apps_dir: Path, name: str, dev: Device) -> list[Reference]:
-    """The app's published versions that its later records say ran out of GPU memory, each with
-    its own estimate on `dev`, the records' device (a version whose model numbers are not locked
-    is left out); none on another device."""
-    from olares_pack.apps.manifest import LlamaCppApp
-    from olares_pack.catalogue import records
-    from olares_pack.catalogue.repo import Repo
-    from olares_pack.common.errors import InputError
-    from olares_pack.vram import budget, outcomes
-
-    if dev != DEVICES["olares-one"]:  # the records are what Olares Ones did
-        return []
-    repo = Repo.of_apps(apps_dir)
-    out = []
-    for version in records.versions(repo, name):
-        found = outcomes.recorded(repo, name, version)
-        if not found:
-            continue
-        app = records.app_of(records.read(repo, name, version))
-        if not isinstance(app, LlamaCppApp):
-            continue
-        try:
-            est = budget.app_estimate(app, apps_dir / name, dev)
-        except InputError:
-            continue
-        out.append(Reference(version, est.total_mib, f"{found[0].recorded_in}'s changelog"))
-    return out
-
-
-def of_app(app: App, app_dir: Path, dev: Device, ctx: int | None = None) -> Verdict:
-    """The verdict of an app (its manifest, or a published version's) on a device: its estimate at
-    its own context (or `ctx`) on the build its chart runs, against its app's records."""
-    from olares_pack.vram import budget
-
-    est = budget.app_estimate(app, app_dir, dev, ctx)
-    return judge(est, references(app_dir.parent, app.name, dev), app.version)
-
-
-def gate(app: App, app_dir: Path) -> Verdict | None:
-    """The verdict lint's vram.budget and `release` give an app on the catalogue's device (an
-    Olares One); None where nothing is estimated (an app that runs without an NVIDIA GPU, or a
-    chart olares-pack does not model)."""
-    if "nvidia" not in getattr(app, "modes", ()):
-        return None
-    return of_app(app, app_dir, DEVICES["olares-one"])
