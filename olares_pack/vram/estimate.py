@@ -266,7 +266,8 @@ def _compute_buffers(r: _Run, est: Estimate) -> None:
         formula = f"mask {mask:.0f} + base {base:.0f} MiB at -ub {ub}"
         compute = mask + base
         if r.pool:
-            formula += f" (no f16 copy of the {s.cache_k}/{s.cache_v} cache reserved: {r.build} predates {builds.PR}, see the pool term)"
+            formula += (f" (no f16 copy of the {s.cache_k}/{s.cache_v} cache reserved: {r.build} "
+                        f"{'predates' if r.pool == 'before' else 'may predate'} {builds.PR}, see the pool term)")
         elif s.cache_k in QUANTIZED or s.cache_v in QUANTIZED:
             scratch = dequant_mib(r.ctx, r.kv_heads, meta.key_length, meta.value_length) + r.c("dequant_per_ubatch_mib") * ub
             if scratch > base:
@@ -339,7 +340,8 @@ def _growth_in_pool(r: _Run, est: Estimate) -> None:
     c = b["constants"]
     lo, hi = b["served_tokens_measured"]
     where = (f"measured from {lo:,} to {hi:,} tokens served" + ("" if served <= hi else f"; {served:,}: extrapolated"))
-    est.terms.append(Term(f"f16 copy in the CUDA pool ({r.build} predates {builds.PR})", c["pool_base_mib"] + c["pool_copies"] * copy,
+    when = "predates" if r.pool == "before" else "may predate"
+    est.terms.append(Term(f"f16 copy in the CUDA pool ({r.build} {when} {builds.PR})", c["pool_base_mib"] + c["pool_copies"] * copy,
                           f"fitted on {b['build']}: {c['pool_base_mib']:g} + {c['pool_copies']:g} × one layer's K/V in f16 at "
                           f"{served:,} tokens ({copy:,.0f} MiB); {where}", when="run"))
     est.pool_band_mib = b["residuals"]["growth_worst_abs_mib"] + b["residuals"]["boot_worst_abs_mib"]
