@@ -302,7 +302,8 @@ def test_the_build_before_the_dequant_reservation_grows_with_the_context() -> No
     assert benchfit.before_reservation(vram.calibration()) == committed
     c = committed["constants"]
     assert c["pool_copies"] == pytest.approx(2.0, abs=0.01)  # two f16 copies of one layer's K/V, as measured
-    assert committed["served_tokens_measured"] == [10240, 258048] and committed["residuals"]["growth_worst_abs_mib"] < 5
+    lo, hi = committed["served_tokens_measured"]
+    assert lo <= 10240 and hi >= 258048 and committed["residuals"]["growth_worst_abs_mib"] < 5  # the 1.0.5 runs' range
     # and the estimate on b9294, request by request (the synthetic model the runs served)
     h200, worst = vram.Device("H200", 143771, 0), 0.0
     for r in runs.values():
@@ -326,9 +327,11 @@ def test_a_build_before_the_reservation_carries_its_growth_as_a_term() -> None:
     def pool(build: str, settings: vram.Settings = s) -> list[vram.Term]:
         return [t for t in vram.estimate(meta, settings, dev, build=build).terms if "CUDA pool" in t.name]
 
+    lo, hi = vram.calibration()["before_pr23907"]["served_tokens_measured"]
     for build in ("ad27757", "pr22673", "b9294"):
         (t,) = pool(build)
-        assert t.when == "run" and "measured from 10,240 to 258,048 tokens served; 262,144: extrapolated" in t.formula
+        assert t.when == "run" and f"measured from {lo:,} to {hi:,} tokens served" in t.formula
+        assert ("262,144: extrapolated" in t.formula) == (hi < 262144)
     assert pool("b9400") and pool("b11434") == pool("b9538") == []
     assert pool("ad27757", replace(s, cache_k="f16", cache_v="f16")) == pool("ad27757", replace(s, flash_attn="off")) == []
     est, now = vram.estimate(meta, s, dev, build="pr22673"), vram.estimate(meta, s, dev, build="b11434")

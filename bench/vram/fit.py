@@ -206,9 +206,8 @@ def before_reservation(fit: dict[str, Any]) -> dict[str, Any]:
     set to 0, so the difference is what the runs measured."""
     raws = json.loads(BEFORE_RAW.read_text())
     (build,) = {r["build"] for r in raws}
-    (cfg,) = {json.dumps(r["config"], sort_keys=True) for r in raws}  # one shape measured
-    cfg = json.loads(cfg)
-    zero = {"build": build, "shape": shape(cfg), "served_tokens_measured": [0, 0],
+    shapes = sorted({shape(r["config"]) for r in raws})
+    zero = {"build": build, "shapes": shapes, "served_tokens_measured": [0, 0],
             "constants": {"boot_other_mib": 0.0, "pool_base_mib": 0.0, "pool_copies": 0.0},
             "residuals": {"points": 0, "runs": 0, "growth_worst_abs_mib": 0.0, "boot_worst_abs_mib": 0.0}}
     runs = []
@@ -219,7 +218,7 @@ def before_reservation(fit: dict[str, Any]) -> dict[str, Any]:
         points = vramfit.pool_points(raw, max(meta.head_count_kv), meta.key_length, meta.value_length)
         runs.append((raw["boot_mib"], round(est.boot_mib, 2), points))
     return {"source": f"bench/vram/{BEFORE_RAW.name} (bench/vram/fit.py)", "build": build, "gpu": raws[0]["gpu"],
-            "shape": shape(cfg), **vramfit.pool_fit(runs)}
+            "shapes": shapes, **vramfit.pool_fit(runs)}
 
 
 def main() -> None:

@@ -63,6 +63,6 @@ def pool_note(build: str | None, fit: dict[str, Any], *, flash_attn: bool, cache
     return (f"llama.cpp {build} {'predates' if when == 'before' else 'may predate'} upstream {PR} (the {cache_k}/{cache_v} cache's "
             f"f16 copy for flash attention reserved at boot): it takes that copy from the CUDA pool as the context fills, and "
             f"the pool keeps it. The pool term and the boot term are measured on {b['build']} (an upstream build before the change; "
-            f"{b['shape']}; {b['residuals']['points']} requests, {lo:,} to {hi:,} tokens served; H200 with the device's free "
+            f"{'; '.join(b['shapes'])}; {b['residuals']['points']} requests, {lo:,} to {hi:,} tokens served; H200 with the device's free "
             f"memory left by a ballast)" + ("" if build == b["build"] else f"; {build} itself was not measured: its figures are "
                                              f"{b['build']}'s") + "; other shapes and longer contexts are extrapolated along the line")

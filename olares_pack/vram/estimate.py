@@ -318,13 +318,14 @@ def _before(r: _Run) -> dict[str, Any]:
 
 
 def _boot_before_reservation(r: _Run, est: Estimate) -> None:
-    """6b. a pre-#23907 build: what its boot holds beyond the terms above (measured once, at one shape)."""
+    """6b. a pre-#23907 build: what its boot holds beyond the terms above (measured at the shapes
+    the runs had; elsewhere taken as constant)."""
     if not r.pool:
         return
     b = _before(r)
     est.terms.append(Term(f"boot of a build before {builds.PR}", b["constants"]["boot_other_mib"],
                           f"measured on {b['build']}: its boot minus the terms above, median of {b['residuals']['runs']} runs "
-                          f"at {b['shape']} (this shape: extrapolated, the difference taken as constant)"))
+                          f"at {'; '.join(b['shapes'])} (any other shape: extrapolated, the difference taken as constant)"))
 
 
 def _growth_in_pool(r: _Run, est: Estimate) -> None:
