@@ -175,7 +175,7 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
         return _write_new(apps_dir, app_dir, app_text, lock.dumps(), dry_run, lock_timeout)
     build = registry.tag_build(image_tag) or registry.table_builds("llamacpp")[-1]
     plan, pin = newapp.ladder(name, hf_repo, revision, ctx=ctx, quant=quant, draft_mtp=draft == "mtp", dev=dev,
-                              progress=console.info)
+                              progress=console.info, build=build)
     if fmt == "json":
         console.out.print_json(json.dumps(plan.to_dict()))
     else:
@@ -191,7 +191,7 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
     one = vram.device()
     if dev != one:
         meta = next(m for m in plan.metas if m.file == plan.picked["file"])
-        on_one = vram.estimate(meta, budget.settings_for(plan.server), one)
+        on_one = vram.estimate(meta, budget.settings_for(plan.server), one, build=build)
         if on_one.verdict == "does not fit":
             console.warn(f"{plan.picked['quant']} does not fit the {one.name} ({on_one.total_mib:,.0f} MiB): lint "
                          "checks the catalogue's device and will refuse it (vram.budget)")
