@@ -26,6 +26,7 @@ class Invocation:
     env: dict[str, str]  # resolved literal env values
     ports: list[int]
     build: str | None  # from the olares-pack annotation, when present
+    llmbase: bool = False  # started by the llmbase form's wrapper: argv is ENGINE_ARGS after what the wrapper sets
 
 
 def configmaps(objects: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
@@ -97,12 +98,17 @@ def _llmbase_argv(command: list[str], env: dict[str, str]) -> tuple[str, list[st
     kind = env.get("ENGINE_KIND")
     if kind not in _WRAPPER_PORT_ENV or not any("/llm-init/wrappers/" in w for w in command):
         return None
+    return kind, llmbase_argv(kind, env)
+
+
+def llmbase_argv(kind: str, env: dict[str, str]) -> list[str]:
+    """The engine's argv as the llmbase wrapper builds it from its env (ENGINE_ARGS among it)."""
     args = env.get("ENGINE_ARGS", "").split()  # the wrapper's own split: on white space, no quoting
     port = env.get(_WRAPPER_PORT_ENV[kind], "8081" if kind == "llamacpp" else "8000")
     fixed = ["--host", "0.0.0.0", "--port", port]
     if kind == "vllm":
-        return kind, ["serve", env.get("MODEL_NAME", "model"), "--served-model-name", env.get("MODEL_NAME", "model"), *fixed, *args]
-    return kind, ["--alias", env.get("MODEL_NAME", "model"), *fixed, *args]
+        return ["serve", env.get("MODEL_NAME", "model"), "--served-model-name", env.get("MODEL_NAME", "model"), *fixed, *args]
+    return ["--alias", env.get("MODEL_NAME", "model"), *fixed, *args]
 
 
 def find_engines(objects: list[dict[str, Any]]) -> list[Invocation]:
@@ -117,11 +123,13 @@ def find_engines(objects: list[dict[str, Any]]) -> list[Invocation]:
             env = resolve_env(c, maps)
             image = str(c.get("image", ""))
             command = [str(x) for x in c.get("command") or []]
-            hit = _llmbase_argv(command, env) or _engine_argv(command, [str(x) for x in c.get("args") or []], env, image)
+            wrapped = _llmbase_argv(command, env)
+            hit = wrapped or _engine_argv(command, [str(x) for x in c.get("args") or []], env, image)
             if hit is None:
                 continue
             kind, argv = hit
             ports = [int(p["containerPort"]) for p in c.get("ports") or [] if isinstance(p.get("containerPort"), int)]
             build = (meta.get("annotations") or {}).get(ANNOTATION_BUILD)
-            found.append(Invocation(kind, f"{o.get('kind')}/{meta.get('name')}", str(c.get("name")), image, argv, env, ports, build))
+            found.append(Invocation(kind, f"{o.get('kind')}/{meta.get('name')}", str(c.get("name")), image, argv, env, ports, build,
+                                    llmbase=wrapped is not None))
     return found

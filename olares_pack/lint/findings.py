@@ -201,7 +201,10 @@ RULES: dict[str, RuleInfo] = {
                              "llama.cpp common/arg.cpp and common/speculative.cpp of each build: the server exits at start"),
     "engine.defaults": RuleInfo("warning", "--host, --port and --parallel are set explicitly",
                                 "olares-pack policy: llama-server's defaults moved between builds", policy=True),
-    "engine.port": RuleInfo("error", "container port, Service port, entrance port and --port agree (Service -> targetPort -> container)",
+    "template.entrance-port": RuleInfo("error", "each entrance's port is a port of the Service its host names",
+                                       "olares-pack policy: the entrance proxies to host:port; a port the Service does not "
+                                       "expose installs and answers 502", policy=True),
+    "engine.port": RuleInfo("error", "container port, Service port and --port agree (Service -> targetPort -> container)",
                             "olares-pack policy: the entrance routes to the Service, the Service to the container port; "
                             "a mismatch installs and serves nothing", policy=True),
     "engine.build": RuleInfo("info", "which engine build's flag registry was used (a warning when it is only the nearest known)",
