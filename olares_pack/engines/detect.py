@@ -53,14 +53,17 @@ def resolve_env(container: dict[str, Any], configmaps: dict[str, dict[str, str]]
     return env
 
 
-def _shell_words(script: str, env: dict[str, str]) -> list[str]:
+def _shell_text(script: str, env: dict[str, str]) -> str:
     def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(3)
         if name in env:
             return env[name]
         return m.group(2) if m.group(2) is not None else m.group(0)
 
-    text = _SH_VAR.sub(sub, script.replace("\\\n", " "))
+    return _SH_VAR.sub(sub, script.replace("\\\n", " "))
+
+
+def _shell_words(text: str) -> list[str]:
     try:
         return shlex.split(text, comments=True)
     except ValueError:
@@ -72,7 +75,10 @@ def _engine_argv(command: list[str], args: list[str], env: dict[str, str], image
     words = [_K8S_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), w) for w in words]
     # A shell wrapper: look inside the script for the engine command.
     if len(words) >= 3 and words[0].split("/")[-1] in ("sh", "bash", "ash", "dash") and words[1] in ("-c", "-ec", "-xc", "-exc"):
-        words = _shell_words(words[2], env)
+        text = _shell_text(words[2], env)
+        if "llama-server" not in text and "vllm" not in text:
+            return None  # no engine to find in the script: spare its (slow) shell split
+        words = _shell_words(text)
     for i, w in enumerate(words):
         prog = w.split("/")[-1]
         if prog == "llama-server":

@@ -13,7 +13,7 @@ from typing import Any
 from olares_pack.charts.objects import containers, find, obj_name
 from olares_pack.common.errors import InputError
 from olares_pack.engines import registry
-from olares_pack.engines.detect import Invocation, find_engines
+from olares_pack.engines.detect import Invocation
 from olares_pack.engines.normalize import normalize_generic, normalize_llama
 from olares_pack.lint.context import ChartContext
 
@@ -184,7 +184,7 @@ def llama_flags(ctx: ChartContext) -> None:
     r = ctx.primary_render()
     if r is None:
         return
-    for inv in find_engines(r.objects):
+    for inv in ctx.engines():
         if inv.kind != "llamacpp":
             continue
         where = f"{inv.workload}: containers[{inv.container}]"
@@ -238,7 +238,7 @@ def vllm_flags(ctx: ChartContext) -> None:
     r = ctx.primary_render()
     if r is None:
         return
-    for inv in find_engines(r.objects):
+    for inv in ctx.engines():
         if inv.kind != "vllm":
             continue
         args = normalize_generic(inv.argv)

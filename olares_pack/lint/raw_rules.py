@@ -57,6 +57,8 @@ class _Scan:
     def line(self, n: int, raw: str) -> None:
         line = raw.rstrip("\r")
         stripped = line.strip()
+        if self.block_indent is None and (not stripped or stripped[0] == "#"):
+            return  # a blank or comment line outside a block scalar opens, closes and holds nothing
         indent = len(line) - len(line.lstrip(" "))
         action_only = "{{" in line and bool(_ACTION_ONLY.match(line))
         if action_only:
