@@ -224,6 +224,7 @@ def constraint_terms(constraint: str) -> tuple[tuple[Term, ...], ...]:
     return tuple(alternatives)
 
 
+@lru_cache(maxsize=4096)  # lint asks it for every finding (the releases of its rule)
 def admits(constraint: str, version: str) -> bool:
     """Whether a Masterminds-style constraint ('>=1.12.3-0,<1.12.6', '>=1.12.6-0', '1.12.x || >=1.13')
     admits an Olares version."""

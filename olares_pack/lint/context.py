@@ -98,8 +98,11 @@ class ChartContext:
 
     @property
     def modern(self) -> bool:
-        v = self.config_version
-        return v is not None and v >= semver.Version.parse(targets.MODERN_MANIFEST)
+        key = f"modern {self.manifest.get('olaresManifest.version', '')}"  # rules ask often: read once
+        if key not in self.memo:
+            v = self.config_version
+            self.memo[key] = v is not None and v >= semver.Version.parse(targets.MODERN_MANIFEST)
+        return self.memo[key]  # type: ignore[no-any-return]
 
     @property
     def manifest_type(self) -> str:
