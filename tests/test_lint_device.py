@@ -45,6 +45,13 @@ MORE_REFUSED = {
     "chart.name": ("current", lambda f: edit(f, "Chart.yaml", f"name: {NAME}", "name: llama-cpp")),
     "manifest.parse": ("current", lambda f: {**f, M: "olaresManifest.version: '0.12.0'\nmetadata: [unclosed\n"}),
     "helm.render": ("current", lambda f: edit(f, D, "kind: Deployment\n", "kind: Deployment\n{{ fail \"no GPU\" }}\n")),
+    # the entrance on a port its Service does not expose: installs, then answers 502
+    "template.entrance-port": ("current", lambda f: edit(f, M, "    port: 8000\n", "    port: 8001\n")),
+    # oac ports[] rules (PR #3748): an underscore in a port's name; the newest release by default
+    "manifest.ports": ("current", lambda f: edit(f, M, "workloadReplicas:\n", f"ports:\n  - name: api_tcp\n    host: {NAME}\n"
+                                                 "    port: 8000\n    protocol: tcp\nworkloadReplicas:\n")),
+    # a v1 manifest whose olares dependency reaches 1.12.6: the checker pins v1/v2 below it (PR #3580)
+    "manifest.legacy-window": ("legacy", lambda f: edit(f, M, '">=1.12.3-0,<1.12.6"', '">=1.12.6-0"')),
 }
 
 # rule -> (target, a device-proven pattern written into the clean chart, options): the rule must
@@ -97,6 +104,14 @@ ACCEPTED = {
                     {"engine_build": "b9101"}),
     "engine.value": ("current", lambda f: CASES["engine.value"][1](f), {"engine_build": "pr22673"}),
     "engine.port": ("current", lambda f: edit(f, "templates/service.yaml", "targetPort: http", "targetPort: 8000"), {}),
+    # a second Service port on the engine's container port, the entrance on it
+    "template.entrance-port": ("current", lambda f: edit(edit(f, "templates/service.yaml", "      protocol: TCP\n",
+                                                              "      protocol: TCP\n    - name: web\n      port: 80\n      targetPort: http\n"),
+                                                         M, "    port: 8000\n", "    port: 80\n"), {}),
+    # capitals and dashes are allowed, an exposePort of 0 leaves the choice to the platform
+    "manifest.ports": ("current", lambda f: edit(f, M, "workloadReplicas:\n", f"ports:\n  - name: Api-TCP\n    host: {NAME}\n"
+                                                 "    port: 8000\n    exposePort: 0\n    protocol: udp\nworkloadReplicas:\n"), {}),
+    "manifest.legacy-window": ("legacy", lambda f: edit(f, M, '">=1.12.3-0,<1.12.6"', '">=1.12.3-0, <1.12.6"'), {}),
     "secret.plaintext": ("current", lambda f: edit(f, D, '            - "--jinja"\n', '            - "--jinja"\n            - "--api-key"\n'
                                                    '            - "$(API_KEY)"\n'), {}),
 }
