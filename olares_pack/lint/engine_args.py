@@ -34,6 +34,11 @@ class ArgsSource:
     def words(self) -> frozenset[str]:
         return frozenset(self.text.split())
 
+    def within(self, rendered: str) -> bool:
+        """Whether the arguments a render started the engine with carry this text (a template may
+        add words around it: the official charts' helpers add -ngl 0 in CPU mode)."""
+        return f" {' '.join(self.text.split())} " in f" {' '.join(rendered.split())} "
+
     def where(self) -> dict[str, Any]:
         return {"file": self.file, "path": self.path, "loc": self.loc, "line": self.line}
 
@@ -87,7 +92,7 @@ def placer(ctx: ChartContext, rendered: str | None) -> Any:
     None for a word that no source holds (one the wrapper or the template adds)."""
     if rendered is None:
         return lambda word: None
-    held = [s for s in sources(ctx) if s.words <= frozenset(rendered.split()) or s.text.split() == rendered.split()]
+    held = [s for s in sources(ctx) if s.within(rendered)]
 
     def where(word: str) -> dict[str, Any] | None:
         return next((s.where() for s in held if word in s.words), None)

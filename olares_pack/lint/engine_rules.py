@@ -169,10 +169,10 @@ def _other_engine_args(ctx: ChartContext, inv: Invocation) -> list[tuple[Invocat
     from olares_pack.engines.detect import llmbase_argv
     from olares_pack.lint import engine_args
 
-    rendered = inv.env.get(engine_args.ENV, "").split()
+    rendered = inv.env.get(engine_args.ENV, "")
     out = []
     for source in engine_args.sources(ctx):
-        if source.text.split() != rendered and not set(source.text.split()) <= set(rendered):
+        if not source.within(rendered):
             env = {**inv.env, engine_args.ENV: source.text}
             out.append((dataclasses.replace(inv, env=env, argv=llmbase_argv(inv.kind, env)), source.where()))
     return out
