@@ -33,11 +33,12 @@ import yaml
 
 from olares_pack import olares
 from olares_pack.catalogue import ledger as index
-from olares_pack.catalogue.repo import INDEX_FILE
+from olares_pack.catalogue.repo import INDEX_FILE, OFFER_FILE
 from olares_pack.charts import package
 from olares_pack.common import quantity
 from olares_pack.common.errors import InputError
 from olares_pack.common.yamlsrc import safe_load
+from olares_pack.market import offers as offers_mod
 from olares_pack.market import taxonomy as taxonomy_mod
 from olares_pack.market import v2 as market_v2
 from olares_pack.olares import admits
@@ -83,15 +84,23 @@ class Chart:
     sha256: str
     dependency: str  # the chart's olares dependency, as recorded
     published: str  # YYYY-MM-DD from the ledger
+    # The OS versions whose installer rules accept it (market-offer.json, decided by `build`);
+    # None: where its dependency admits.
+    offer: str | None = None
+    # A templated manifest as the administrator's install renders it (market-offer.json), so that
+    # reading it needs no Helm here.
+    installed_manifest: str | None = None
     offered: bool = True  # False: another target's chart of the same release owns its file name
     problem: str | None = None  # why this chart cannot be served (missing, unreadable, changed), with the remedy
     order: semver.Version = field(init=False)  # the version, parsed once for comparisons
+    window: str = field(init=False)  # the OS versions it is offered to: dependency and offer both admit
     data: bytes | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     i18n: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.order = semver.Version.parse(self.version)
+        self.window = offers_mod.window(self.dependency, self.offer)
 
     def read(self) -> bytes:
         """The package bytes, refused when they are not the ones the ledger records."""
@@ -114,9 +123,8 @@ class Chart:
                 name, files, _ = package.read_archive_split(data)
                 text = files.get("OlaresManifest.yaml", "")
                 if "{{" in text:  # a templated manifest (the v2 shared form), as the administrator's install reads it
-                    from olares_pack.charts import helm
-
-                    text = helm.installed_manifest(files, name or self.name)
+                    text = self.installed_manifest if self.installed_manifest is not None else _render_manifest(
+                        files, name or self.name, self.path)
                 self.manifest = safe_load(text) or {}
                 self.i18n = {rel.split("/")[1]: safe_load(text) or {} for rel, text in files.items()
                              if rel.startswith("i18n/") and rel.count("/") == 2 and rel.endswith("/OlaresManifest.yaml")}
@@ -126,6 +134,19 @@ class Chart:
                 raise InputError(f"{self.path}: no readable OlaresManifest.yaml: {RESTORE}")
             self.data = data
         return self
+
+
+def _render_manifest(files: dict[str, str], name: str, path: Path) -> str:
+    """A templated manifest market-offer.json does not hold (a catalogue built before it did):
+    rendered here, which loads Helm into the server; `olares-pack build` records it."""
+    import logging
+
+    from olares_pack.charts import helm
+
+    logging.getLogger("olares_pack.server").warning(
+        "%s: its templated manifest is not in %s: rendering it loads Helm into this process (run olares-pack build)",
+        path, OFFER_FILE)
+    return helm.installed_manifest(files, name)
 
 
 @dataclass
@@ -179,14 +200,16 @@ class Catalogue:
 
     @property
     def dependencies(self) -> list[str]:
-        return sorted({c.dependency for c in self.charts if c.offered})
+        """The OS windows charts are offered in (each its dependency and the market's offer)."""
+        return sorted({c.window for c in self.charts if c.offered})
 
     def chart_for(self, os_version: str) -> dict[str, Chart]:
-        """For each app, the newest offered chart whose olares dependency admits this OS version."""
+        """For each app, the newest offered chart whose window (its olares dependency, narrowed to
+        the releases whose installer rules accept it) admits this OS version."""
         admitted = {dep: admits(dep, os_version) for dep in self.dependencies}
         best: dict[str, Chart] = {}
         for c in self.charts:
-            if c.offered and not c.problem and admitted[c.dependency]:
+            if c.offered and not c.problem and admitted[c.window]:
                 cur = best.get(c.name)
                 if cur is None or c.order > cur.order:
                     best[c.name] = c
@@ -262,6 +285,7 @@ def entry(cat: Catalogue, c: Chart) -> dict[str, Any]:
     i18n = {loc: {"metadata": {k: doc.get("metadata", {}).get(k, "") for k in ("title", "description")},
                   "spec": {k: doc.get("spec", {}).get(k, "") for k in ("fullDescription", "upgradeDescription")}}
             for loc, doc in sorted(c.i18n.items())}
+    screenshots = [str(x) for x in spec.get("promoteImage") or [] if x] if isinstance(spec.get("promoteImage"), list) else []
     gpu_req = envelope.get("requiredGPUMemory") or envelope.get("requiredGpu")
     gpu_lim = envelope.get("limitedGPUMemory") or envelope.get("limitedGpu")
     return {
@@ -279,7 +303,7 @@ def entry(cat: Catalogue, c: Chart) -> dict[str, Any]:
         "versionName": str(spec.get("versionName", "")),
         "fullDescription": _locale_map(c, "spec", "fullDescription"),
         "upgradeDescription": _locale_map(c, "spec", "upgradeDescription"),
-        "promoteImage": [],
+        "promoteImage": screenshots,
         "promoteVideo": "",
         "subCategory": "",
         "locale": [str(x) for x in spec.get("locale") or ["en-US"]],
@@ -307,7 +331,7 @@ def entry(cat: Catalogue, c: Chart) -> dict[str, Any]:
         "submitter": str(spec.get("submitter", "")),
         "doc": str(spec.get("doc", "")),
         "website": str(spec.get("website", "")),
-        "featuredImage": "",
+        "featuredImage": str(spec.get("featuredImage") or next(iter(screenshots), "")),
         "sourceCode": str(spec.get("sourceCode", "")),
         "license": spec.get("license") or [],
         "legal": [],
@@ -365,7 +389,7 @@ def build_view(cat: Catalogue, charts: dict[str, Chart]) -> View:
                   "stats": {"appstore_data": {"apps": len(apps)}, "last_updated": last}})
     hashed = dumps({"hash": digest, "last_updated": last})
     return View(digest, last, charts, fragments, info[:-1] + b',"version":', hashed[:-1] + b',"version":',
-                market_v2.build(cat, charts, by_name, digest))
+                market_v2.build(cat.taxonomy, charts, by_name, digest))
 
 
 def load(root: Path, index_file: Path | None = None, base_url: str = "", *, strict: bool = False) -> Catalogue:
@@ -379,6 +403,7 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "", *, stri
         raise InputError(f"{index_file}: no market index (publish with olares-pack release)")
     raw = index_file.read_bytes()
     ledger = index.loads(raw, index_file)
+    decided = offers_mod.load(index_file.parent / OFFER_FILE)
     charts: list[Chart] = []
     slim: dict[str, Any] = {"apps": {}}
     for name, app in sorted(ledger["apps"].items()):
@@ -388,8 +413,12 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "", *, stri
         for v in app["versions"]:
             for target, rec in sorted(v["charts"].items()):
                 served = rec.get("version") or v["version"]
+                offer = decided.get(rec["file"]) or {}
+                if offer.get("sha256") != rec["sha256"]:
+                    offer = {}  # decided on other bytes: stale (build --check says so)
                 c = Chart(name, served, v["version"], target, package.archive_name(name, served), root / rec["file"],
-                          rec["sha256"], rec.get("olares") or olares.get(target).dependency, v["published"])
+                          rec["sha256"], rec.get("olares") or olares.get(target).dependency, v["published"],
+                          offer.get("offer"), offer.get("manifest"))
                 # Every listed package must be there and readable; its bytes are checked against the
                 # sha256 when it is read (at load for the charts a view shows, else when asked for).
                 try:

@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, unquote
 import orjson
 
 from olares_pack import olares
-from olares_pack.catalogue.repo import INDEX_FILE
+from olares_pack.catalogue.repo import INDEX_FILE, OFFER_FILE
 from olares_pack.common.errors import BadRequest, InputError, OlaresPackError
 from olares_pack.common.naming import NAME_RE
 from olares_pack.market import payloads as market
@@ -380,7 +380,7 @@ class Source:
     base_url: str = ""
     strict: bool = False  # a chart that cannot be served stops the start (CI), rather than a 503
     answers: Answers | None = None
-    stamp: tuple[int, int] | None = None
+    stamp: tuple[int, ...] | None = None
 
     def load(self, *, initial: bool = True) -> market.Catalogue:
         """Load the catalogue and swap it in. At start a catalogue with unavailable charts is served
@@ -394,8 +394,7 @@ class Source:
             if bad - old:
                 raise InputError("the new catalogue has unavailable charts:\n" +
                                  "\n".join(f"  {p}: {why}" for p, why in sorted(bad - old)))
-        st = self.index_file.stat()
-        self.answers, self.stamp = Answers(cat, self.default_version), (st.st_mtime_ns, st.st_size)  # one swap
+        self.answers, self.stamp = Answers(cat, self.default_version), self._stat()  # one swap
         # The catalogue lives until the next reload: keep the collector from walking it again and
         # again (full collections over 10^5 objects show up as latency spikes in the p99). What a
         # previous load froze is thawed first, so that a replaced catalogue can still be collected.
@@ -429,12 +428,21 @@ class Source:
         log.info("catalogue reloaded (%s)", self.index_file)
         return True
 
+    def _stat(self) -> tuple[int, ...]:
+        """The ledger's and the offer file's mtime and size (an absent offer file: zeros)."""
+        st = self.index_file.stat()
+        try:
+            so = (self.index_file.parent / OFFER_FILE).stat()
+            offer = (so.st_mtime_ns, so.st_size)
+        except FileNotFoundError:
+            offer = (0, 0)
+        return (st.st_mtime_ns, st.st_size, *offer)
+
     def changed(self) -> bool:
         try:
-            st = self.index_file.stat()
+            return self._stat() != self.stamp
         except OSError:
             return False
-        return (st.st_mtime_ns, st.st_size) != self.stamp
 
 
 class Clock:

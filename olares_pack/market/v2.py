@@ -23,18 +23,27 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from olares_pack.market import taxonomy as taxonomy_mod
 from olares_pack.olares import FIRST_V2_SYNC_RELEASE
 
-if TYPE_CHECKING:
-    from olares_pack.market.payloads import Catalogue, Chart
-
 MIN_OS = FIRST_V2_SYNC_RELEASE  # the first release that syncs with these routes
 ID_MARK = "\x00source-id\x00"  # stands for the source id while the bodies are cut into prefix and suffix
+
+
+class Chart(Protocol):
+    """What the v2 bodies read of a published chart (market.payloads.Chart): named here, so that
+    this module does not import the one that builds views from it."""
+
+    name: str
+    version: str
+    published: str  # YYYY-MM-DD
+    dependency: str
+    manifest: dict[str, Any]
+    i18n: dict[str, dict[str, Any]]
 
 
 def dumps(doc: Any) -> bytes:
@@ -120,9 +129,8 @@ def _languages(tax: taxonomy_mod.Taxonomy, charts: dict[str, Chart]) -> list[dic
     return [{"code": code, "display_name": name, "enabled": True, "sort": i + 1} for i, (code, name) in enumerate(pairs)]
 
 
-def build(cat: Catalogue, charts: dict[str, Chart], entries: dict[str, dict[str, Any]], v1_digest: str) -> V2:
+def build(tax: taxonomy_mod.Taxonomy, charts: dict[str, Chart], entries: dict[str, dict[str, Any]], v1_digest: str) -> V2:
     """The v2 bodies of one view: `entries` are its details entries, by app name."""
-    tax = cat.taxonomy
     items = [item(c, entries[name]) for name, c in charts.items()]
     apps_time = max((i["last_modify_time"] for i in items), default=0)
     updated = epoch_ms(tax.updated.isoformat()) if tax.updated else 0
