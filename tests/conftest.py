@@ -55,6 +55,7 @@ def repo(tmp_path: Path) -> Path:
     shutil.copytree(APPS, root / "apps")
     shutil.copytree(ROOT / "packages", root / "packages")
     shutil.copy(ROOT / "market-index.json", root / "market-index.json")
+    shutil.copy(ROOT / "market-offer.json", root / "market-offer.json")
     return root
 
 

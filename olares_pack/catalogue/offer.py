@@ -123,6 +123,7 @@ class _Cache:
         from olares_pack.render import generation
 
         self.path = repo.state_dir / "cache" / "offer.json"
+        self.keep = repo.state_dir.is_dir()  # a dry run in a fresh checkout leaves nothing behind
         self.stamp = generation.fingerprint()
         try:
             doc = json.loads(self.path.read_text(encoding="utf-8"))
@@ -140,7 +141,7 @@ class _Cache:
         self.dirty = True
 
     def save(self) -> None:
-        if self.dirty:
+        if self.dirty and self.keep:
             try:
                 fsio.write_text_atomic(self.path, json.dumps({"stamp": self.stamp, "entries": self.entries}, sort_keys=True))
             except OSError:
@@ -174,6 +175,26 @@ def derive(repo: Repo, recs: dict[str, list[Record]], packages: dict[Path, bytes
 
 def text(repo: Repo, recs: dict[str, list[Record]], packages: dict[Path, bytes] | None = None) -> str:
     return jsontext.dumps(derive(repo, recs, packages))
+
+
+def text_with(repo: Repo, rec: Record, packages: dict[Path, bytes]) -> str:
+    """The offer file with one new record's charts decided (its packages not yet on disk); the
+    other charts' entries carried over as they are, as the ledger's are (releases.ledger_with).
+    Without a readable offer file, every chart is decided."""
+    path = offer_file(repo)
+    try:
+        doc = jsontext.loads(path.read_bytes())
+        charts = doc["charts"] if isinstance(doc, dict) and doc.get("format") == FORMAT else None
+    except (OSError, ValueError, KeyError):
+        charts = None
+    if not isinstance(charts, dict):
+        from olares_pack.catalogue import checks
+
+        recs = checks.load_records(repo)
+        recs[rec.name] = [*[r for r in recs.get(rec.name, []) if r.version != rec.version], rec]
+        return text(repo, recs, packages)
+    charts.update(derive(repo, {rec.name: [rec]}, packages)["charts"])
+    return jsontext.dumps({"format": FORMAT, "charts": dict(sorted(charts.items()))})
 
 
 def offer_file(repo: Repo) -> Path:

@@ -476,6 +476,10 @@ def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool 
             all_recs[name] = recs
     if out.apps:
         out.writes[repo.index_file] = catalogue.ledger_text(all_recs)
+        from olares_pack.catalogue import offer
+
+        out.writes[offer.offer_file(repo)] = offer.text(
+            repo, all_recs, {p: d for p, d in out.writes.items() if isinstance(d, bytes)})
     return out
 
 
