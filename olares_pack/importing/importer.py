@@ -119,9 +119,18 @@ def proposed_name(name: str) -> str:
     return out if out not in RESERVED_NAMES else f"{out}app"[:30]
 
 
+# Markdown emphasis around words (**New**, _fast_), never a character inside a word: "KV cache
+# q4_0" is a quantization's name and reaches the market as written.
+_EMPHASIS = re.compile(r"(?<![\w*])(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1(?![\w*])")
+
+
 def _first_line(text: str) -> str:
+    """The first line of a "what's new" text that says something, without its list or heading
+    marks and the emphasis around words; every other character kept."""
     for line in text.splitlines():
-        line = re.sub(r"^[#*\-\s]+|[*_`]+", "", line).strip()
+        if re.fullmatch(r"[-*#_=\s]*", line):  # blank, a rule or a bare mark
+            continue
+        line = _EMPHASIS.sub(r"\2", re.sub(r"^(?:#+\s+|[*+-]\s+)+", "", line.strip())).strip()
         if line:
             return line[:200]
     return ""
