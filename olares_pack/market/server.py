@@ -34,7 +34,7 @@ import orjson
 from olares_pack import olares
 from olares_pack.catalogue.repo import INDEX_FILE, OFFER_FILE
 from olares_pack.common.errors import BadRequest, InputError, OlaresPackError
-from olares_pack.common.naming import NAME_RE
+from olares_pack.common.naming import ANY_LINE_NAME_RE
 from olares_pack.market import payloads as market
 from olares_pack.market import v2 as market_v2
 
@@ -269,13 +269,13 @@ class Answers:
             if path.startswith(prefix) and path.endswith(CHART_SUFFIX):
                 name = unquote(path[len(prefix):-len(CHART_SUFFIX)].decode("latin-1"), errors="replace")
                 file_name = params.get("fileName", "")
-                chart = cat.archive(name, file_name) if NAME_RE.match(name) else None
+                chart = cat.archive(name, file_name) if ANY_LINE_NAME_RE.match(name) else None
                 # the device sends the app version as `version`: the file name alone decides
                 return ((b"chart", name, file_name) if chart is not None and not chart.problem else None,
                         lambda: self._chart(name, file_name, chart))  # noqa: B023 - returned at once, inside its turn
         if path.startswith(ICON_PREFIX) and path.endswith(ICON_SUFFIX):
             name = unquote(path[len(ICON_PREFIX):-len(ICON_SUFFIX)].decode("latin-1"), errors="replace")
-            data = cat.icons.get(name) if NAME_RE.match(name) else None
+            data = cat.icons.get(name) if ANY_LINE_NAME_RE.match(name) else None
             if data is None:
                 return None, lambda: error(404, "no such icon")
             return (b"icon", name), lambda: Reply(200, data, b"image/png", ((b"Cache-Control", b"public, max-age=86400"),))
@@ -306,7 +306,7 @@ class Answers:
         return Reply(200, orjson.dumps(doc), headers=((b"Cache-Control", b"no-cache"),))
 
     def _chart(self, name: str, file_name: str, chart: market.Chart | None) -> Reply:
-        if not NAME_RE.match(name):
+        if not ANY_LINE_NAME_RE.match(name):
             return error(404, "no such app")
         if chart is None:
             return error(404, f"no chart {file_name[:200]!r} for {name}")
