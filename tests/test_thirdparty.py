@@ -111,8 +111,8 @@ def test_a_long_name_or_title_is_refused_only_for_the_current_line(tmp_path: Pat
     validate_data(data, "app.yaml")
     with pytest.raises(InputError) as exc:
         validate_data({**data, "targets": ["legacy", "current"]}, "app.yaml")
-    assert f"name '{LONG}' is 31 characters and targets holds current: the 1.12.6+ installer's checker takes at most 30" \
-        in str(exc.value.problems)
+    assert f"name '{LONG}' is not an Olares app name for the current target (^[a-z0-9]{{1,30}}$): 31 characters and " \
+        "targets holds current: the 1.12.6+ installer's checker takes at most 30" in str(exc.value.problems)
     with pytest.raises(InputError) as exc:
         validate_data({**data, "name": "nemodiff", "targets": ["current"]}, "app.yaml")
     assert "title 'Nemotron Diffusion 14B llama.cpp' is 32 characters" in str(exc.value.problems)

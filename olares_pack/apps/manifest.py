@@ -483,8 +483,9 @@ class AppTexts(Model_):
         name, title = info.data.get("name"), info.data.get("title")
         why = "the 1.12.6+ installer's checker takes at most 30 (framework/oac); 1.12.3-1.12.5 take it"
         if isinstance(name, str) and not NAME_RE.match(name):
-            raise ValueError(f"name {name!r} is {len(name)} characters and targets holds current: {why}; "
-                             "a new app name for the current target (olares-pack import --upgrade --rename)")
+            raise ValueError(f"name {name!r} is not an Olares app name for the current target (^[a-z0-9]{{1,30}}$): "
+                             f"{len(name)} characters and targets holds current: {why}; a new app name for the "
+                             "current target (olares-pack import --upgrade --rename)")
         if isinstance(title, str) and len(title) > MAX_TITLE:
             raise ValueError(f"title {title!r} is {len(title)} characters and targets holds current: {why}; "
                              "a shorter title for the current target")

@@ -4,8 +4,10 @@ catalogue is built, and what the server would otherwise need Helm for.
 A chart's olares dependency says where its author meant it to install; the installer of each
 release has rules of its own (`lint --olares V` applies them). A published chart is offered to
 an OS version only where both agree: for every release olares-pack knows that the dependency
-admits, the chart is linted with that release's rules, and a release whose installer rules
-refuse it (an installer error, never a policy one) is left out of its offer. An imported
+admits, an imported chart (generation 0: a hand-written chart's own bytes) is linted with that
+release's rules, and a release whose installer rules refuse it (an installer error, never a
+policy one) is left out of its offer. Charts olares-pack rendered are made for their line's
+window and linted by `release` before they are published: their window is their offer. An imported
 single-chart apiVersion v2 app declaring `>=1.12.3-0` is offered to 1.12.3-1.12.5 only: from
 1.12.6 the installer refuses apiVersion v2 without spec.subCharts (framework/oac checkSubCharts),
 until `import --upgrade` publishes a chart of its own for the 1.12.6+ line.
@@ -88,15 +90,18 @@ def installed_manifest(data: bytes, name: str) -> str | None:
     return helm.installed_manifest(files, name)
 
 
-def chart_entry(data: bytes, name: str, label: str, dependency: str) -> dict[str, Any]:
+def chart_entry(data: bytes, name: str, label: str, dependency: str, *, imported: bool = True) -> dict[str, Any]:
     """What the market decides for one package: the known releases its dependency admits that
     accept it, those that refuse it (with the installer's reasons), the offer constraint, and the
-    rendered manifest of a templated one."""
+    rendered manifest of a templated one. A chart olares-pack rendered (`imported` False) is made
+    for its line's window and was linted by `release` with the rules of that line's newest
+    release: its window is its offer, and it is not linted again here (a 200-app catalogue holds
+    thousands of them; lint costs ~0.1 s a chart and release)."""
     from olares_pack.common.errors import InputError
 
     admitted = [r for r in olares.KNOWN_RELEASES if olares.admits(dependency, r)]
     refused = {}
-    for r in admitted:
+    for r in admitted if imported else []:
         errors = installer_errors(data, label, r)
         if errors:
             refused[r] = errors
@@ -157,7 +162,8 @@ def derive(repo: Repo, recs: dict[str, list[Record]], packages: dict[Path, bytes
         for rec in recs[name]:
             for target, ch in sorted(rec.charts.items()):
                 path = repo.root / ch.file
-                key = f"{ch.sha256}:{ch.olares}:{name}"
+                imported = rec.generation == 0  # a hand-written chart's own bytes (olares-pack import)
+                key = f"{ch.sha256}:{ch.olares}:{name}:{imported}"
                 entry = cache.get(key)
                 if entry is None:
                     data = (packages or {}).get(path)
@@ -166,7 +172,7 @@ def derive(repo: Repo, recs: dict[str, list[Record]], packages: dict[Path, bytes
                             data = path.read_bytes()
                         except OSError:
                             continue  # build --check names the missing package; nothing to decide on
-                    entry = chart_entry(data, name, ch.file, ch.olares)
+                    entry = chart_entry(data, name, ch.file, ch.olares, imported=imported)
                     cache.put(key, entry)
                 charts[ch.file] = {"app": name, "sha256": ch.sha256, "target": target, **entry}
     cache.save()
