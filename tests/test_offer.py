@@ -6,15 +6,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ROOT, serving
+from conftest import ROOT, serve_process, serving
 from device import Device, V2Device
 
 from olares_pack import olares
@@ -117,31 +114,14 @@ def test_the_bundled_catalogue_records_its_templated_manifests(tmp_path: Path) -
     assert market.load(bare).view("1.12.5").fragments == with_offer  # rendered with Helm, as before
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps")
 def test_the_serve_process_maps_no_helm_jinja_or_pydantic(tmp_path: Path) -> None:
     """A real `olares-pack serve` on the bundled catalogue, synced by a 1.12.5, a 1.12.6 and a
     1.12.7 device: the Helm library (a Go runtime), Jinja and pydantic are never loaded, neither
     mapped (/proc/<pid>/maps) nor imported (the interpreter's own import log)."""
-    port = _free_port()
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "olares_pack.cli", "serve", "--root", str(ROOT), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    base = f"http://127.0.0.1:{port}"
+    proc, base = serve_process("--root", str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{base}/health", timeout=1)
-                break
-            except httpx.HTTPError:
-                assert proc.poll() is None and time.monotonic() < deadline
-                time.sleep(0.1)
         for os_version in ("1.12.5", "1.12.6"):
             dev = Device(base, os_version)
             assert dev.sync()
@@ -160,3 +140,15 @@ def test_the_serve_process_maps_no_helm_jinja_or_pydantic(tmp_path: Path) -> Non
     assert "olares_pack.market.server" in imported  # the log is whole
     assert not {m for m in imported if m.split(".")[0] in ("helm_python", "jinja2", "pydantic", "pydantic_core")}
     assert "VmRSS" in status  # the figure itself is measured by bench/serve_bench.py --rss
+
+
+def test_a_release_writes_the_offer_of_every_chart_when_the_file_is_missing(repo: Path) -> None:
+    """A catalogue from before offers were recorded: the first release decides them all, so that
+    build --check agrees at once."""
+    (repo / OFFER_FILE).unlink()
+    apps = str(repo / "apps")
+    assert main(["release", "llamacppqwen36mtpone", "--apps-dir", apps, "--bump", "patch", "--summary", "offers",
+                 "--date", DATE]) == ExitCode.OK
+    charts = json.loads((repo / OFFER_FILE).read_text())["charts"]
+    assert "packages/current/llamacppqwen36mtpone-1.0.14.tgz" in charts and "packages/current/vllmqwen36turbo27bone-2.5.9.tgz" in charts
+    assert main(["build", "--apps-dir", apps, "--check"]) == ExitCode.OK

@@ -194,9 +194,9 @@ def text_with(repo: Repo, rec: Record, packages: dict[Path, bytes]) -> str:
     except (OSError, ValueError, KeyError):
         charts = None
     if not isinstance(charts, dict):
-        from olares_pack.catalogue import checks
+        from olares_pack.catalogue import records
 
-        recs = checks.load_records(repo)
+        recs = {n: [records.read(repo, n, v) for v in records.versions(repo, n)] for n in records.published_apps(repo)}
         recs[rec.name] = [*[r for r in recs.get(rec.name, []) if r.version != rec.version], rec]
         return text(repo, recs, packages)
     charts.update(derive(repo, {rec.name: [rec]}, packages)["charts"])

@@ -17,8 +17,7 @@ from olares_pack.apps.changelog import entry_map
 from olares_pack.apps.load import parse_app, validate_doc
 from olares_pack.apps.manifest import App, ChangelogEntry, ChartApp
 from olares_pack.catalogue import ledger as index
-from olares_pack.catalogue import offer
-from olares_pack.catalogue import records
+from olares_pack.catalogue import offer, records
 from olares_pack.catalogue.journal import Transaction
 from olares_pack.catalogue.records import ChartRecord, EngineRecord, Record
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
