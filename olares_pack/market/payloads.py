@@ -38,6 +38,7 @@ from olares_pack.charts import package
 from olares_pack.common import quantity
 from olares_pack.common.errors import InputError
 from olares_pack.common.yamlsrc import safe_load
+from olares_pack.market import ledgerscan
 from olares_pack.market import offers as offers_mod
 from olares_pack.market import taxonomy as taxonomy_mod
 from olares_pack.market import v2 as market_v2
@@ -80,7 +81,7 @@ class Chart:
     release: str  # the release it belongs to (1.0.9)
     target: str
     file_name: str
-    path: Path
+    path_text: str  # the package's path (a str: a 200-app catalogue lists thousands)
     sha256: str
     dependency: str  # the chart's olares dependency, as recorded
     published: str  # YYYY-MM-DD from the ledger
@@ -97,10 +98,16 @@ class Chart:
     data: bytes | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     i18n: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What every view that shows it holds of it, computed once (Listing); the manifest is then let go.
+    listing: Listing | None = None
 
     def __post_init__(self) -> None:
         self.order = semver.Version.parse(self.version)
         self.window = offers_mod.window(self.dependency, self.offer)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.path_text)
 
     def read(self) -> bytes:
         """The package bytes, refused when they are not the ones the ledger records."""
@@ -116,8 +123,9 @@ class Chart:
         return data
 
     def load(self) -> Chart:
-        """Keep the bytes and read the manifest and per-locale files (a chart a view shows)."""
-        if self.data is None:
+        """Read the manifest and per-locale files of a chart a view shows (once: its Listing then
+        holds what views need of it)."""
+        if self.data is None and self.listing is None:
             data = self.read()
             try:
                 name, files, _ = package.read_archive_split(data)
@@ -147,6 +155,31 @@ def _render_manifest(files: dict[str, str], name: str, path: Path) -> str:
         "%s: its templated manifest is not in %s: rendering it loads Helm into this process (run olares-pack build)",
         path, OFFER_FILE)
     return helm.installed_manifest(files, name)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A chart as the views that show it hold it: its details entry as bytes, the few fields the
+    store's lists read, its v2 item and its locales. The same for every view (the entry depends on
+    the chart and the ledger only), so computed once and shared; the parsed manifest, which a
+    200-app catalogue would otherwise keep a few MiB of, is not kept."""
+
+    fragment: bytes
+    summary: dict[str, Any]  # description (en-US), icon, updated_at
+    v2_item: dict[str, Any]
+    v2_fragment: bytes  # v2_item as JSON
+    locales: frozenset[str]
+
+
+def listing(cat: Catalogue, c: Chart) -> Listing:
+    if c.listing is None:
+        e = entry(cat, c)
+        codes = {str(x) for x in (c.manifest.get("spec") or {}).get("locale") or []} | set(c.i18n)
+        v2_item = market_v2.item(c, e)
+        c.listing = Listing(dumps(e), {"description": e["description"]["en-US"], "icon": e["icon"],
+                                       "updated_at": e["updated_at"]}, v2_item, market_v2.dumps(v2_item), frozenset(codes))
+        c.manifest, c.i18n, c.installed_manifest = {}, {}, None  # its bytes stay: served as verified
+    return c.listing
 
 
 @dataclass
@@ -181,6 +214,8 @@ class View:
 
 @dataclass
 class Catalogue:
+    # {"apps": {name: what the routes read of its versions, as compact JSON}}: decoded when a
+    # chart's details are computed (versions), a fraction of the parsed objects' memory
     ledger: dict[str, Any]
     charts: list[Chart]  # every published chart, all versions, all targets
     icons: dict[str, bytes]
@@ -192,6 +227,11 @@ class Catalogue:
     views: dict[tuple[str, ...], View] = field(default_factory=dict)
     by_version: dict[str, View] = field(default_factory=dict)  # canonical OS version -> its view
     taxonomy: taxonomy_mod.Taxonomy = field(default_factory=taxonomy_mod.Taxonomy)
+
+    def versions(self, name: str) -> list[dict[str, Any]]:
+        """An app's versions as the ledger lists them, with what the routes read of each."""
+        blob = self.ledger["apps"].get(name)
+        return orjson.loads(blob)["versions"] if blob else []
 
     @property
     def problems(self) -> list[Chart]:
@@ -224,11 +264,11 @@ class Catalogue:
         while True:  # a chart found damaged when read is set aside, and the app's next chart is tried
             charts = self.chart_for(os_version)
             try:
-                for c in charts.values():
-                    c.load()
+                for loading in charts.values():
+                    listing(self, loading.load())  # its manifest let go before the next is parsed
                 break
             except InputError as exc:
-                bad = next(c for c in charts.values() if c.data is None)
+                bad = loading
                 if self.strict:
                     raise
                 bad.problem = str(exc).removeprefix(f"{bad.path}: ")
@@ -278,9 +318,9 @@ def entry(cat: Catalogue, c: Chart) -> dict[str, Any]:
     envelope = next((e for e in spec.get("accelerator") or [] if e.get("mode") == "nvidia"),
                     (spec.get("accelerator") or [spec])[0])
     app_id = index.app_id(c.name)
-    history = [h for h in index.version_history(cat.ledger, c.name, target=c.target)
+    versions = cat.versions(c.name)
+    history = [h for h in index.version_history({"apps": {c.name: {"versions": versions}}}, c.name, target=c.target)
                if semver.Version.parse(h["version"]) <= c.order]
-    versions = [v for v in (cat.ledger["apps"].get(c.name) or {}).get("versions", [])]
     first = min((v["published"] for v in versions), default=c.published)
     i18n = {loc: {"metadata": {k: doc.get("metadata", {}).get(k, "") for k in ("title", "description")},
                   "spec": {k: doc.get("spec", {}).get(k, "") for k in ("fullDescription", "upgradeDescription")}}
@@ -353,16 +393,14 @@ def entry(cat: Catalogue, c: Chart) -> dict[str, Any]:
 
 def build_view(cat: Catalogue, charts: dict[str, Chart]) -> View:
     apps = {}
-    details = {}
-    by_name = {}
+    listed = {}
     for name, c in charts.items():
         app_id = index.app_id(name)
-        e = entry(cat, c)
-        details[app_id] = by_name[name] = e
+        one = listed[app_id] = listing(cat, c)
         apps[app_id] = {"id": app_id, "name": name, "version": c.version, "category": CATEGORY,
-                        "description": e["description"]["en-US"], "icon": e["icon"], "source": 1,
-                        "updated_at": e["updated_at"]}
-    last = max((e["updated_at"] for e in details.values()), default=EMPTY_TIME)
+                        "description": one.summary["description"], "icon": one.summary["icon"], "source": 1,
+                        "updated_at": one.summary["updated_at"]}
+    last = max((one.summary["updated_at"] for one in listed.values()), default=EMPTY_TIME)
     ids = ",".join(sorted(apps))
     # One "AI" page, topic, topic list and tag so the apps show in the store's sidebar.
     data = {
@@ -383,13 +421,14 @@ def build_view(cat: Catalogue, charts: dict[str, Chart]) -> View:
         "tags": {CATEGORY: {"_id": CATEGORY.lower(), "name": CATEGORY, "title": {"en-US": CATEGORY}, "icon": "",
                             "sort": 1, "source": 1, "updated_at": last, "createdAt": last}},
     }
-    fragments = {i: dumps(e) for i, e in sorted(details.items())}
+    fragments = {i: one.fragment for i, one in sorted(listed.items())}
     digest = hashlib.sha256(dumps(data) + b"".join(i.encode() + f for i, f in fragments.items())).hexdigest()[:32]
     info = dumps({"data": data, "hash": digest, "last_updated": last,
                   "stats": {"appstore_data": {"apps": len(apps)}, "last_updated": last}})
     hashed = dumps({"hash": digest, "last_updated": last})
     return View(digest, last, charts, fragments, info[:-1] + b',"version":', hashed[:-1] + b',"version":',
-                market_v2.build(cat.taxonomy, charts, by_name, digest))
+                market_v2.build(cat.taxonomy, [listed[index.app_id(name)] for name in charts],
+                                set().union(*(one.locales for one in listed.values())), digest))
 
 
 def load(root: Path, index_file: Path | None = None, base_url: str = "", *, strict: bool = False) -> Catalogue:
@@ -402,45 +441,61 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "", *, stri
     if not index_file.exists():
         raise InputError(f"{index_file}: no market index (publish with olares-pack release)")
     raw = index_file.read_bytes()
-    ledger = index.loads(raw, index_file)
+    ledger_sha256 = hashlib.sha256(raw).hexdigest()
+    rows: list[tuple[str, str, str, str, dict[str, Any]]] = []  # (app, release, published, target, chart record)
+
+    def keep(name: str, app: dict[str, Any]) -> bytes:
+        """Only what the routes read (argv, flags and resources of 2,000 versions are not), as
+        compact JSON (Catalogue.versions)."""
+        versions = []
+        for v in app["versions"]:
+            rows.extend((name, v["version"], v["published"], target, rec) for target, rec in sorted(v["charts"].items()))
+            kept = {k: v[k] for k in ("version", "versionName", "published", "changelog", "unshipped") if k in v}
+            kept["charts"] = {t: {"version": r["version"]} if r.get("version") else {} for t, r in v["charts"].items()}
+            versions.append(kept)
+        return orjson.dumps({"versions": versions})
+
+    slim = ledgerscan.served(raw, index_file, keep)
+    del raw
     decided = offers_mod.load(index_file.parent / OFFER_FILE)
     charts: list[Chart] = []
-    slim: dict[str, Any] = {"apps": {}}
-    for name, app in sorted(ledger["apps"].items()):
-        # Only what the routes read is kept: argv, flags and resources of 2,000 versions are not.
-        slim["apps"][name] = {"versions": [{k: v[k] for k in ("version", "versionName", "published", "changelog",
-                                                             "unshipped", "charts") if k in v} for v in app["versions"]]}
-        for v in app["versions"]:
-            for target, rec in sorted(v["charts"].items()):
-                served = rec.get("version") or v["version"]
-                offer = decided.get(rec["file"]) or {}
-                if offer.get("sha256") != rec["sha256"]:
-                    offer = {}  # decided on other bytes: stale (build --check says so)
-                c = Chart(name, served, v["version"], target, package.archive_name(name, served), root / rec["file"],
-                          rec["sha256"], rec.get("olares") or olares.get(target).dependency, v["published"],
-                          offer.get("offer"), offer.get("manifest"))
-                # Every listed package must be there and readable; its bytes are checked against the
-                # sha256 when it is read (at load for the charts a view shows, else when asked for).
-                try:
-                    with c.path.open("rb"):
-                        size = c.path.stat().st_size
-                    if size != rec["size"]:
-                        c.problem = file_problem(c.path, None, size, rec["size"])
-                except OSError as exc:
-                    c.problem = file_problem(c.path, exc)
-                charts.append(c)
-    del ledger
+    for name, release, published, target, rec in sorted(rows, key=lambda r: r[0]):
+        served = rec.get("version") or release
+        offer = decided.get(rec["file"]) or {}
+        if offer.get("sha256") != rec["sha256"]:
+            offer = {}  # decided on other bytes: stale (build --check says so)
+        c = Chart(name, served, release, target, package.archive_name(name, served), str(root / rec["file"]),
+                  rec["sha256"], rec.get("olares") or olares.get(target).dependency, published,
+                  offer.get("offer"), offer.get("manifest"))
+        # Every listed package must be there and readable; its bytes are checked against the
+        # sha256 when it is read (at load for the charts a view shows, else when asked for).
+        try:
+            with c.path.open("rb"):
+                size = c.path.stat().st_size
+            if size != rec["size"]:
+                c.problem = file_problem(c.path, None, size, rec["size"])
+        except OSError as exc:
+            c.problem = file_problem(c.path, exc)
+        charts.append(c)
+    del rows, decided
     icons = {}
     for name in slim["apps"]:
         icon = root / "apps" / name / "icon.png"
         if icon.is_file():
             icons[name] = icon.read_bytes()
-    cat = Catalogue(slim, charts, icons, hashlib.sha256(raw).hexdigest(), base_url.rstrip("/"), strict,
+    cat = Catalogue(slim, charts, icons, ledger_sha256, base_url.rstrip("/"), strict,
                     taxonomy=taxonomy_mod.load(root))
     if strict and cat.problems:
         raise InputError("\n".join(f"{c.path}: {c.problem}" for c in cat.problems))
     index_charts(cat)
-    for version in olares.probe_versions(cat.dependencies):
+    probes = olares.probe_versions(cat.dependencies)
+    # Rendered manifests are kept for the charts the views will show; an older chart needs one only
+    # when the chart above it is found damaged when read (then Helm renders it, with a warning).
+    shown = {id(c) for version in probes for c in cat.chart_for(version).values()}
+    for c in cat.charts:
+        if id(c) not in shown:
+            c.installed_manifest = None
+    for version in probes:
         cat.view(version)
     cat.by_version.clear()  # probes are not versions devices send
     return cat
