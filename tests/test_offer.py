@@ -152,3 +152,24 @@ def test_a_release_writes_the_offer_of_every_chart_when_the_file_is_missing(repo
     charts = json.loads((repo / OFFER_FILE).read_text())["charts"]
     assert "packages/current/llamacppqwen36mtpone-1.0.14.tgz" in charts and "packages/current/vllmqwen36turbo27bone-2.5.9.tgz" in charts
     assert main(["build", "--apps-dir", apps, "--check"]) == ExitCode.OK
+
+
+def test_the_market_payloads_and_v2_modules_do_not_name_each_other() -> None:
+    """Not even for the type checker: v2 describes what it reads as protocols of its own."""
+    import ast
+
+    import olares_pack.market.payloads as payloads_mod
+    import olares_pack.market.v2 as v2_mod
+
+    def named(module: object) -> set[str]:
+        tree = ast.parse(Path(module.__file__).read_text())  # type: ignore[attr-defined]
+        out = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                out |= {f"{node.module}.{a.name}" for a in node.names} | {node.module or ""}
+            elif isinstance(node, ast.Import):
+                out |= {a.name for a in node.names}
+        return out
+
+    assert not {m for m in named(v2_mod) if "payloads" in m}
+    assert "olares_pack.market.v2" in named(payloads_mod)  # the one direction
