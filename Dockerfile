@@ -1,5 +1,4 @@
-# This market source as an image, its catalogue baked in (see README, "Host the source on the
-# Olares One itself"):
+# This market source as an image, its catalogue baked in (see docs/how-to/host-on-device.md):
 #   make && docker build -t REGISTRY/olares-market:VERSION . && docker push REGISTRY/olares-market:VERSION
 # The base is pinned by tag here: pin it by digest in your fork (docker buildx imagetools inspect).
 FROM python:3.11-slim-bookworm

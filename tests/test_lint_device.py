@@ -423,21 +423,6 @@ def test_json_output_names_the_rule_set_of_each_chart(tmp_path: Path, capsys: py
     assert doc["summary"]["errors"] == 0 and len(got) == len(list(CHARTS.iterdir()))
 
 
-def readme_row(rule: str) -> str:
-    from olares_pack.lint.findings import ALL_RELEASES
-
-    info = RULES[rule]
-    releases = "all" if info.olares == ALL_RELEASES else info.olares
-    cells = [f"`{rule}`", info.severity, info.kind, releases, info.summary, info.source]
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-
-def test_the_readme_lists_every_rule_with_its_severity_class_releases_and_source() -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    for rule in RULES:
-        assert readme_row(rule) in readme.splitlines(), f"README rule table: expected the row\n{readme_row(rule)}"
-
-
 def test_explain_cites_public_sources_only() -> None:
     for rule, info in RULES.items():
         assert "olares-format" not in info.source and "../shared" not in info.source, rule

@@ -293,43 +293,49 @@ def plaintext_secrets(ctx: ChartContext) -> None:
                     ctx.add("secret.plaintext", "a key or token is written into a shell command", path=where, file=ctx.file_of(o))
 
 
-def _estimate(ctx: ChartContext) -> Any:
-    """The GPU memory estimate of an olares-pack app (None for hand-written charts, or when the
-    model's numbers are missing: then a warning says nothing checks the fit). Computed once."""
-    if "estimate" in ctx.memo:
-        return ctx.memo["estimate"]
+def _verdict(ctx: ChartContext) -> Any:
+    """The GPU memory verdict of an olares-pack app, imported ones included (vram/verdict.py, the
+    one `vram` and `release` give); None for hand-written charts, or when the model's numbers are
+    missing: then a warning says nothing checks the fit. Computed once."""
+    if "verdict" in ctx.memo:
+        return ctx.memo["verdict"]
     app, app_dir = ctx.source.app, ctx.source.app_dir
-    est = None
-    if app is not None and app_dir is not None and "nvidia" in getattr(app, "modes", ()):
-        from olares_pack.vram import budget
-        from olares_pack.vram import estimate as vram
+    v = None
+    if app is not None and app_dir is not None:
+        from olares_pack.vram import gate
 
         try:
-            est = budget.app_estimate(app, app_dir, vram.device())
+            v = gate.of_catalogue(app, app_dir)
         except InputError as exc:
             # loudly: without the model's numbers nothing checks that the chart fits the GPU
             ctx.add("vram.budget", f"no GPU memory check: {exc}", severity="warning")
-    ctx.memo["estimate"] = est
-    return est
+    ctx.memo["verdict"] = v
+    return v
+
+
+def _estimate(ctx: ChartContext) -> Any:
+    v = _verdict(ctx)
+    return v.estimate if v is not None else None
 
 
 def gpu_budget(ctx: ChartContext) -> None:
-    """For charts rendered from an app manifest: the estimate at full context, against the device
-    and against the GPU memory the chart declares (the HAMi grant)."""
+    """For charts rendered from an app manifest: the verdict at full context on the build the chart
+    runs (a policy error unless it is `fits`: `tight` too, since its margin is within what the
+    estimate cannot tell), and the GPU memory the chart declares (the HAMi grant) against the estimate."""
     app = ctx.source.app
-    est = _estimate(ctx)
-    if app is None or est is None:
+    v = _verdict(ctx)
+    if app is None or v is None:
         return
     from olares_pack.apps.manifest import LlamaCppApp
     from olares_pack.vram import estimate as vram
 
+    est = v.estimate
     declared = app.resources.gpu_memory_mib
-    figures = f"{est.total_mib:,.0f} MiB at full context ({est.boot_mib:,.0f} at boot), {est.headroom_mib:,.0f} MiB headroom on {est.device.name}"
-    if est.verdict == "does not fit":
-        ctx.add("vram.budget", f"does not fit: {figures}", hint="olares-pack vram shows every term; lower --ctx-size, the cache type or the quant")
-    elif est.verdict == "tight":
-        ctx.add("vram.budget", f"tight: {figures}", severity="warning",
-                hint="little headroom once the context fills; olares-pack vram --largest-ctx")
+    if v.verdict != "fits":
+        ctx.add("vram.budget", v.line(),
+                hint=f"olares-pack vram {app.name} shows every term; lower --ctx-size, the cache type or the quant, or "
+                     "move the engine to a build that reserves its memory at boot; `release --allow vram.budget` ships "
+                     "it anyway and its changelog entry says so")
     if isinstance(app, LlamaCppApp) and isinstance(declared, int) and declared < est.total_mib:
         ctx.add("vram.budget", f"declares {declared} MiB of GPU memory but needs {est.total_mib:,.0f} MiB at full context",
                 file="OlaresManifest.yaml", hint=f"gpu_memory_mib: {vram.gpu_request_mib(est)} (or auto)")

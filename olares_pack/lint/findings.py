@@ -78,7 +78,7 @@ HELM_INSTALL = f"{APP_SERVICE} HelmOps install (helm render of the chart, every 
 K8S_API = "the Kubernetes API server of the device (k3s v1.32) refuses invalid objects at install"
 INSTALL_NOTE = f"oac.Lint runs at install from 1.12.6 ({APP_SERVICE} installHandlerHelper.lintChart, beclab/Olares PR #3221)"
 
-# Every rule: id -> what it checks, its source and its releases. Ids are stable; README lists them
+# Every rule: id -> what it checks, its source and its releases. Ids are stable; docs/reference/rules.md lists them
 # and `olares-pack lint --explain RULE` prints one. Severity: error = the installer refuses the
 # chart or the app cannot start (policy: olares-pack refuses to release it); warning = installs,
 # but risky or not portable; info = context.

@@ -477,7 +477,8 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "", *, stri
         except OSError as exc:
             c.problem = file_problem(c.path, exc)
         charts.append(c)
-    del rows, decided
+    rows.clear()  # the chart records, now in the charts
+    del decided
     icons = {}
     for name in slim["apps"]:
         icon = root / "apps" / name / "icon.png"
