@@ -165,6 +165,17 @@ def test_engine_shapes_and_download_urls_are_read_from_objects() -> None:
     # a URL nobody fetches (no wget or curl in that container) is not a download
     init[0]["command"] = ["sh", "-c", 'echo "$U"']
     assert hfurls.downloads(objs, "Deployment/app") == []
+    # the engine's own shell fetches the file named in a ConfigMap (envFrom), then starts the server
+    script = ('[ -f "$DIR/$TARGET_FILE.ok" ] || eval curl -fL -C - $HF_AUTH "$TARGET_URL" -o "$DIR/$TARGET_FILE"\n'
+              'exec ./llama-server --model "$DIR/$TARGET_FILE" --port 8000')
+    cm2 = {"kind": "ConfigMap", "metadata": {"name": "env"}, "data": {
+        "TARGET_URL": "https://huggingface.co/org/Diff-14B-Q8_0-GGUF/resolve/main/diff-14b-Q8_0.gguf",
+        "TARGET_FILE": "diff-14b-Q8_0.gguf"}}
+    pod = _pod(["/bin/bash", "-c"], [script], "docker.io/example/llama-cpp:316e88e")
+    pod[0]["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"configMapRef": {"name": "env"}}]
+    assert [e.kind for e in find_engines([cm2, *pod])] == ["llamacpp"]
+    assert hfurls.model(hfurls.downloads([cm2, *pod], "Deployment/app")) == {
+        "repo": "org/Diff-14B-Q8_0-GGUF", "revision": "main", "file": "diff-14b-Q8_0.gguf"}
 
 
 def test_an_upgraded_app_reaches_1_12_7_with_its_featured_image(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
