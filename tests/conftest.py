@@ -55,6 +55,7 @@ def repo(tmp_path: Path) -> Path:
     shutil.copytree(APPS, root / "apps")
     shutil.copytree(ROOT / "packages", root / "packages")
     shutil.copy(ROOT / "market-index.json", root / "market-index.json")
+    shutil.copy(ROOT / "market-offer.json", root / "market-offer.json")
     return root
 
 
@@ -97,3 +98,31 @@ def serving(source: Any, **options: Any) -> Iterator[str]:
         loop.call_soon_threadsafe(task[0].cancel)
         thread.join(5)
         sock.close()
+
+
+def serve_process(*args: str, **popen: Any) -> tuple[Any, str]:
+    """`olares-pack serve ARGS` in a process of its own on a free loopback port, once it answers
+    /health: the process and its base URL (the caller stops it)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "olares_pack.cli", "serve", *args, "--port", str(port)], text=True, **popen)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(f"{base}/health", timeout=1)
+            return proc, base
+        except httpx.HTTPError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                out = proc.communicate()[0]
+                raise AssertionError(f"serve did not answer: {out or ''}") from None
+            time.sleep(0.1)

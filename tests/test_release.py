@@ -133,6 +133,7 @@ def test_release_from_a_clean_checkout(repo: Path, capsys: pytest.CaptureFixture
         "apps/llamacppqwen36mtpone/app.yaml",
         "apps/llamacppqwen36mtpone/releases/1.0.14.json",
         "market-index.json",
+        "market-offer.json",  # the new charts' offers
         "packages/current/llamacppqwen36mtpone-1.0.14.tgz",
         "packages/legacy/llamacppqwen36mtpone-1.0.14-legacy.tgz",  # its own version
     ])

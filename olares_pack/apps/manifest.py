@@ -16,6 +16,7 @@ from pydantic import (
     StrictInt,
     Tag,
     TypeAdapter,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -36,7 +37,7 @@ from olares_pack.common.fields import (
     Seconds,
     Url,
 )
-from olares_pack.common.naming import NAME_RE, RESERVED_NAMES
+from olares_pack.common.naming import ANY_LINE_NAME_RE, MAX_LEGACY_TITLE, MAX_TITLE, NAME_RE, RESERVED_NAMES
 from olares_pack.olares import own_target
 
 LOCALE_RE = re.compile(r"^[a-z]{2,3}(-[A-Z][A-Za-z]{1,3})?$")
@@ -67,7 +68,8 @@ class License(Model_):
 class LocaleTexts(Model_):
     """Per-locale overrides of the app's texts (en-US comes from the top-level fields)."""
 
-    title: str = Field(description="the title in this locale (1-30 characters)", min_length=1, max_length=30)
+    title: str = Field(description="the title in this locale (1-30 characters; up to 100 for an app of 1.12.3-1.12.5 alone)",
+                       min_length=1, max_length=MAX_LEGACY_TITLE)
     description: str = Field(description="one line for the store, in this locale", min_length=1)
     full_description: str | None = Field(None, description="markdown, in this locale; default: this locale's description")
 
@@ -429,10 +431,12 @@ def _check_semver(v: Any) -> str:
 class AppTexts(Model_):
     """What every app has, whatever runs it: its name, version, texts, targets and changelog."""
 
-    name: str = Field(description="the app's name, also its folder's: ^[a-z0-9]{1,30}$, no hyphens, not reserved")
+    name: str = Field(description="the app's name, also its folder's: ^[a-z0-9]{1,30}$ (up to 63 for an app of "
+                      "1.12.3-1.12.5 alone), no hyphens, not reserved")
     version: str = Field(description="semver; Chart.yaml version == metadata.version (release sets it)")
     version_name: str | None = Field(default=None, description="upstream/display version; default: image tag")
-    title: str = Field(description="the store's title (1-30 characters)", min_length=1, max_length=30)
+    title: str = Field(description="the store's title (1-30 characters; up to 100 for an app of 1.12.3-1.12.5 alone)",
+                       min_length=1, max_length=MAX_LEGACY_TITLE)
     description: str = Field(description="one line for the store", min_length=1)
     full_description: str | None = Field(None, description="markdown; default: description")
     icon: Url = Field(description="http(s) URL of a PNG/WEBP, 256x256")
@@ -445,13 +449,14 @@ class AppTexts(Model_):
     license: list[License] = Field(description="licenses, each {text, url}", default_factory=list)
     owners: list[str] = Field(description="the chart's owners; default: the developer", default_factory=list)
     locales: dict[str, LocaleTexts] = Field(description="per-locale texts (en-US is the top-level text)", default_factory=dict)
-    targets: list[Target] = Field(description="which Olares targets `build` renders: current, legacy", default_factory=lambda: ["current"], min_length=1)
+    targets: list[Target] = Field(description="which Olares targets `build` renders: current, legacy", default_factory=lambda: ["current"], min_length=1, validate_default=True)
     changelog: list[ChangelogEntry] = Field(description="one entry per version; the current one becomes spec.upgradeDescription", default_factory=list)
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
+        # the 30-character bound is the 1.12.6+ line's, checked with the targets (_line_limits)
+        if not ANY_LINE_NAME_RE.match(v):
             raise ValueError(f"{v!r} is not an Olares app name (expected ^[a-z0-9]{{1,30}}$: lowercase letters and digits, no hyphens)")
         if v in RESERVED_NAMES:
             raise ValueError(f"{v!r} is reserved by Olares")
@@ -470,6 +475,28 @@ class AppTexts(Model_):
         return dict(sorted(v.items()))
 
     _targets = field_validator("targets")(classmethod(lambda cls, v: _unique(v)))
+
+    @field_validator("targets")
+    @classmethod
+    def _line_limits(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        """Names and titles as the installer of each line takes them: over 30 characters only for
+        an app that installs on 1.12.3-1.12.5 alone (common/naming.py)."""
+        if "current" not in v:
+            return v
+        name, title = info.data.get("name"), info.data.get("title")
+        why = "the 1.12.6+ installer's checker takes at most 30 (framework/oac); 1.12.3-1.12.5 take it"
+        if isinstance(name, str) and not NAME_RE.match(name):
+            raise ValueError(f"name {name!r} is not an Olares app name for the current target (^[a-z0-9]{{1,30}}$): "
+                             f"{len(name)} characters and targets holds current: {why}; a new app name for the "
+                             "current target (olares-pack import --upgrade --rename)")
+        if isinstance(title, str) and len(title) > MAX_TITLE:
+            raise ValueError(f"title {title!r} is {len(title)} characters and targets holds current: {why}; "
+                             "a shorter title for the current target")
+        for loc, texts in (info.data.get("locales") or {}).items():
+            if len(texts.title) > MAX_TITLE:
+                raise ValueError(f"locales.{loc}.title is {len(texts.title)} characters and targets holds current: "
+                                 f"{why}")
+        return v
 
     @property
     def all_locales(self) -> list[str]:

@@ -17,7 +17,7 @@ from olares_pack.apps.changelog import entry_map
 from olares_pack.apps.load import parse_app, validate_doc
 from olares_pack.apps.manifest import App, ChangelogEntry, ChartApp
 from olares_pack.catalogue import ledger as index
-from olares_pack.catalogue import records
+from olares_pack.catalogue import offer, records
 from olares_pack.catalogue.journal import Transaction
 from olares_pack.catalogue.records import ChartRecord, EngineRecord, Record
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
@@ -367,4 +367,5 @@ def write_release(plan: ReleasePlan, repo: Repo) -> list[Path]:
     txn.write(plan.record_path, records.dumps(plan.record))
     txn.write(plan.manifest_path, plan.new_text)
     txn.write(repo.index_file, plan.index_text)
+    txn.write(offer.offer_file(repo), offer.text_with(repo, plan.record, {p.path: p.data for p in plan.packages}))
     return txn.commit()

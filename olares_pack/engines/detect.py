@@ -83,9 +83,15 @@ def _engine_argv(command: list[str], args: list[str], env: dict[str, str], image
         prog = w.split("/")[-1]
         if prog == "llama-server":
             return "llamacpp", words[i + 1 :]
-        if prog == "vllm" and i + 1 < len(words) and words[i + 1] == "serve":
+        if prog in ("vllm", "vllm-omni") and i + 1 < len(words) and words[i + 1] == "serve":
             return "vllm", words[i + 1 :]
     image_name = image.split("@")[0].rsplit("/", 1)[-1].lower()
+    if "vllm" in image_name:
+        # an entrypoint script of a vLLM image that hands its arguments to `vllm` (`/entrypoint.sh serve
+        # <model> ...`, as images that prepare the model or the environment first are started)
+        for i, w in enumerate(words[:-1]):
+            if w.endswith(".sh") and words[i + 1] == "serve":
+                return "vllm", words[i + 1 :]
     if not command and args:
         if "vllm" in image_name and args[0] == "serve":
             return "vllm", words
