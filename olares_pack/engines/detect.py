@@ -76,8 +76,10 @@ def _engine_argv(command: list[str], args: list[str], env: dict[str, str], image
     # A shell wrapper: look inside the script for the engine command.
     if len(words) >= 3 and words[0].split("/")[-1] in ("sh", "bash", "ash", "dash") and words[1] in ("-c", "-ec", "-xc", "-exc"):
         text = _shell_text(words[2], env)
-        if "llama-server" not in text and "vllm" not in text:
-            return None  # no engine to find in the script: spare its (slow) shell split
+        if "llama-server" not in text and "vllm" not in text and "vllm" not in image.lower():
+            # no engine to find in the script (a vLLM image's entrypoint script may still start one):
+            # spare its (slow) shell split
+            return None
         words = _shell_words(text)
     for i, w in enumerate(words):
         prog = w.split("/")[-1]
