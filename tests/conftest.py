@@ -97,3 +97,17 @@ def serving(source: Any, **options: Any) -> Iterator[str]:
         loop.call_soon_threadsafe(task[0].cancel)
         thread.join(5)
         sock.close()
+
+
+@pytest.fixture(scope="session")
+def control_plane():  # noqa: ANN201 - a running olares_pack.cluster.controlplane.Cluster
+    """A real kube-apiserver (the version Olares 1.12 installs) on etcd, and Helm at app-service's
+    version, on loopback for the whole session. `make test` builds them (make control-plane);
+    where they could not be built, the tests that need them skip, saying why."""
+    from olares_pack.cluster import controlplane, tools
+
+    found = tools.available()
+    if found is None:
+        pytest.skip(tools.missing_reason())
+    with controlplane.running(found) as cluster:
+        yield cluster
