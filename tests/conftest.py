@@ -99,6 +99,14 @@ def serving(source: Any, **options: Any) -> Iterator[str]:
         sock.close()
 
 
+@pytest.fixture(autouse=True)
+def _rehearse_only_where_asked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`release` rehearses on the control plane when one is built (seconds per release): only the
+    tests that ask for the control plane pay for it; the others release as on a machine without one."""
+    if "control_plane" not in request.fixturenames:
+        monkeypatch.setenv("OLARES_PACK_REHEARSE", "0")
+
+
 @pytest.fixture(scope="session")
 def control_plane():  # noqa: ANN201 - a running olares_pack.cluster.controlplane.Cluster
     """A real kube-apiserver (the version Olares 1.12 installs) on etcd, and Helm at app-service's

@@ -4,6 +4,7 @@ and `release` refuses a version whose upgrade the server refuses or that moves t
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -124,10 +125,10 @@ def test_the_report_lists_what_an_upgrade_removes(control_plane) -> None:
     """1.0.10 (per-user form) -> the newest: the old Service and ConfigMap are deleted on the server."""
     published, lines, chart_of = _catalogue(ROOT, "llamacppqwen36mtpone")
     newest = published[-1]
-    with run.session(control_plane, "current") as r, __import__("tempfile").TemporaryDirectory() as tmp:
-        old = flow._plan(chart_of("1.0.10", "current"), Path(tmp), "current", "llamacppqwen36mtpone", "1.0.10",
+    with run.session(control_plane, "current") as r, tempfile.TemporaryDirectory() as tmp:
+        old = flow.chart_plan(chart_of("1.0.10", "current"), Path(tmp), "current", "llamacppqwen36mtpone", "1.0.10",
                          flow.Names())
-        new = flow._plan(chart_of(newest, "current"), Path(tmp), "current", "llamacppqwen36mtpone", newest,
+        new = flow.chart_plan(chart_of(newest, "current"), Path(tmp), "current", "llamacppqwen36mtpone", newest,
                          flow.Names())
         assert all(s.ok for s in r.install(old))
         step = next(s for s in r.upgrade(old, new) if s.user == "alice")
@@ -140,7 +141,7 @@ def test_the_report_lists_what_an_upgrade_removes(control_plane) -> None:
                     "Deployment": f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"}.get(kind)
             if path:
                 assert control_plane.request("GET", path)[0] == 404, f"{kind} {name} is still on the server"
-        engine = control_plane.get(f"/apis/apps/v1/namespaces/llamacppqwen36mtpone-alice/deployments/llamacppqwen36mtpone")
+        engine = control_plane.get("/apis/apps/v1/namespaces/llamacppqwen36mtpone-alice/deployments/llamacppqwen36mtpone")
         assert engine["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "llamacppqwen36mtpone"}
 
 

@@ -24,10 +24,13 @@ from olares_pack.common.errors import ExitCode, InputError
 @click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="Rehearse on this cluster (a dev cluster, a device you administer) in namespaces of this run "
               "only, removed afterwards; default: a kube-apiserver started here on loopback.")
+@click.option("--reuse-values", is_flag=True,
+              help="Upgrade with Helm's ReuseValues, as app-service did before ResetThenReuseValues (the old chart's "
+              "defaults are kept: a value the new chart adds is missing).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @apps_dir_option
 def rehearse_cmd(app_ref: str, version: str | None, froms: tuple[str, ...], from_all: bool, targets: tuple[str, ...],
-                 kubeconfig: Path | None, fmt: str, apps_dir: Path) -> int:
+                 kubeconfig: Path | None, reuse_values: bool, fmt: str, apps_dir: Path) -> int:
     """Install APP's published VERSION as app-service does on each OS line (its release names,
     namespaces and injected values; the administrator and a second user), and upgrade to it from
     the previous published version (or --from). Reports per step what the server refused and why,
@@ -55,7 +58,7 @@ def rehearse_cmd(app_ref: str, version: str | None, froms: tuple[str, ...], from
                     lines.setdefault(t, []).append(v)
         charts = {(v, t): checks.published_bytes(repo, recs[v], t)[0] for t, vs in lines.items() for v in vs}
     chosen = [v for v in published if v != version and _older(v, version)] if from_all else (list(froms) or None)
-    steps = _run(name, version, lines, charts, chosen, kubeconfig)
+    steps = _run(name, version, lines, charts, chosen, kubeconfig, reuse_values)
     _print(steps, fmt)
     return ExitCode.FINDINGS if flow.failed(steps) or any(
         f.severity == "error" and f.policy for s in steps for f in s.findings) else ExitCode.OK
@@ -68,7 +71,7 @@ def _older(a: str, b: str) -> bool:
 
 
 def _run(name: str, version: str, lines: dict[str, list[str]], charts: dict[tuple[str, str], bytes],
-         froms: list[str] | None, kubeconfig: Path | None) -> list:
+         froms: list[str] | None, kubeconfig: Path | None, reuse_values: bool) -> list:
     from olares_pack.cluster import controlplane, tools
     from olares_pack.common import console
     from olares_pack.rehearse import cleanup, flow
@@ -79,14 +82,14 @@ def _run(name: str, version: str, lines: dict[str, list[str]], charts: dict[tupl
     if kubeconfig is None:
         with controlplane.running(tools.ensure(console.info)) as cluster:
             console.info(f"kube-apiserver {cluster.version} on {cluster.server}, helm {tools.HELM_VERSION}")
-            return flow.rehearse(cluster, name, version, lines, chart_of, froms)
+            return flow.rehearse(cluster, name, version, lines, chart_of, froms, reuse_values=reuse_values)
     run_id = "rh" + secrets.token_hex(3)
     names = flow.Names(admin=f"alice-{run_id}", other=f"bob-{run_id}", shared_suffix=f"-{run_id}")
     helm = tools.helm_path() if tools.helm_path().is_file() else tools.ensure(console.info).helm
     cluster = controlplane.from_kubeconfig(kubeconfig, helm)
     console.info(f"rehearsing on {kubeconfig} in namespaces ending in {run_id} (removed afterwards)")
     try:
-        return flow.rehearse(cluster, name, version, lines, chart_of, froms, names)
+        return flow.rehearse(cluster, name, version, lines, chart_of, froms, names, reuse_values)
     finally:
         cleanup.namespaces(kubeconfig, run_id)
 
@@ -95,6 +98,7 @@ def _print(steps: list, fmt: str) -> None:
     from rich.table import Table
 
     from olares_pack.common import console
+    from olares_pack.rehearse import objects
 
     if fmt == "json":
         console.out.print_json(json.dumps({"steps": [s.to_dict() for s in steps]}, ensure_ascii=False))
@@ -106,8 +110,8 @@ def _print(steps: list, fmt: str) -> None:
         if s.changes and s.ok:
             ch = s.changes
             what += [f"{label}: {', '.join(items)}" for label, items in (
-                ("created", [f"{k[0]} {k[2]}" for k in ch.created]), ("changed", [f"{k[0]} {k[2]}" for k in ch.changed]),
-                ("removed", [f"{k[0]} {k[2]}" for k in ch.removed])) if items]
+                ("created", [objects.show(k) for k in ch.created]), ("changed", [objects.show(k) for k in ch.changed]),
+                ("removed", [objects.show(k) for k in ch.removed])) if items]
         what += [f"{f.rule}: {f.message.split(': ', 1)[-1]}" for f in s.findings
                  if f.rule not in ("rehearse.removed", "rehearse.refused", "rehearse.immutable-field")]
         if s.note:

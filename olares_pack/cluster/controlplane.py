@@ -61,25 +61,27 @@ class Cluster:
             req.add_header("Content-Type", "application/json")
         try:
             with urllib.request.urlopen(req, context=self._context(), timeout=30) as resp:  # noqa: S310
-                raw = resp.read()
-                return resp.status, json.loads(raw) if raw else None
+                return resp.status, _body(resp.read())
         except urllib.error.HTTPError as exc:
-            raw = exc.read()
-            try:
-                return exc.code, json.loads(raw)
-            except ValueError:
-                return exc.code, raw.decode(errors="replace")
+            return exc.code, _body(exc.read())
 
     def get(self, path: str) -> Any:
         status, body = self.request("GET", path)
         return body if status == 200 else None
 
 
+def _body(raw: bytes) -> Any:
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:  # /readyz answers plain text
+        return raw.decode(errors="replace")
+
+
 def write_kubeconfig(path: Path, server: str, token: str, ca_file: Path | None, namespace: str = "default") -> None:
     cluster: dict[str, Any] = {"server": server}
     if ca_file:
         cluster["certificate-authority"] = str(ca_file)
-        cluster["tls-server-name"] = "localhost"
+        cluster["tls-server-name"] = "kubernetes"  # a name the self-signed certificate carries
     doc = {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "rehearsal", "cluster": cluster}],
            "users": [{"name": "admin", "user": {"token": token}}],
            "contexts": [{"name": "rehearsal", "context": {"cluster": "rehearsal", "user": "admin", "namespace": namespace}}],
@@ -135,7 +137,7 @@ def running(tools: Tools) -> Iterator[Cluster]:
              "--service-cluster-ip-range=10.96.0.0/16", "--service-account-issuer=https://kubernetes.default.svc",
              f"--service-account-key-file={pub}", f"--service-account-signing-key-file={key}",
              f"--token-auth-file={folder / 'tokens.csv'}", "--authorization-mode=RBAC", "--allow-privileged=true",
-             "--enable-priority-and-fairness=false", "--profiling=false", "--logtostderr=true", "-v=0"],
+             "--enable-priority-and-fairness=false", "--profiling=false"],
             stdout=api_log, stderr=subprocess.STDOUT, start_new_session=True)
         server = f"https://127.0.0.1:{api_port}"
         ca = folder / "certs" / "apiserver.crt"

@@ -47,10 +47,13 @@ class Helm:
         return self.run("install", release, str(chart), "--namespace", namespace, "--create-namespace",
                         "--values", self._values_file(values), "--timeout", "300s")
 
-    def upgrade(self, release: str, chart: Path, namespace: str, values: dict[str, Any]) -> Result:
-        # app-service: action.Upgrade with ReuseValues, no Atomic, no Wait (helm.go UpgradeCharts called with
-        # reuseValue=true by HelmOps.upgrade and HelmOpsV2.upgrade)
-        return self.run("upgrade", release, str(chart), "--namespace", namespace, "--reuse-values",
+    def upgrade(self, release: str, chart: Path, namespace: str, values: dict[str, Any], *, reuse: bool = False) -> Result:
+        """app-service's action.Upgrade (no Atomic, no Wait): ResetThenReuseValues, as HelmOps.upgrade calls
+        helm.UpgradeCharts now (pkg/appinstaller/helm_ops_upgrade.go at 08eb5b52: the new chart's defaults,
+        the old release's overrides); `reuse`: ReuseValues, as it did before (at 22820cc4, and HelmOpsV2.upgrade
+        at 2e3244c2), which keeps the OLD chart's defaults, so a value the new chart adds is missing."""
+        mode = "--reuse-values" if reuse else "--reset-then-reuse-values"
+        return self.run("upgrade", release, str(chart), "--namespace", namespace, mode,
                         "--values", self._values_file(values), "--timeout", "2400s")
 
     def uninstall(self, release: str, namespace: str) -> Result:

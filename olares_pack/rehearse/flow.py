@@ -32,7 +32,7 @@ def previous(versions: list[str], version: str) -> str | None:
 
 
 def rehearse(cluster: Cluster, app: str, version: str, line_versions: dict[str, list[str]], chart_of: ChartOf,
-             froms: list[str] | None = None, names: Names = Names()) -> list[Step]:
+             froms: list[str] | None = None, names: Names = Names(), reuse_values: bool = False) -> list[Step]:
     """line_versions: target -> the versions published on it (the new one may be among them)."""
     steps: list[Step] = []
     with tempfile.TemporaryDirectory(prefix="olares-pack-rehearse-") as tmp:
@@ -42,15 +42,15 @@ def rehearse(cluster: Cluster, app: str, version: str, line_versions: dict[str, 
                 continue
             older = [v for v in line_versions[target] if v != version]
             wanted = froms if froms is not None else [p for p in [previous(older, version)] if p]
-            with session(cluster, target) as r:
-                new = _plan(new_chart, Path(tmp), target, app, version, names)
+            with session(cluster, target, reuse_values) as r:
+                new = chart_plan(new_chart, Path(tmp), target, app, version, names)
                 steps += r.install(new)
                 r.clean()
                 for v0 in wanted:
                     old_chart = chart_of(v0, target)
                     if old_chart is None:
                         continue
-                    old = _plan(old_chart, Path(tmp), target, app, v0, names)
+                    old = chart_plan(old_chart, Path(tmp), target, app, v0, names)
                     installed = r.install(old)
                     if not all(s.ok for s in installed):
                         steps += installed
@@ -65,7 +65,7 @@ def rehearse(cluster: Cluster, app: str, version: str, line_versions: dict[str, 
     return steps
 
 
-def _plan(data: bytes, tmp: Path, target: str, app: str, version: str, names: Names) -> planner.ChartPlan:
+def chart_plan(data: bytes, tmp: Path, target: str, app: str, version: str, names: Names) -> planner.ChartPlan:
     dest = tmp / target / version
     dest.mkdir(parents=True, exist_ok=True)
     return planner.plan(data, dest, app, version, admin=names.admin, other=names.other,

@@ -7,6 +7,7 @@ rule or the version's changelog declares it (names the workload or the path)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,11 +39,14 @@ class Outcome:
 
 
 def check(repo: Repo, plan: ReleasePlan, allow: tuple[str, ...], kubeconfig: Path | None = None) -> list[Outcome] | None:
-    """The rehearsal's outcomes; None when no control plane is here (nothing is built by release)."""
+    """The rehearsal's outcomes; None when no control plane is here (nothing is built by release)
+    or OLARES_PACK_REHEARSE=0 turns it off."""
     from olares_pack.catalogue import checks, records
     from olares_pack.cluster import controlplane, tools
     from olares_pack.rehearse import flow
 
+    if os.environ.get("OLARES_PACK_REHEARSE") == "0":
+        return None
     helm = tools.helm_path()
     if kubeconfig is None and tools.available() is None:
         return None

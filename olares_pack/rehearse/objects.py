@@ -72,13 +72,9 @@ class Changes:
                 "new_paths": list(self.added_paths)}
 
 
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a == b
-
-
 def compare(before: dict[Key, dict[str, Any]], after: dict[Key, dict[str, Any]]) -> Changes:
     ch = Changes(created=sorted(set(after) - set(before)), removed=sorted(set(before) - set(after)),
-                 changed=sorted(k for k in set(before) & set(after) if not _same(before[k], after[k])))
+                 changed=sorted(k for k in set(before) & set(after) if before[k] != after[k]))
     gone = [k for k in ch.removed if k[0] in WORKLOADS]
     new = [k for k in ch.created if k[0] in WORKLOADS]
     for old in gone:

@@ -3,8 +3,10 @@ and say what each step did: the objects the server refused and why; after an upg
 created, changed and removed, a workload renamed, a persistent path that moved.
 
 The upgrade follows app-service, not a plain `helm upgrade` where they differ:
-- v1/v3 (pkg/appinstaller/helm_ops_upgrade.go HelmOps.Upgrade at 22820cc4): the release must be
-  `deployed`, then `helm upgrade` with ReuseValues and the values SetValues computes again.
+- v1/v3 (pkg/appinstaller/helm_ops_upgrade.go HelmOps.Upgrade): the release must be `deployed`,
+  then `helm upgrade` with the values SetValues computes again and ResetThenReuseValues (at
+  08eb5b52); before that (at 22820cc4) with ReuseValues, which drops the new chart's own defaults
+  (`reuse_values=True` rehearses that app-service).
 - v2 with sub-charts (pkg/appinstaller/v2/helm_ops_upgrade.go HelmOpsV2.upgrade at 2e3244c2): the
   main (client) release must be deployed; then each sub-chart in order, the shared one for the
   administrator only; a shared sub-chart with no release yet (an app that was one chart before) is
@@ -84,9 +86,10 @@ class Step:
 class Rehearsal:
     """Helm steps on one cluster; every release it makes is uninstalled by `clean`."""
 
-    def __init__(self, cluster: Cluster, home: Path, line: str) -> None:
+    def __init__(self, cluster: Cluster, home: Path, line: str, reuse_values: bool = False) -> None:
         self.helm = Helm(cluster, home)
         self.line = line
+        self.reuse_values = reuse_values
         self.made: list[tuple[str, str]] = []  # (release, namespace), to clean up
 
     # ------------------------------------------------------------------ the steps
@@ -171,7 +174,7 @@ class Rehearsal:
             if status != "deployed":
                 step.ok, step.error = False, f"chart {rel.name} is not deployed, cannot upgrade"
                 return
-            r = self.helm.upgrade(rel.name, rel.chart, rel.namespace, new.values(user))
+            r = self.helm.upgrade(rel.name, rel.chart, rel.namespace, new.values(user), reuse=self.reuse_values)
             if not r.ok:
                 step.ok, step.error = False, _error_line(r.output)
                 step.refused += refusals(r.output)
@@ -218,9 +221,9 @@ def _error_line(output: str) -> str:
 
 
 @contextmanager
-def session(cluster: Cluster, line: str) -> Iterator[Rehearsal]:
+def session(cluster: Cluster, line: str, reuse_values: bool = False) -> Iterator[Rehearsal]:
     with tempfile.TemporaryDirectory(prefix="olares-pack-helm-") as home:
-        r = Rehearsal(cluster, Path(home), line)
+        r = Rehearsal(cluster, Path(home), line, reuse_values)
         try:
             yield r
         finally:
