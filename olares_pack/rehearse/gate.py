@@ -94,7 +94,8 @@ def _declared_text(plan: ReleasePlan) -> str:
 def judge(steps: list, allow: tuple[str, ...], declared: str) -> list[Outcome]:
     from olares_pack.rehearse import flow
 
-    out: list[Outcome] = []
+    done = sorted({f"{s.line} {s.action} {s.label}" for s in steps})
+    out: list[Outcome] = [Outcome("rehearse", "info", f"rehearsed on a real API server: {'; '.join(done)}")]
     refused = flow.failed(steps)
     for s in steps:
         for f in s.findings:
