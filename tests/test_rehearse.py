@@ -122,7 +122,8 @@ def test_the_first_upgrade_to_the_v2_shared_form_fails_and_uninstalling_first_wo
 
 
 def test_the_report_lists_what_an_upgrade_removes(control_plane) -> None:
-    """1.0.10 (per-user form) -> the newest: the old Service and ConfigMap are deleted on the server."""
+    """1.0.10 (per-user form) -> the newest: what the report lists as removed (the per-user download
+    ConfigMap) is gone from the server, and the engine kept its selector."""
     published, lines, chart_of = _catalogue(ROOT, "llamacppqwen36mtpone")
     newest = published[-1]
     with run.session(control_plane, "current") as r, tempfile.TemporaryDirectory() as tmp:
