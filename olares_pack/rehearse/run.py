@@ -216,8 +216,11 @@ class Rehearsal:
 
 
 def _error_line(output: str) -> str:
-    lines = [ln for ln in output.splitlines() if ln.startswith("Error:")]
-    return (lines[-1] if lines else output.strip().splitlines()[-1] if output.strip() else "failed")[:2000]
+    """Helm's error: from its last `Error:` line on (a multi-error answer lists the reasons below it)."""
+    lines = output.strip().splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln.startswith("Error:")]
+    tail = lines[starts[-1]:] if starts else lines[-1:]
+    return " ".join(ln.strip() for ln in tail if ln.strip())[:2000] or "failed"
 
 
 @contextmanager
