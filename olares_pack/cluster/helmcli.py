@@ -14,6 +14,9 @@ from typing import Any
 from olares_pack.cluster.controlplane import Cluster
 
 TIMEOUT = 300
+# A hook Job never finishes without a kubelet and Helm would wait for it until the timeout: hooks
+# are not run (their objects are not created), on a bare server and on a user's cluster alike.
+NO_HOOKS = ("--no-hooks",)
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ class Helm:
 
     def install(self, release: str, chart: Path, namespace: str, values: dict[str, Any]) -> Result:
         # app-service: action.Install with CreateNamespace (framework/app-service/pkg/helm/helm.go InstallCharts)
-        return self.run("install", release, str(chart), "--namespace", namespace, "--create-namespace",
+        return self.run("install", release, str(chart), "--namespace", namespace, "--create-namespace", *NO_HOOKS,
                         "--values", self._values_file(values), "--timeout", "300s")
 
     def upgrade(self, release: str, chart: Path, namespace: str, values: dict[str, Any], *, reuse: bool = False) -> Result:
@@ -53,7 +56,7 @@ class Helm:
         the old release's overrides); `reuse`: ReuseValues, as it did before (at 22820cc4, and HelmOpsV2.upgrade
         at 2e3244c2), which keeps the OLD chart's defaults, so a value the new chart adds is missing."""
         mode = "--reuse-values" if reuse else "--reset-then-reuse-values"
-        return self.run("upgrade", release, str(chart), "--namespace", namespace, mode,
+        return self.run("upgrade", release, str(chart), "--namespace", namespace, mode, *NO_HOOKS,
                         "--values", self._values_file(values), "--timeout", "2400s")
 
     def uninstall(self, release: str, namespace: str) -> Result:
