@@ -98,11 +98,7 @@ class Rehearsal:
         steps = []
         for user in plan.users:
             step = Step(self.line, "install", plan.version, user)
-            for rel in plan.releases(user):
-                if rel.shared and self.helm.status(rel.name, rel.namespace) is not None:
-                    continue  # HelmOpsV2.install: "chart ... already installed, skipping"
-                if not self._install(rel.name, rel.chart, rel.namespace, plan.values(user), step):
-                    break
+            self._install_user(plan, user, step)
             steps.append(self._judged(step))
         return steps
 
@@ -129,11 +125,7 @@ class Rehearsal:
             for rel in old.releases(user):
                 self.helm.uninstall(rel.name, rel.namespace)
             if user in new.users:
-                for rel in new.releases(user):
-                    if rel.shared and self.helm.status(rel.name, rel.namespace) is not None:
-                        continue
-                    if not self._install(rel.name, rel.chart, rel.namespace, new.values(user), step):
-                        break
+                self._install_user(new, user, step)
             step.changes = objects.compare(before, self._objects(new, user))
             steps.append(self._judged(step))
         return steps
@@ -145,6 +137,13 @@ class Rehearsal:
         self.made.clear()
 
     # ------------------------------------------------------------------ helpers
+
+    def _install_user(self, plan: ChartPlan, user: str, step: Step) -> None:
+        for rel in plan.releases(user):
+            if rel.shared and self.helm.status(rel.name, rel.namespace) is not None:
+                continue  # HelmOpsV2.install: "chart ... already installed, skipping"
+            if not self._install(rel.name, rel.chart, rel.namespace, plan.values(user), step):
+                return
 
     def _install(self, name: str, chart: Path, namespace: str, values: dict[str, Any], step: Step) -> bool:
         r = self.helm.install(name, chart, namespace, values)
