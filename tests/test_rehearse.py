@@ -194,3 +194,37 @@ def test_release_calls_a_moved_model_store_a_policy_error(control_plane, repo: P
     assert "rehearse.data-path" in err and "/olares/share/appcommon/huggingface" in err
     assert _release(repo, "--allow", "rehearse.data-path") == 0
     assert "rehearse.data-path" in capsys.readouterr().err  # shown as a warning
+
+
+# ---------------------------------------------------------------- the command
+
+
+def test_the_command_reports_a_refused_upgrade_as_json(control_plane, capsys) -> None:  # noqa: ARG001 - built here
+    from olares_pack.cli import main
+
+    code = main(["rehearse", "llamacppqwen36mtpone", "--version", "1.0.13", "--from", "1.0.10", "--target", "current",
+                 "--format", "json"])
+    doc = __import__("json").loads(capsys.readouterr().out)
+    assert code == 1
+    failed = [s for s in doc["steps"] if not s["ok"]]
+    assert [(s["action"], s["from"], s["user"]) for s in failed] == [("upgrade", "1.0.10", "alice")]
+    assert failed[0]["findings"][0]["rule"] == "rehearse.immutable-field"
+
+
+def test_a_users_cluster_is_left_as_it_was(control_plane, capsys) -> None:
+    """--kubeconfig: namespaces of this run only, every release uninstalled, the namespaces deleted."""
+    from olares_pack.cli import main
+
+    def ours() -> list[dict]:
+        items = control_plane.get("/api/v1/namespaces")["items"]
+        return [n for n in items if n["metadata"]["name"].startswith("vllmqwen36turbo27bone-alice-rh")]
+
+    already = {n["metadata"]["name"] for n in ours()}
+    assert main(["rehearse", "vllmqwen36turbo27bone", "--from", "2.5.9", "--kubeconfig",
+                 str(control_plane.kubeconfig)]) == 0
+    assert "alice-rh" in capsys.readouterr().out
+    secrets = control_plane.get("/api/v1/secrets?labelSelector=owner%3Dhelm")["items"]
+    assert not [s for s in secrets if "-rh" in s["metadata"]["namespace"]]  # no Helm release left
+    made = [n for n in ours() if n["metadata"]["name"] not in already]
+    # deleted: a bare API server has no namespace controller to finish the deletion
+    assert made and all(n["metadata"].get("deletionTimestamp") for n in made)
