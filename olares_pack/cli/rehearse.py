@@ -85,8 +85,7 @@ def _run(name: str, version: str, lines: dict[str, list[str]], charts: dict[tupl
             return flow.rehearse(cluster, name, version, lines, chart_of, froms, reuse_values=reuse_values)
     run_id = "rh" + secrets.token_hex(3)
     names = flow.Names(admin=f"alice-{run_id}", other=f"bob-{run_id}", shared_suffix=f"-{run_id}")
-    helm = tools.helm_path() if tools.helm_path().is_file() else tools.ensure(console.info).helm
-    cluster = controlplane.from_kubeconfig(kubeconfig, helm)
+    cluster = controlplane.from_kubeconfig(kubeconfig, tools.ensure_helm(console.info))
     console.info(f"rehearsing on {kubeconfig} in namespaces ending in {run_id} (removed afterwards)")
     try:
         return flow.rehearse(cluster, name, version, lines, chart_of, froms, names, reuse_values)

@@ -98,6 +98,13 @@ def ensure(log=None) -> Tools:  # noqa: ANN001 - a callable taking one line
     return tools
 
 
+def ensure_helm(log=None) -> Path:  # noqa: ANN001
+    """Helm alone (a rehearsal on a user's cluster needs no API server here)."""
+    if not helm_path().is_file():
+        _build_helm(log or (lambda line: print(line, file=sys.stderr)))
+    return helm_path()
+
+
 def _go() -> str:
     go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
     if go is None:
