@@ -228,3 +228,34 @@ def test_a_users_cluster_is_left_as_it_was(control_plane, capsys) -> None:
     made = [n for n in ours() if n["metadata"]["name"] not in already]
     # deleted: a bare API server has no namespace controller to finish the deletion
     assert made and all(n["metadata"].get("deletionTimestamp") for n in made)
+
+
+
+def test_a_renamed_engine_is_a_policy_error_unless_declared(control_plane) -> None:
+    """The newest chart with its engine Deployment renamed (lint refuses such a chart before a
+    release, so the archive is edited here): the upgrade works, and the rename is reported."""
+    import io
+    import tarfile
+
+    from olares_pack.rehearse import gate
+
+    published, lines, chart_of = _catalogue(ROOT, "llamacppqwen36mtpone")
+    newest = published[-1]
+    src = tarfile.open(fileobj=io.BytesIO(chart_of(newest, "current")))
+    out = io.BytesIO()
+    with src, tarfile.open(fileobj=out, mode="w:gz") as dst:
+        for m in src.getmembers():
+            data = src.extractfile(m).read()
+            if m.name.endswith("templates/engine.yaml"):
+                data = data.replace(b'kind: Deployment\nmetadata:\n  name: "{{ .Release.Name }}"',
+                                    b'kind: Deployment\nmetadata:\n  name: "{{ .Release.Name }}-engine"')
+                m.size = len(data)
+            dst.addfile(m, io.BytesIO(data))
+    renamed = out.getvalue()
+    steps = flow.rehearse(control_plane, "llamacppqwen36mtpone", "9.9.9", {"current": [newest, "9.9.9"]},
+                          lambda v, t: renamed if v == "9.9.9" else chart_of(v, t))
+    outcomes = gate.judge(steps, (), "")
+    assert [o.severity for o in outcomes if o.rule == "rehearse.renamed-workload"] == ["error"]
+    assert "llamacppqwen36mtpone-engine" in next(o.message for o in outcomes if o.rule == "rehearse.renamed-workload")
+    declared = gate.judge(steps, (), "the engine is now llamacppqwen36mtpone-engine")
+    assert [o.severity for o in declared if o.rule == "rehearse.renamed-workload"] == ["warning"]
