@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -126,3 +127,26 @@ def serve_process(*args: str, **popen: Any) -> tuple[Any, str]:
                 out = proc.communicate()[0]
                 raise AssertionError(f"serve did not answer: {out or ''}") from None
             time.sleep(0.1)
+
+
+@pytest.fixture(autouse=True)
+def _rehearse_only_where_asked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`release` rehearses on the control plane when one is built (seconds per release): only the
+    tests that ask for the control plane pay for it; the others release as on a machine without one."""
+    if "control_plane" not in request.fixturenames:
+        monkeypatch.setenv("OLARES_PACK_REHEARSE", "0")
+
+
+@pytest.fixture(scope="session")
+def control_plane():  # noqa: ANN201 - a running olares_pack.cluster.controlplane.Cluster
+    """A real kube-apiserver (the version Olares 1.12 installs) on etcd, and Helm at app-service's
+    version, on loopback for the whole session. `make test` builds them (make control-plane);
+    where they could not be built, the tests that need them skip, saying why."""
+    from olares_pack.cluster import controlplane, tools
+
+    found = tools.available()
+    if found is None:
+        # On CI (`make test` as root builds them) a missing control plane fails instead of skipping.
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(tools.missing_reason())
+    with controlplane.running(found) as cluster:
+        yield cluster
