@@ -27,7 +27,8 @@ from olares_pack.common.errors import ExitCode, InputError
 @click.option("--reuse-values", is_flag=True,
               help="Upgrade with Helm's ReuseValues, as app-service did before ResetThenReuseValues (the old chart's "
               "defaults are kept: a value the new chart adds is missing).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: a table per step; json: the whole report as data.")
 @apps_dir_option
 def rehearse_cmd(app_ref: str, version: str | None, froms: tuple[str, ...], from_all: bool, targets: tuple[str, ...],
                  kubeconfig: Path | None, reuse_values: bool, fmt: str, apps_dir: Path) -> int:
