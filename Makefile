@@ -1,6 +1,6 @@
 # `make` sets everything up in .venv and builds the bundled catalogue; `make test` also installs
 # the Node tools of node/ (wrangler), runs the tests and checks that the committed
-# market-index.json and packages/ are up to date.
+# market-index.json and packages/ are up to date, and builds the documentation site strictly.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -10,7 +10,7 @@ WRANGLER := node/node_modules/.bin/wrangler
 # the official chart checker (oac) built as a test oracle; see oracle/main.go
 ORACLE := oracle/bin/oac-oracle
 
-.PHONY: all build lint test test-tools clean oracle llama-server
+.PHONY: all build docs docs-check lint test test-tools clean oracle control-plane llama-server
 
 all: build
 
@@ -58,11 +58,29 @@ oracle:
 		rm -f $(ORACLE); echo "oracle not built, see oracle/bin/build-error.txt" >&2; \
 	fi
 
+# the documentation site (mkdocs.yml): the reference pages written from the code, then the site
+# in build/site/ (ignored); docs-check (run by `make test`) changes no committed file and fails on a stale reference, a
+# broken link or anchor, or a page missing from the navigation
+docs: $(BIN)/olares-pack
+	$(BIN)/python -m olares_pack.docsgen
+	$(BIN)/mkdocs build --strict --quiet
+
+docs-check: $(BIN)/olares-pack
+	$(BIN)/python -m olares_pack.docsgen --check
+	$(BIN)/mkdocs build --strict --quiet
+
+# A real Kubernetes API server for the install/upgrade rehearsals (olares_pack/cluster/tools.py):
+# kube-apiserver and helm built from the Go module proxy, etcd from Debian, cached per machine in
+# ~/.cache/olares-pack (first run 5-10 minutes, later runs nothing). Where it cannot be built
+# (no Go, no root for apt), the reason is printed and the rehearsal tests skip, saying so.
+control-plane: $(BIN)/olares-pack
+	@$(BIN)/python -m olares_pack.cluster.tools >/dev/null || echo "control plane not built: the rehearsal tests will skip" >&2
+
 # ruff, configured in pyproject.toml ([tool.ruff])
 lint: $(BIN)/olares-pack
 	$(BIN)/ruff check .
 
-test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle llama-server lint
+test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle control-plane llama-server lint docs-check
 	$(BIN)/python -m pytest
 	$(BIN)/olares-pack build --check
 

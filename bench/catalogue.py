@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from olares_pack.apps.load import validate_data  # noqa: E402
 from olares_pack.catalogue import checks as catalogue  # noqa: E402
-from olares_pack.catalogue import records, releases  # noqa: E402
-from olares_pack.catalogue.repo import Repo  # noqa: E402
+from olares_pack.catalogue import offer, records, releases  # noqa: E402
+from olares_pack.catalogue.repo import OFFER_FILE, Repo  # noqa: E402
 from olares_pack.render import generation  # noqa: E402
 
 QUANTS = ["UD-Q2_K_XL", "UD-Q3_K_XL", "Q4_K_M", "UD-Q4_K_XL", "Q5_K_M", "Q6_K", "Q8_0"]
@@ -111,7 +111,9 @@ def generate(root: Path, n_apps: int, n_versions: int) -> None:
             path.write_text(records.dumps(rec))
         text = yaml.safe_dump(versions[-1], sort_keys=False, allow_unicode=True, width=4096)
         (root / "apps" / name / "app.yaml").write_text(text)
-    (root / "market-index.json").write_text(catalogue.ledger_text(catalogue.load_records(repo)))
+    recs = catalogue.load_records(repo)
+    (root / "market-index.json").write_text(catalogue.ledger_text(recs))
+    (root / OFFER_FILE).write_text(offer.text(repo, recs))  # as release writes it: serve reads no Helm
 
 
 def cached(n_apps: int, n_versions: int) -> Path:

@@ -119,7 +119,7 @@ def chart_version(version: str, target: TargetProfile) -> str:
     A device caches charts by file name (`<name>-<version>.tgz`) and asks for one by its app version
     and file name only (beclab/market internal/v2/appinfo/hydrationfn/source_chart_step.go, Execute
     and buildChartDownloadURL), so the chart route answers by file name alone: two targets' charts
-    of one release need two versions (README, "One version per OS line"). The current line keeps the
+    of one release need two versions (docs/concepts/targets.md, "One version per OS line"). The current line keeps the
     release version; the legacy line is the same release as a pre-release, `1.0.9-legacy`, which
     semver orders just below `1.0.9`, so a 1.12.5 device that upgrades its OS to 1.12.6 sees a new,
     higher version and fetches a new file. A release version that is itself a pre-release keeps
@@ -224,6 +224,7 @@ def constraint_terms(constraint: str) -> tuple[tuple[Term, ...], ...]:
     return tuple(alternatives)
 
 
+@lru_cache(maxsize=4096)  # lint asks it for every finding (the releases of its rule)
 def admits(constraint: str, version: str) -> bool:
     """Whether a Masterminds-style constraint ('>=1.12.3-0,<1.12.6', '>=1.12.6-0', '1.12.x || >=1.13')
     admits an Olares version."""

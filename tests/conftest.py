@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,6 +56,7 @@ def repo(tmp_path: Path) -> Path:
     shutil.copytree(APPS, root / "apps")
     shutil.copytree(ROOT / "packages", root / "packages")
     shutil.copy(ROOT / "market-index.json", root / "market-index.json")
+    shutil.copy(ROOT / "market-offer.json", root / "market-offer.json")
     return root
 
 
@@ -97,3 +99,54 @@ def serving(source: Any, **options: Any) -> Iterator[str]:
         loop.call_soon_threadsafe(task[0].cancel)
         thread.join(5)
         sock.close()
+
+
+def serve_process(*args: str, **popen: Any) -> tuple[Any, str]:
+    """`olares-pack serve ARGS` in a process of its own on a free loopback port, once it answers
+    /health: the process and its base URL (the caller stops it)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "olares_pack.cli", "serve", *args, "--port", str(port)], text=True, **popen)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(f"{base}/health", timeout=1)
+            return proc, base
+        except httpx.HTTPError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                out = proc.communicate()[0]
+                raise AssertionError(f"serve did not answer: {out or ''}") from None
+            time.sleep(0.1)
+
+
+@pytest.fixture(autouse=True)
+def _rehearse_only_where_asked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`release` rehearses on the control plane when one is built (seconds per release): only the
+    tests that ask for the control plane pay for it; the others release as on a machine without one."""
+    if "control_plane" not in request.fixturenames:
+        monkeypatch.setenv("OLARES_PACK_REHEARSE", "0")
+
+
+@pytest.fixture(scope="session")
+def control_plane():  # noqa: ANN201 - a running olares_pack.cluster.controlplane.Cluster
+    """A real kube-apiserver (the version Olares 1.12 installs) on etcd, and Helm at app-service's
+    version, on loopback for the whole session. `make test` builds them (make control-plane);
+    where they could not be built, the tests that need them skip, saying why."""
+    from olares_pack.cluster import controlplane, tools
+
+    found = tools.available()
+    if found is None:
+        # On CI (`make test` as root builds them) a missing control plane fails instead of skipping.
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(tools.missing_reason())
+    with controlplane.running(found) as cluster:
+        yield cluster

@@ -1,5 +1,5 @@
 """An Olares device's market client, as the public beclab/market sources and the docs describe it
-(README, "Serving the market"): it syncs hash -> info -> details (at most 10 ids a call,
+(docs/concepts/market-source.md): it syncs hash -> info -> details (at most 10 ids a call,
 only for apps that are new or whose version string changed), downloads a chart with the *app*
 version and the file name from the app's entry, and caches charts by file name for good. Its
 OS version can change between syncs. Every chart it is about to install goes through the
@@ -28,7 +28,7 @@ from olares_pack import olares as targets
 from olares_pack.charts import helm
 
 NAME, VLLM = "llamacppqwen36mtpone", "vllmqwen36turbo27bone"  # the bundled example apps
-MODERN_OS = semver.Version.parse("1.12.6-0")  # README, "What a rendered chart contains": two targets
+MODERN_OS = semver.Version.parse("1.12.6-0")  # docs/concepts/targets.md: two targets
 
 
 class Refused(AssertionError):

@@ -4,6 +4,7 @@ node/, fully offline on loopback): the same device across an OS upgrade, and the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -20,6 +21,8 @@ from device import (
     V2_CATALOG,
     V2_TAXONOMY,
     VLLM,
+    Device,
+    V2Device,
     decode,
     device_lifecycle,
     device_lifecycle_v2,
@@ -44,8 +47,14 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    out = tmp_path_factory.mktemp("cf") / "worker"
-    assert main(["export", "cloudflare", str(out), "--root", str(ROOT)]) == ExitCode.OK
+    with running_worker(ROOT, tmp_path_factory.mktemp("cf") / "worker") as base:
+        yield base
+
+
+@contextlib.contextmanager
+def running_worker(root: Path, out: Path) -> Iterator[str]:
+    """The Worker exported from the catalogue at `root`, under `wrangler dev` on a loopback port."""
+    assert main(["export", "cloudflare", str(out), "--root", str(root)]) == ExitCode.OK
     port = free_port()
     # offline: no telemetry, no update check, no Request.cf download
     env = {**os.environ, "WRANGLER_SEND_METRICS": "false", "CI": "1", "CLOUDFLARE_CF_FETCH_ENABLED": "false",
@@ -168,3 +177,24 @@ def test_the_export_is_deterministic_and_whole(tmp_path: Path) -> None:
     assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
     assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
     assert Path("wrangler.toml") in files and Path("worker.js") in files
+
+
+def test_the_worker_offers_an_imported_v2_app_only_where_its_installer_accepts_it(tmp_path: Path) -> None:
+    """Imported single-chart v2 apps (one with a 31-character name, which 1.12.3-1.12.5 take):
+    the Worker lists them to 1.12.5 and serves their charts, and lists neither to 1.12.6 (v1) nor
+    to 1.12.7 (v2), whose installers refuse them (market-offer.json)."""
+    data = Path(__file__).parent / "data"
+    root = tmp_path / "repo"
+    (root / "apps").mkdir(parents=True)
+    assert main(["import", str(data / "import" / "gpuvtwo"), str(data / "thirdparty" / "llamacppnemotrondiffusion14bone"),
+                 "--apps-dir", str(root / "apps"), "--date", "2026-12-03"]) == ExitCode.OK
+    with running_worker(root, tmp_path / "worker") as base:
+        old = Device(base, "1.12.5")
+        assert old.sync() and {e["name"] for e in old.apps.values()} == {"gpuvtwo", "llamacppnemotrondiffusion14bone"}
+        assert old.install("llamacppnemotrondiffusion14bone") == "1.0.2"
+        new = Device(base, "1.12.6")
+        new.sync()
+        assert new.apps == {}
+        v2 = V2Device(base, "1.12.7")
+        v2.sync()
+        assert v2.items == {}

@@ -46,6 +46,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(APPS, root / "apps")
     shutil.copytree(ROOT / "packages", root / "packages")
     shutil.copy(ROOT / "market-index.json", root / "market-index.json")
+    shutil.copy(ROOT / "market-offer.json", root / "market-offer.json")
     return root
 
 

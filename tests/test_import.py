@@ -355,7 +355,7 @@ def test_upgrade_converts_a_single_chart_v2_app_and_both_device_lines_see_their_
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The third-party form: apiVersion v2 without sub-charts, flat GPU resources with
     requiredMemory below the containers' requests, OLARES_USER_* Hugging Face variables; read
-    from a live source as the README's flow does (import, lint, release, build --check, serve)."""
+    from a live source as docs/how-to/upgrade-1.12.5.md's flow does (import, lint, release, build --check, serve)."""
     served = empty_repo(tmp_path / "source")
     assert run_import(served, str(LEGACY / "gpuvtwo")) == 0
     capsys.readouterr()

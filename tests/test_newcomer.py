@@ -1,5 +1,5 @@
-"""What a new user hit following the README (issue #25): package names, annotations GitHub can
-place, diff's arguments and texts, `vram --largest-ctx`, help and README that agree."""
+"""What a new user hit following the documentation (issue #25): package names, annotations GitHub
+can place, diff's arguments and texts, `vram --largest-ctx`, help and documentation that agree."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from olares_pack.common.errors import ExitCode
 from olares_pack.vram import estimate as vram
 
 NAME = "llamacppqwen36mtpone"
-README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
 
 
 def chart_yaml(tgz: bytes) -> dict:
@@ -51,7 +51,7 @@ def test_package_writes_the_legacy_chart_under_its_published_name(repo: Path, tm
 
 
 def new_app(repo: Path, name: str = "myqwen") -> Path:
-    """The README's first step: the bundled app copied under a new name, with an extra flag the
+    """Getting started's route without network: the bundled app copied under a new name, with an extra flag the
     engine build does not know and an image without a digest."""
     text = (repo / "apps" / NAME / "app.yaml").read_text().replace(f"name: {NAME}", f"name: {name}", 1)
     text = re.sub(r"(?m)^(\s+)digest: .*\n", "", text)
@@ -193,7 +193,8 @@ def test_largest_ctx_is_one_number_and_its_verdict(capsys: pytest.CaptureFixture
     meta, s = budget.model_meta(app, ROOT / "apps" / NAME), budget.settings_for(app.server)
     for gpu_mib in (None, 16000):
         dev = vram.device(gpu_mib=gpu_mib)
-        fits, tight = vram.largest_context(meta, s, dev, "fits"), vram.largest_context(meta, s, dev, "tight")
+        b = app.engine.build  # the estimate is the build the chart runs
+        fits, tight = vram.largest_context(meta, s, dev, "fits", build=b), vram.largest_context(meta, s, dev, "tight", build=b)
         said = largest(capsys, *(["--gpu-mib", str(gpu_mib)] if gpu_mib else []))
         assert not any("tight up to" in line for line in said)
         assert said[0].startswith(f"largest context that fits: {fits}")
@@ -205,17 +206,18 @@ def test_largest_ctx_is_one_number_and_its_verdict(capsys: pytest.CaptureFixture
             assert "trained context" in said[0]
 
 
-# ------------------------------------------------------------------------------- help and README agree
+# ------------------------------------------------------------------------------- help and documentation agree
 
 
-def test_target_help_and_readme_say_the_legacy_manifest_the_render_writes() -> None:
+def test_target_help_and_docs_say_the_legacy_manifest_the_render_writes() -> None:
     from olares_pack.apps.load import load_app
     from olares_pack.render import app as render
 
     legacy = targets.LEGACY
     app = load_app(ROOT / "apps" / NAME / "app.yaml")
     per_user = app.model_copy(update={"engine": app.engine.model_copy(update={"shared": False})})
-    row = next(line for line in README.splitlines() if line.startswith("| `legacy` |"))
+    targets_page = (DOCS / "concepts" / "targets.md").read_text()
+    row = next(line for line in targets_page.splitlines() if line.startswith("| `legacy` |"))
     for form, what in ((app, "shared"), (per_user, "per-user")):
         text = render.render(form, legacy)["OlaresManifest.yaml"]
         # the two top-level keys outside the manifest's templated branches
@@ -228,21 +230,23 @@ def test_target_help_and_readme_say_the_legacy_manifest_the_render_writes() -> N
         assert f"`apiVersion: {api}`" in row and f"`{version}`" in row
 
 
-def test_readme_command_table_lists_changes_from_diff_and_what_lock_needs() -> None:
-    table = README.split("## Commands", 1)[1].split("\n## ", 1)[0]
-    release = next(line for line in table.splitlines() if line.startswith("| `olares-pack release"))
-    assert "--changes-from-diff" in release
-    vram_row = next(line for line in table.splitlines() if line.startswith("| `olares-pack vram"))
-    assert "Hugging Face" in vram_row and "--gguf" in vram_row
-    walkthrough = README.split("## Publishing a new app", 1)[1].split("\n## ", 1)[0]
+def test_command_reference_lists_changes_from_diff_and_what_lock_needs() -> None:
+    commands = (DOCS / "reference" / "commands.md").read_text()
+    release = commands.split("## `olares-pack release`", 1)[1].split("\n## ", 1)[0]
+    assert "`--changes-from-diff`" in release
+    vram_section = commands.split("## `olares-pack vram`", 1)[1].split("\n## ", 1)[0]
+    lock = next(line for line in vram_section.splitlines() if line.startswith("| `--lock`"))
+    assert "Hugging Face" in lock and "--gguf" in vram_section
+    walkthrough = (DOCS / "getting-started.md").read_text()
     assert "huggingface.co" in walkthrough and "--gguf" in walkthrough
 
 
-def test_the_details_post_reads_its_version_from_the_body_as_the_readme_says(repo: Path) -> None:
+def test_the_details_post_reads_its_version_from_the_body_as_the_docs_say(repo: Path) -> None:
     from olares_pack.market.server import Source
 
-    assert '`{"app_ids": ["<id>", ...],\n  "version": "<Olares version>"}`' in README
-    assert "a `?version=` query on the POST's URL is ignored" in README
+    page = (DOCS / "concepts" / "market-source.md").read_text()
+    assert '`{"app_ids": ["<id>", ...],\n  "version": "<Olares version>"}`' in page
+    assert "a `?version=` query on the POST's URL is ignored" in page
     app_id = __import__("hashlib").md5(NAME.encode()).hexdigest()[:8]
     with serving(Source(repo, repo / "market-index.json")) as base:
         body = {"app_ids": [app_id], "version": "1.12.5"}
@@ -260,7 +264,7 @@ NOTES = re.compile(r"shared/|olares-format\.md|llama-server\.md|market-source-ap
 
 def test_the_product_cites_no_file_its_users_do_not_have() -> None:
     # tests and benches too: a contributor reads them on a clone that has no team notes either
-    files = [ROOT / "README.md", *(p for d in ("olares_pack", "templates", "apps", "tests", "bench") for p in (ROOT / d).rglob("*")
+    files = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(p for d in ("olares_pack", "templates", "apps", "tests", "bench") for p in (ROOT / d).rglob("*")
                                    if p.is_file() and p.suffix in (".py", ".j2", ".sh", ".yaml", ".json", ".js", ".txt")
                                    and p != Path(__file__))]
     cited = sorted(p.relative_to(ROOT).as_posix() for p in files if NOTES.search(p.read_text(errors="replace")))

@@ -133,6 +133,7 @@ def test_release_from_a_clean_checkout(repo: Path, capsys: pytest.CaptureFixture
         "apps/llamacppqwen36mtpone/app.yaml",
         "apps/llamacppqwen36mtpone/releases/1.0.14.json",
         "market-index.json",
+        "market-offer.json",  # the new charts' offers
         "packages/current/llamacppqwen36mtpone-1.0.14.tgz",
         "packages/legacy/llamacppqwen36mtpone-1.0.14-legacy.tgz",  # its own version
     ])
@@ -200,6 +201,54 @@ def test_lint_errors_stop_a_release(repo: Path, capsys: pytest.CaptureFixture[st
                  "--date", "2026-06-01"]) == ExitCode.FINDINGS
     assert "engine.value" in capsys.readouterr().out
     assert tree_digest(repo) == before
+
+
+def at_105s_configuration(repo: Path) -> Path:
+    """The example app's next version set back to 1.0.5's configuration (its model, MTP draft n 5)
+    on the current engine, ad27757, also a build from before llama.cpp PR #23907."""
+    app_yaml = repo / "apps" / NAME / "app.yaml"
+    text = app_yaml.read_text()
+    for old, new in (("repo: unsloth/Qwen3.6-27B-MTP-GGUF", "repo: havenoammo/Qwen3.6-27B-MTP-UD-GGUF"),
+                     ("file: Qwen3.6-27B-UD-Q3_K_XL.gguf", "file: Qwen3.6-27B-MTP-UD-Q3_K_XL.gguf"),
+                     ("    draft_n_max: 3", "    draft_n_max: 5"), ("gpu_memory_mib: 23552", "gpu_memory_mib: auto")):
+        assert old in text
+        text = text.replace(old, new)
+    app_yaml.write_text(text)
+    return app_yaml
+
+
+def test_a_release_over_the_gpu_memory_check_needs_allow_and_says_so(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """1.0.5's configuration is `tight` (vram/verdict.py): lint reports vram.budget as a policy
+    error, release refuses it and writes nothing; with `--allow vram.budget` it ships, and the
+    version's changelog entry (app.yaml, the release record, the market's ledger) says it was
+    released over the check, with the verdict's figures and reasons."""
+    app_yaml = at_105s_configuration(repo)
+    assert main(["lint", str(app_yaml.parent), "--target", "current", "--format", "json"]) == ExitCode.FINDINGS
+    (f,) = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"] == "vram.budget"]
+    assert (f["severity"], f["class"]) == ("error", "policy") and f["message"].startswith("tight: ")
+    assert "the same estimate as 1.0.5, which ran out of GPU memory on devices" in f["message"]
+    before = tree_digest(repo)
+    args = ["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "1.0.5 again",
+            "--date", "2026-06-01"]
+    assert main(args) == ExitCode.FINDINGS
+    out, err = capsys.readouterr()
+    assert "vram.budget" in out and "nothing was released" in err
+    assert tree_digest(repo) == before
+    assert main([*args, "--allow", "vram.budget"]) == ExitCode.OK
+    capsys.readouterr()
+    version = load_app(repo / "apps" / NAME).version
+    (entry,) = [e for e in records.read(Repo.at(repo), NAME, version).changelog if e.version == version]
+    # the line lint reported, word for word
+    assert entry.notes.strip() == f"Released over the GPU memory check (`release --allow vram.budget`): {f['message']}."
+    assert "Released over the GPU memory check" in (repo / "market-index.json").read_text()
+    # a configuration that fits ships without --allow, and its entry says nothing of the kind
+    text = app_yaml.read_text()
+    app_yaml.write_text(text.replace("    draft_n_max: 5", "    draft_n_max: 3").replace(
+        "repo: havenoammo/Qwen3.6-27B-MTP-UD-GGUF", "repo: unsloth/Qwen3.6-27B-MTP-GGUF").replace(
+        "file: Qwen3.6-27B-MTP-UD-Q3_K_XL.gguf", "file: Qwen3.6-27B-UD-Q3_K_XL.gguf"))
+    assert main([*args[:-4], "--summary", "back to 1.0.9's shape", "--date", "2026-06-02"]) == ExitCode.OK
+    latest = load_app(repo / "apps" / NAME)
+    assert "Released over" not in (latest.changelog_entry.notes or "")
 
 
 def test_check_names_stale_files_and_build_restores_them(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

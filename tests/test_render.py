@@ -134,7 +134,7 @@ def test_helm_renders_with_installer_values_and_objects_validate(app_name: str, 
         assert {o["metadata"]["namespace"] for o in objs} <= set(namespaces.values())
 
 
-# ---- the installer's structural rules (README, "What a rendered chart contains" and "Lint"), per target
+# ---- the installer's structural rules (docs/concepts/shared-llm-form.md and lint.md), per target
 
 
 @pytest.mark.parametrize("app_name,target", CASES, ids=IDS)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ROOT, serving
+from conftest import ROOT, serve_process, serving
 from device import Device, Refused, device_lifecycle, installer_gate
 
 from olares_pack.catalogue import ledger as index
@@ -345,25 +345,10 @@ def test_conditional_and_compressed_answers(base: str) -> None:
 
 def test_the_serve_command_with_two_workers(tmp_path: Path) -> None:
     """The command as a maintainer runs it: its own process, uvloop, two workers on one socket."""
-    import socket
     import subprocess
-    import sys
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "olares_pack.cli", "serve", "--root", str(ROOT), "--port", str(port),
-                             "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
+    proc, base = serve_process("--root", str(ROOT), "--workers", "2", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{base}/health", timeout=1)
-                break
-            except httpx.HTTPError:
-                assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
-                time.sleep(0.1)
         device_lifecycle(base)
         digests = {httpx.get(f"{base}/health", headers={"Connection": "close"}).json()["index_sha256"] for _ in range(20)}
         assert len(digests) == 1  # every worker serves the same catalogue

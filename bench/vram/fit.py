@@ -28,12 +28,14 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 import synth  # noqa: E402
 
+from olares_pack.vram import builds  # noqa: E402
 from olares_pack.vram import estimate as vram  # noqa: E402
 from olares_pack.vram import fit as vramfit  # noqa: E402
 from olares_pack.vram.gguf_meta import ModelMeta  # noqa: E402
 
 RAW, OUT, FIT = HERE / "measurements.raw.json", HERE / "measurements.json", ROOT / "olares_pack" / "data" / "vram-fit.json"
 RUNTIME_RAW = HERE / "runtime.raw.json"
+BEFORE_RAW = HERE / "runtime-b9294.raw.json"  # a build before llama.cpp PR #23907 (bench/vram/runtime.py --build b9294)
 MIB = 1024 * 1024
 
 
@@ -192,9 +194,37 @@ def residuals(entries: list[dict[str, Any]], fit: dict[str, Any]) -> dict[str, A
     return out
 
 
+def shape(cfg: dict[str, Any]) -> str:
+    return (f"{cfg['ctx']:,} tokens, {cfg['cache']}/{cfg['cache']} cache, flash attention {cfg['fa']}, -ub {cfg['ubatch']}, "
+            f"{cfg['parallel']} slot(s), MTP draft n {cfg['draft_n']}, {cfg['layers']} layers")
+
+
+def before_reservation(fit: dict[str, Any]) -> dict[str, Any]:
+    """What the build before PR #23907 did (bench/vram/runtime-b9294.raw.json): its growth with
+    the context served and its boot beyond the estimate's terms, fitted (olares_pack/vram/fit.py
+    pool_fit). The estimate's boot for each run is taken with that build's own boot difference
+    set to 0, so the difference is what the runs measured."""
+    raws = json.loads(BEFORE_RAW.read_text())
+    (build,) = {r["build"] for r in raws}
+    shapes = sorted({shape(r["config"]) for r in raws})
+    zero = {"build": build, "shapes": shapes, "served_tokens_measured": [0, 0],
+            "constants": {"boot_other_mib": 0.0, "pool_base_mib": 0.0, "pool_copies": 0.0},
+            "residuals": {"points": 0, "runs": 0, "growth_worst_abs_mib": 0.0, "boot_worst_abs_mib": 0.0}}
+    runs = []
+    for raw in raws:
+        meta = synthetic_meta(raw["config"]["layers"])
+        est = vram.estimate(meta, settings(raw["config"]), vram.Device("H200", 143771, 0), measured_gpu=True, build=build,
+                            fit={**fit, builds.BEFORE: zero})
+        points = vramfit.pool_points(raw, max(meta.head_count_kv), meta.key_length, meta.value_length)
+        runs.append((raw["boot_mib"], round(est.boot_mib, 2), points))
+    return {"source": f"bench/vram/{BEFORE_RAW.name} (bench/vram/fit.py)", "build": build, "gpu": raws[0]["gpu"],
+            "shapes": shapes, **vramfit.pool_fit(runs)}
+
+
 def main() -> None:
     entries, fit = build()
     fit["residuals"] = residuals(entries, fit)
+    fit[builds.BEFORE] = before_reservation(fit)
     out_text = json.dumps(entries, indent=1, sort_keys=True) + "\n"
     fit_text = json.dumps(fit, indent=1, sort_keys=True) + "\n"
     print(f"{'layers':>6} {'ctx':>7} {'cache':>5} {'fa':>3} {'np':>2} {'ub':>5} {'mtp':>3} {'measured':>9} {'estimate':>9} "
@@ -207,6 +237,7 @@ def main() -> None:
               f"{e['measured_mib']:>9.0f} {e['estimated_mib']:>9.0f} {r:>+6.1f}% {lf:>13}")
     print(f"constants: {json.dumps(fit['constants'])}")
     print(f"residuals: {json.dumps(fit['residuals'])}")
+    print(f"before {builds.PR} ({fit[builds.BEFORE]['build']}): {json.dumps({k: v for k, v in fit[builds.BEFORE].items() if k != 'source'})}")
     if "--check" in sys.argv:
         stale = [p for p, text in ((OUT, out_text), (FIT, fit_text)) if not p.exists() or p.read_text() != text]
         if stale:

@@ -16,6 +16,7 @@ from pydantic import (
     StrictInt,
     Tag,
     TypeAdapter,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -36,7 +37,7 @@ from olares_pack.common.fields import (
     Seconds,
     Url,
 )
-from olares_pack.common.naming import NAME_RE, RESERVED_NAMES
+from olares_pack.common.naming import ANY_LINE_NAME_RE, MAX_LEGACY_TITLE, MAX_TITLE, NAME_RE, RESERVED_NAMES
 from olares_pack.olares import own_target
 
 LOCALE_RE = re.compile(r"^[a-z]{2,3}(-[A-Z][A-Za-z]{1,3})?$")
@@ -60,25 +61,26 @@ class Model_(BaseModel):
 
 
 class License(Model_):
-    text: str = Field(min_length=1)
-    url: Url | None = None
+    text: str = Field(description="the license's name, e.g. Apache-2.0", min_length=1)
+    url: Url | None = Field(None, description="where its text is")
 
 
 class LocaleTexts(Model_):
     """Per-locale overrides of the app's texts (en-US comes from the top-level fields)."""
 
-    title: str = Field(min_length=1, max_length=30)
-    description: str = Field(min_length=1)
-    full_description: str | None = None
+    title: str = Field(description="the title in this locale (1-30 characters; up to 100 for an app of 1.12.3-1.12.5 alone)",
+                       min_length=1, max_length=MAX_LEGACY_TITLE)
+    description: str = Field(description="one line for the store, in this locale", min_length=1)
+    full_description: str | None = Field(None, description="markdown, in this locale; default: this locale's description")
 
 
 # ---------------------------------------------------------------- engine and model
 
 
 class Image(Model_):
-    repository: str
-    tag: str
-    digest: str | None = None
+    repository: str = Field(description="image repository with its registry, e.g. docker.io/org/llama-cpp")
+    tag: str = Field(description="image tag, e.g. b11434")
+    digest: str | None = Field(None, description="sha256: digest of what the tag names; an unpinned image is warned about everywhere (`olares-pack pin` fills it)")
 
     @field_validator("repository")
     @classmethod
@@ -112,9 +114,9 @@ class Image(Model_):
 
 
 class ModelFile(Model_):
-    name: HfPath
+    name: HfPath = Field(description="path of the file in the repository")
     size: FileSize | None = Field(default=None, description="bytes")
-    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    sha256: str | None = Field(description="the file's sha256 (its LFS oid); with size, the engine starts only on these exact bytes", default=None, pattern=r"^[0-9a-f]{64}$")
 
 
 Capability = Literal["tools", "thinking", "vision", "embedding"]
@@ -123,16 +125,16 @@ Capability = Literal["tools", "thinking", "vision", "embedding"]
 class HFModel(Model_):
     """Weights on Hugging Face. `file`/`size`/`sha256` is the one-file shorthand of `files`."""
 
-    repo: HfRepo
-    revision: HfRevision = "main"
+    repo: HfRepo = Field(description="Hugging Face repository of the weights")
+    revision: HfRevision = Field("main", description="branch, tag or commit; a branch is warned about (`olares-pack pin` replaces it by its commit)")
     # What the model can do, for the device's LLM gateway (shared apps: MODEL_SUPPORTS, expanded
     # to supports_* keys as the official llm-init.yaml of beclab/apps llamacppllmbasev3 does).
     # embedding makes it an embedding model (MODEL_MODE embedding).
-    capabilities: list[Capability] = Field(default_factory=list)
-    file: HfPath | None = None
+    capabilities: list[Capability] = Field(description="what the model can do, for the device's LLM gateway: tools, thinking, vision, embedding (embedding makes it an embedding model)", default_factory=list)
+    file: HfPath | None = Field(None, description="the one GGUF (or weights) file: the shorthand of files with one entry")
     size: FileSize | None = Field(default=None, description="bytes")
-    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-    files: list[ModelFile] = Field(default_factory=list)
+    sha256: str | None = Field(description="the file's sha256; with size, the engine starts only on these exact bytes (shared form: checked once per file before the engine starts)", default=None, pattern=r"^[0-9a-f]{64}$")
+    files: list[ModelFile] = Field(description="several files, each with name, size and sha256 (a model split in parts); a vLLM model without file or files is fetched whole", default_factory=list)
 
     @model_validator(mode="after")
     def _one_form(self) -> HFModel:
@@ -155,16 +157,16 @@ class HFModel(Model_):
 
 
 class CacheTypes(Model_):
-    k: CacheType = "f16"
-    v: CacheType = "f16"
+    k: CacheType = Field("f16", description="KV cache type of K (--cache-type-k)")
+    v: CacheType = Field("f16", description="KV cache type of V (--cache-type-v)")
 
 
 class Speculative(Model_):
     type: str = Field(pattern=r"^[a-z0-9-]+(,[a-z0-9-]+)*$", description="--spec-type, e.g. draft-mtp")
-    draft_n_max: Count | None = None
-    draft_n_min: Count | None = None
-    draft_p_min: Fraction | None = None
-    draft_cache_type: CacheTypes | None = None
+    draft_n_max: Count | None = Field(None, description="--spec-draft-n-max")
+    draft_n_min: Count | None = Field(None, description="--spec-draft-n-min")
+    draft_p_min: Fraction | None = Field(None, description="--spec-draft-p-min")
+    draft_cache_type: CacheTypes | None = Field(None, description="KV cache types of the draft context")
 
     @model_validator(mode="after")
     def _min_le_max(self) -> Speculative:
@@ -197,20 +199,20 @@ class _ExtraArgs(Model_):
 class LlamaServer(_ExtraArgs):
     """llama-server settings rendered to long-form flags (see engines/llamacpp.py)."""
 
-    port: Port = 8000
-    host: str = "0.0.0.0"
-    alias: str | None = None
+    port: Port = Field(8000, description="--port: the port the engine listens on")
+    host: str = Field("0.0.0.0", description="--host")
+    alias: str | None = Field(None, description="--alias: the model name the API answers to")
     ctx_size: Annotated[Count, Field(description="--ctx-size; 0 = the model's trained context")]
     parallel: Annotated[StrictInt, Field(ge=1, le=1024, description="--parallel (slots)")] = 1
-    gpu_layers: Annotated[StrictInt, Field(ge=0, le=100000)] | Literal["auto", "all"] = "all"
-    flash_attn: Literal["on", "off", "auto"] = "on"
-    cache_type: CacheTypes = Field(default_factory=CacheTypes)
-    batch_size: Annotated[Count, Field(ge=1)] | None = None
-    ubatch_size: Annotated[Count, Field(ge=1)] | None = None
-    threads: Annotated[StrictInt, Field(ge=-1, le=4096)] | None = None
-    jinja: Flag | None = None
-    speculative: Speculative | None = None
-    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    gpu_layers: Annotated[StrictInt, Field(ge=0, le=100000)] | Literal["auto", "all"] = Field("all", description="--n-gpu-layers: a number, all or auto")
+    flash_attn: Literal["on", "off", "auto"] = Field("on", description="--flash-attn: on, off or auto")
+    cache_type: CacheTypes = Field(description="KV cache types (--cache-type-k, --cache-type-v)", default_factory=CacheTypes)
+    batch_size: Annotated[Count, Field(ge=1)] | None = Field(None, description="--batch-size")
+    ubatch_size: Annotated[Count, Field(ge=1)] | None = Field(None, description="--ubatch-size")
+    threads: Annotated[StrictInt, Field(ge=-1, le=4096)] | None = Field(None, description="--threads")
+    jinja: Flag | None = Field(None, description="--jinja (true) or --no-jinja (false); absent: the build's default")
+    speculative: Speculative | None = Field(None, description="speculative decoding (--spec-type and its draft settings)")
+    chat_template_kwargs: dict[str, Any] = Field(description="--chat-template-kwargs, rendered as JSON", default_factory=dict)
 
     _fa = field_validator("flash_attn", mode="before")(classmethod(lambda cls, v: _on_off(v)))
 
@@ -218,23 +220,23 @@ class LlamaServer(_ExtraArgs):
 class VllmServer(_ExtraArgs):
     """vLLM `serve` settings rendered to long-form flags (see engines/vllm.py)."""
 
-    port: Port = 8000
-    host: str = "0.0.0.0"
+    port: Port = Field(8000, description="--port")
+    host: str = Field("0.0.0.0", description="--host")
     alias: str | None = Field(default=None, description="--served-model-name")
-    max_model_len: Annotated[Count, Field(ge=1)] | None = None
-    gpu_memory_utilization: Annotated[Fraction, Field(gt=0)] | None = None
-    max_num_seqs: Annotated[Count, Field(ge=1)] | None = None
-    max_num_batched_tokens: Annotated[Count, Field(ge=1)] | None = None
-    dtype: str | None = None
-    quantization: str | None = None
-    kv_cache_dtype: str | None = None
-    speculative_config: dict[str, Any] | None = None
-    trust_remote_code: Flag = False
-    enable_prefix_caching: Flag | None = None
-    enable_chunked_prefill: Flag | None = None
-    enable_auto_tool_choice: Flag = False
-    reasoning_parser: str | None = None
-    tool_call_parser: str | None = None
+    max_model_len: Annotated[Count, Field(ge=1)] | None = Field(None, description="--max-model-len: the context")
+    gpu_memory_utilization: Annotated[Fraction, Field(gt=0)] | None = Field(None, description="--gpu-memory-utilization: the share of the visible GPU memory vLLM takes")
+    max_num_seqs: Annotated[Count, Field(ge=1)] | None = Field(None, description="--max-num-seqs")
+    max_num_batched_tokens: Annotated[Count, Field(ge=1)] | None = Field(None, description="--max-num-batched-tokens")
+    dtype: str | None = Field(None, description="--dtype")
+    quantization: str | None = Field(None, description="--quantization")
+    kv_cache_dtype: str | None = Field(None, description="--kv-cache-dtype")
+    speculative_config: dict[str, Any] | None = Field(None, description="--speculative-config, a mapping rendered as JSON")
+    trust_remote_code: Flag = Field(False, description="--trust-remote-code")
+    enable_prefix_caching: Flag | None = Field(None, description="--enable-prefix-caching (true) or --no-enable-prefix-caching (false)")
+    enable_chunked_prefill: Flag | None = Field(None, description="--enable-chunked-prefill (true) or --no-enable-chunked-prefill (false)")
+    enable_auto_tool_choice: Flag = Field(False, description="--enable-auto-tool-choice")
+    reasoning_parser: str | None = Field(None, description="--reasoning-parser")
+    tool_call_parser: str | None = Field(None, description="--tool-call-parser")
 
 
 # The model-serving helper of the official catalogue's LLM apps (beclab/apps llamacppllmbasev3
@@ -249,19 +251,19 @@ PROXY_IMAGE = {"repository": "docker.io/beclab/aboveos-bitnami-openresty", "tag"
 
 
 class Engine(Model_):
-    kind: Literal["llamacpp", "vllm"]
-    image: Image
+    kind: Literal["llamacpp", "vllm"] = Field(description="the serving engine: llamacpp or vllm")
+    image: Image = Field(description="the engine image")
     build: str | None = Field(
         default=None, description="engine build whose flag registry applies, e.g. b11434 (llama.cpp)"
     )
     # One engine for every user of the device, behind llm-init (the official llmbase pattern);
     # false: today's per-user chart (one engine per user who installs it).
-    shared: Flag = True
-    llm_init: Image = Field(default_factory=lambda: Image(**LLM_INIT_IMAGE))
-    chown_image: Image = Field(default_factory=lambda: Image(**CHOWN_IMAGE))
+    shared: Flag = Field(True, description="true: one engine for every user of the device (the shared form); false: one engine per user who installs the app")
+    llm_init: Image = Field(description="shared form, current target: the llm-init image (downloads the model, progress page, API proxy)", default_factory=lambda: Image(**LLM_INIT_IMAGE))
+    chown_image: Image = Field(description="shared form, current target: the image of llm-init's init step that hands its folders to its user", default_factory=lambda: Image(**CHOWN_IMAGE))
     # The v2 shared form's per-user proxy (legacy target); null: PROXY_IMAGE unpinned. Optional
     # rather than defaulted so that records published before it resolve the same.
-    proxy_image: Image | None = None
+    proxy_image: Image | None = Field(None, description="legacy target's shared form: each user's proxy image; null: the official v2 client's docker.io/beclab/aboveos-bitnami-openresty:1.25.3-2, unpinned")
 
     @property
     def proxy(self) -> Image:
@@ -284,8 +286,8 @@ class Engine(Model_):
 
 
 class _Range(Model_):
-    request: str
-    limit: str
+    request: str = Field(description="what the engine container requests")
+    limit: str = Field(description="its limit (at least the request)")
 
     @model_validator(mode="after")
     def _order(self) -> _Range:
@@ -331,35 +333,35 @@ class ByteRange(_Range):
 class Resources(Model_):
     """The engine container's requests/limits, which are also the manifest envelope."""
 
-    cpu: CpuRange
-    memory: ByteRange
-    disk: ByteRange
+    cpu: CpuRange = Field(description="cores or millicores (4, 4000m)")
+    memory: ByteRange = Field(description="bytes with a unit (20Gi)")
+    disk: ByteRange = Field(description="bytes with a unit (25Gi)")
     gpu_memory_mib: Annotated[StrictInt, Field(gt=0, le=MAX_GPU_MIB)] | Literal["auto"] | None = Field(
         default=None, description="nvidia.com/gpumem, whole MiB; auto: derived from the GPU memory estimate")
 
 
 class Entrance(Model_):
-    name: str | None = Field(default=None, pattern=r"^[a-z0-9A-Z-]{1,63}$")
-    title: str = Field(min_length=1, max_length=30)
-    auth_level: Literal["", "public", "private", "internal"] = "internal"
-    open_method: Literal["", "default", "iframe", "window"] = "window"
-    icon: Url | None = None
+    name: str | None = Field(description="entrance name; default: the app's name", default=None, pattern=r"^[a-z0-9A-Z-]{1,63}$")
+    title: str = Field(description="the entrance's title (1-30 characters)", min_length=1, max_length=30)
+    auth_level: Literal["", "public", "private", "internal"] = Field("internal", description="who may open it")
+    open_method: Literal["", "default", "iframe", "window"] = Field("window", description="how the desktop opens it")
+    icon: Url | None = Field(None, description="the entrance's icon")
 
 
 class Probe(Model_):
-    initial_delay_seconds: Seconds = 0
-    period_seconds: Annotated[Seconds, Field(ge=1)] = 10
-    timeout_seconds: Annotated[Seconds, Field(ge=1)] = 5
-    failure_threshold: Annotated[StrictInt, Field(ge=1, le=100000)] = 3
+    initial_delay_seconds: Seconds = Field(0, description="initialDelaySeconds")
+    period_seconds: Annotated[Seconds, Field(ge=1)] = Field(10, description="periodSeconds")
+    timeout_seconds: Annotated[Seconds, Field(ge=1)] = Field(5, description="timeoutSeconds")
+    failure_threshold: Annotated[StrictInt, Field(ge=1, le=100000)] = Field(3, description="failureThreshold")
 
 
 class Probes(Model_):
-    path: str = Field(default="/health", pattern=r"^/[A-Za-z0-9/._-]*$")
+    path: str = Field(description="the HTTP path probed on the server port (per-user form; the shared engine has no probes)", default="/health", pattern=r"^/[A-Za-z0-9/._-]*$")
     startup: Probe = Field(
-        default_factory=lambda: Probe(initial_delay_seconds=30, period_seconds=15, failure_threshold=240)
-    )
-    liveness: Probe = Field(default_factory=lambda: Probe(period_seconds=30, failure_threshold=5))
-    readiness: Probe = Field(default_factory=lambda: Probe(period_seconds=10, failure_threshold=3))
+        description="the startup probe",
+        default_factory=lambda: Probe(initial_delay_seconds=30, period_seconds=15, failure_threshold=240))
+    liveness: Probe = Field(description="the liveness probe", default_factory=lambda: Probe(period_seconds=30, failure_threshold=5))
+    readiness: Probe = Field(description="the readiness probe", default_factory=lambda: Probe(period_seconds=10, failure_threshold=3))
 
 
 # ---------------------------------------------------------------- changelog
@@ -368,26 +370,26 @@ ChangeKind = Literal[CHANGE_KINDS]  # type: ignore[valid-type]
 
 
 class Change(Model_):
-    kind: ChangeKind
-    text: str = Field(min_length=1)
+    kind: ChangeKind = Field(description="model, image, engine-args, resources, packaging, fix, docs or feature")
+    text: str = Field(description="what changed", min_length=1)
 
 
 class LocaleChangelog(Model_):
-    summary: str = Field(min_length=1)
-    notes: str = ""
+    summary: str = Field(description="the summary in this locale", min_length=1)
+    notes: str = Field("", description="markdown notes in this locale")
 
 
 class ChangelogEntry(Model_):
-    version: str
-    date: dt.date
-    summary: str = Field(min_length=1)
-    changes: list[Change] = Field(default_factory=list)
-    notes: str = ""
+    version: str = Field(description="the version this entry is for")
+    date: dt.date = Field(description="the release date (release --date, default today)")
+    summary: str = Field(description="one line: what changed", min_length=1)
+    changes: list[Change] = Field(description="what changed, by kind", default_factory=list)
+    notes: str = Field("", description="markdown notes")
     # A version that was tried but never published: never packaged, listed or served. Its entry
     # reaches the market's version history only when in_history says so.
-    shipped: Flag = True
-    in_history: Flag = False
-    locales: dict[str, LocaleChangelog] = Field(default_factory=dict)
+    shipped: Flag = Field(True, description="false: a version tried but never shipped (never packaged, listed or served)")
+    in_history: Flag = Field(False, description="an unshipped version appears in the market's version history (marked never shipped)")
+    locales: dict[str, LocaleChangelog] = Field(description="per-locale summary and notes", default_factory=dict)
 
     @field_validator("version")
     @classmethod
@@ -429,29 +431,32 @@ def _check_semver(v: Any) -> str:
 class AppTexts(Model_):
     """What every app has, whatever runs it: its name, version, texts, targets and changelog."""
 
-    name: str
-    version: str
+    name: str = Field(description="the app's name, also its folder's: ^[a-z0-9]{1,30}$ (up to 63 for an app of "
+                      "1.12.3-1.12.5 alone), no hyphens, not reserved")
+    version: str = Field(description="semver; Chart.yaml version == metadata.version (release sets it)")
     version_name: str | None = Field(default=None, description="upstream/display version; default: image tag")
-    title: str = Field(min_length=1, max_length=30)
-    description: str = Field(min_length=1)
-    full_description: str | None = None
-    icon: Url
-    categories: list[str] = Field(default_factory=lambda: ["AI"], min_length=1)
-    developer: str = Field(min_length=1)
-    submitter: str | None = None
-    website: Url | None = None
-    source_code: Url | None = None
-    doc: Url | None = None
-    license: list[License] = Field(default_factory=list)
-    owners: list[str] = Field(default_factory=list)
-    locales: dict[str, LocaleTexts] = Field(default_factory=dict)
-    targets: list[Target] = Field(default_factory=lambda: ["current"], min_length=1)
-    changelog: list[ChangelogEntry] = Field(default_factory=list)
+    title: str = Field(description="the store's title (1-30 characters; up to 100 for an app of 1.12.3-1.12.5 alone)",
+                       min_length=1, max_length=MAX_LEGACY_TITLE)
+    description: str = Field(description="one line for the store", min_length=1)
+    full_description: str | None = Field(None, description="markdown; default: description")
+    icon: Url = Field(description="http(s) URL of a PNG/WEBP, 256x256")
+    categories: list[str] = Field(description="market categories", default_factory=lambda: ["AI"], min_length=1)
+    developer: str = Field(description="who made what the app runs", min_length=1)
+    submitter: str | None = Field(None, description="who submitted the app")
+    website: Url | None = Field(None, description="the project's website")
+    source_code: Url | None = Field(None, description="where its source is")
+    doc: Url | None = Field(None, description="its documentation")
+    license: list[License] = Field(description="licenses, each {text, url}", default_factory=list)
+    owners: list[str] = Field(description="the chart's owners; default: the developer", default_factory=list)
+    locales: dict[str, LocaleTexts] = Field(description="per-locale texts (en-US is the top-level text)", default_factory=dict)
+    targets: list[Target] = Field(description="which Olares targets `build` renders: current, legacy", default_factory=lambda: ["current"], min_length=1, validate_default=True)
+    changelog: list[ChangelogEntry] = Field(description="one entry per version; the current one becomes spec.upgradeDescription", default_factory=list)
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
+        # the 30-character bound is the 1.12.6+ line's, checked with the targets (_line_limits)
+        if not ANY_LINE_NAME_RE.match(v):
             raise ValueError(f"{v!r} is not an Olares app name (expected ^[a-z0-9]{{1,30}}$: lowercase letters and digits, no hyphens)")
         if v in RESERVED_NAMES:
             raise ValueError(f"{v!r} is reserved by Olares")
@@ -470,6 +475,28 @@ class AppTexts(Model_):
         return dict(sorted(v.items()))
 
     _targets = field_validator("targets")(classmethod(lambda cls, v: _unique(v)))
+
+    @field_validator("targets")
+    @classmethod
+    def _line_limits(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        """Names and titles as the installer of each line takes them: over 30 characters only for
+        an app that installs on 1.12.3-1.12.5 alone (common/naming.py)."""
+        if "current" not in v:
+            return v
+        name, title = info.data.get("name"), info.data.get("title")
+        why = "the 1.12.6+ installer's checker takes at most 30 (framework/oac); 1.12.3-1.12.5 take it"
+        if isinstance(name, str) and not NAME_RE.match(name):
+            raise ValueError(f"name {name!r} is not an Olares app name for the current target (^[a-z0-9]{{1,30}}$): "
+                             f"{len(name)} characters and targets holds current: {why}; a new app name for the "
+                             "current target (olares-pack import --upgrade --rename)")
+        if isinstance(title, str) and len(title) > MAX_TITLE:
+            raise ValueError(f"title {title!r} is {len(title)} characters and targets holds current: {why}; "
+                             "a shorter title for the current target")
+        for loc, texts in (info.data.get("locales") or {}).items():
+            if len(texts.title) > MAX_TITLE:
+                raise ValueError(f"locales.{loc}.title is {len(texts.title)} characters and targets holds current: "
+                                 f"{why}")
+        return v
 
     @property
     def all_locales(self) -> list[str]:
@@ -492,12 +519,12 @@ class AppTexts(Model_):
 
 
 class AppManifestBase(AppTexts):
-    modes: list[Mode] = Field(default_factory=lambda: ["nvidia"], min_length=1)
-    model: HFModel
-    resources: Resources
-    entrance: Entrance
-    env: dict[str, str] = Field(default_factory=dict)
-    probes: Probes = Field(default_factory=Probes)
+    modes: list[Mode] = Field(description="compute modes (spec.accelerator): nvidia; llama.cpp apps may add cpu", default_factory=lambda: ["nvidia"], min_length=1)
+    model: HFModel = Field(description="the weights on Hugging Face")
+    resources: Resources = Field(description="the engine container's requests and limits, which are also the manifest envelope")
+    entrance: Entrance = Field(description="the app's entrance")
+    env: dict[str, str] = Field(description="extra engine environment (OLARES_* names are reserved)", default_factory=dict)
+    probes: Probes = Field(description="the engine's probes (per-user form)", default_factory=Probes)
 
     @field_validator("env")
     @classmethod
@@ -557,8 +584,8 @@ class AppManifestBase(AppTexts):
 
 
 class LlamaCppApp(AppManifestBase):
-    engine: Engine
-    server: LlamaServer
+    engine: Engine = Field(description="the engine: image, build, shared or per-user form")
+    server: LlamaServer = Field(description="llama-server settings")
 
     @model_validator(mode="after")
     def _needs_file(self) -> LlamaCppApp:
@@ -570,8 +597,8 @@ class LlamaCppApp(AppManifestBase):
 
 
 class VllmApp(AppManifestBase):
-    engine: Engine
-    server: VllmServer
+    engine: Engine = Field(description="the engine: image, build, shared or per-user form")
+    server: VllmServer = Field(description="vLLM serve settings")
 
     @model_validator(mode="after")
     def _gpu_only(self) -> VllmApp:
@@ -585,13 +612,13 @@ class ChartFiles(Model_):
     kept as they were, and its OlaresManifest.yaml less what the app's own fields say (metadata
     texts, version, spec texts, which render() writes back)."""
 
-    manifest_version: str  # olaresManifest.version the chart was written for: its target
-    manifest: dict[str, Any] = Field(default_factory=dict)
+    manifest_version: str = Field(description="the olaresManifest.version the chart was written for: its target")
+    manifest: dict[str, Any] = Field(description="its OlaresManifest.yaml less what the app's own fields say", default_factory=dict)
     # A 0.10.0 manifest with Helm template syntax is not YAML until rendered: kept as its text
     # (then the app's texts are read from it, and editing them means editing this text).
-    manifest_text: str | None = None
-    chart_yaml: dict[str, Any] = Field(default_factory=dict)  # Chart.yaml fields other than name/version/appVersion/description/icon
-    files: dict[str, str] = Field(min_length=1)  # templates/..., values.yaml, .helmignore, ...
+    manifest_text: str | None = Field(None, description="a 0.10.0 manifest with template syntax, kept as its text")
+    chart_yaml: dict[str, Any] = Field(description="Chart.yaml fields other than name, version, appVersion, description and icon", default_factory=dict)
+    files: dict[str, str] = Field(description="the chart's other files by path (templates/..., values.yaml, .helmignore)", min_length=1)
 
     @field_validator("files")
     @classmethod
@@ -609,7 +636,7 @@ class ChartFiles(Model_):
 class ChartApp(AppTexts):
     """An app whose chart is kept as written (olares-pack import): any engine, any containers."""
 
-    chart: ChartFiles
+    chart: ChartFiles = Field(description="the chart kept as written")
 
     @model_validator(mode="after")
     def _own_target(self) -> ChartApp:

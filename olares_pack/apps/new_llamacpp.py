@@ -169,8 +169,9 @@ def pick(rows: list[dict[str, Any]], sizes: dict[str, int], ctx: int) -> tuple[d
 
 
 def ladder(name: str, repo: str, revision: str, *, ctx: int | None, quant: str | None, draft_mtp: bool,
-           dev: vram.Device, progress: Callable[[str], None]) -> tuple[NewPlan, hub.ModelPin]:
-    """Read every quant's header and estimate each at the context; pick one (or take `quant`)."""
+           dev: vram.Device, progress: Callable[[str], None], build: str | None = None) -> tuple[NewPlan, hub.ModelPin]:
+    """Read every quant's header and estimate each at the context on the engine build the app will
+    run; pick one (or take `quant`) by the gates' verdict (budget.quant_row)."""
     pin = hub.resolve_model(repo, revision)
     cands = candidates(pin)
     if quant is not None:
@@ -196,7 +197,7 @@ def ladder(name: str, repo: str, revision: str, *, ctx: int | None, quant: str |
     s = budget.settings_for(server)
     rows = []
     for c, m in zip(cands, metas, strict=True):
-        rows.append({"quant": c.quant, "parts": len(c.parts), **budget.quant_row(m, s, dev)})
+        rows.append({"quant": c.quant, "parts": len(c.parts), **budget.quant_row(m, s, dev, build)})
     sizes = {m.file or "": m.tensor_bytes for m in metas}
     if quant is not None:
         row = next((r for r in rows if quant.upper() in (r["quant"].upper(), str(r["file"]).upper())), None)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from olares_pack.catalogue.repo import LOCK_FILE, MANIFEST_FILE, Repo
+from olares_pack.catalogue.repo import LOCK_FILE, MANIFEST_FILE, OFFER_FILE, Repo
 from olares_pack.common import fsio
 from olares_pack.render import generation
 
@@ -123,6 +123,7 @@ def sync_repository(repo: Repo, *, full: bool = False) -> tuple[dict[Path, bytes
     Skipped when no record, package or ledger changed (by size and mtime) since the last build
     that found them consistent."""
     from olares_pack.catalogue import checks as catalogue
+    from olares_pack.catalogue import offer
 
     stamp = repository_stamp(repo)
     if not full and _read_json(repo.state_dir / "cache" / "build.json").get("stamp") == stamp:
@@ -132,6 +133,9 @@ def sync_repository(repo: Repo, *, full: bool = False) -> tuple[dict[Path, bytes
     ledger = catalogue.ledger_text(recs)
     if not repo.index_file.exists() or repo.index_file.read_text(encoding="utf-8") != ledger:
         writes[repo.index_file] = ledger.encode("utf-8")
+    offer_path, offers = offer.offer_file(repo), offer.text(repo, recs, writes)
+    if not offer_path.exists() or offer_path.read_text(encoding="utf-8") != offers:
+        writes[offer_path] = offers.encode("utf-8")
     return writes, stamp
 
 
@@ -147,11 +151,12 @@ def repository_stamp(repo: Repo) -> str:
     """Size and mtime of the ledger, every record and every package (os.scandir on strings: this
     runs on every build, over thousands of files)."""
     h = hashlib.sha256(generation.fingerprint().encode())
-    try:
-        st = os.stat(repo.index_file)
-        h.update(f"ledger:{st.st_size}:{st.st_mtime_ns}\0".encode())
-    except OSError:
-        h.update(b"ledger:missing\0")
+    for label, path in (("ledger", repo.index_file), ("offer", repo.index_file.parent / OFFER_FILE)):
+        try:
+            st = os.stat(path)
+            h.update(f"{label}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+        except OSError:
+            h.update(f"{label}:missing\0".encode())
     folders = [os.path.join(repo.apps_dir, app, "releases") for app in _names(repo.apps_dir)]
     folders += [os.path.join(repo.packages_dir, t) for t in _names(repo.packages_dir)]
     for folder in folders:

@@ -230,6 +230,7 @@ def check(repo: Repo, recs: dict[str, list[Record]] | None = None) -> list[Issue
     current = repo.index_file.read_text(encoding="utf-8") if repo.index_file.exists() else ""
     if current != ledger_text(recs):
         issues.append(Issue(repo.rel(repo.index_file), "differs from the release records (olares-pack build derives it)"))
+    issues += offer_issues(repo, recs)
     for rs in recs.values():
         for rec in rs:
             for target, ch in sorted(rec.charts.items()):
@@ -242,6 +243,18 @@ def check(repo: Repo, recs: dict[str, list[Record]] | None = None) -> list[Issue
     issues += [Issue(repo.rel(path), problem) for path, problem in bench_records(repo.apps_dir)]
     cache.save()
     return issues
+
+
+def offer_issues(repo: Repo, recs: dict[str, list[Record]]) -> list[Issue]:
+    """market-offer.json against the packages and today's installer rules (catalogue/offer.py)."""
+    from olares_pack.catalogue import offer
+
+    path = offer.offer_file(repo)
+    current = path.read_text(encoding="utf-8") if path.exists() else None
+    if current == offer.text(repo, recs):
+        return []
+    why = "missing" if current is None else "differs from what the packages and the installer rules decide"
+    return [Issue(repo.rel(path), f"{why} (olares-pack build derives it)")]
 
 
 def unpublished_edits(repo: Repo, recs: dict[str, list[Record]]) -> list[Issue]:

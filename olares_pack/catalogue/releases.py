@@ -17,7 +17,7 @@ from olares_pack.apps.changelog import entry_map
 from olares_pack.apps.load import parse_app, validate_doc
 from olares_pack.apps.manifest import App, ChangelogEntry, ChartApp
 from olares_pack.catalogue import ledger as index
-from olares_pack.catalogue import records
+from olares_pack.catalogue import offer, records
 from olares_pack.catalogue.journal import Transaction
 from olares_pack.catalogue.records import ChartRecord, EngineRecord, Record
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
@@ -242,6 +242,10 @@ def plan_release(repo: Repo, app_ref: Path, asked: VersionAsked, entry: EntryAsk
     buf = io.StringIO()
     roundtrip_yaml().dump(tree, buf)
     new_text = buf.getvalue()
+    if ALLOW_VRAM in allow and _note_over_budget(tree, new_version, parse_app(new_text, manifest_path), manifest_path.parent):
+        buf = io.StringIO()
+        roundtrip_yaml().dump(tree, buf)
+        new_text = buf.getvalue()
     raw = parse_app(new_text, manifest_path, derive=False)
     app = parse_app(new_text, manifest_path)
     adds = _entries_recorded(app, published, manifest_path)
@@ -250,6 +254,28 @@ def plan_release(repo: Repo, app_ref: Path, asked: VersionAsked, entry: EntryAsk
     rec = make_record(app, built, repo, adds, derived_fields(raw))
     return ReleasePlan(app, old_text, new_text, manifest_path, findings, False, built, rec,
                        records.path_of(repo, app.name, new_version), ledger_with(repo, rec))
+
+
+ALLOW_VRAM = "vram.budget"
+
+
+def _note_over_budget(tree: Any, version: str, app: App, app_dir: Path) -> bool:
+    """Released with `--allow vram.budget` over a verdict other than `fits`: the version's changelog
+    entry says so, with the verdict's figures and reasons (generated, so users of the version read
+    what the maintainer allowed). False when the verdict is `fits` or nothing is estimated."""
+    from olares_pack.vram import gate
+
+    v = gate.of_catalogue(app, app_dir)
+    if v is None or v.verdict == "fits":
+        return False
+    line = f"Released over the GPU memory check (`release --allow {ALLOW_VRAM}`): {v.line()}."
+    own = next(e for e in tree["changelog"] if str(e.get("version")) == version)
+    notes = str(own.get("notes") or "").strip()
+    if line not in notes:
+        from ruamel.yaml.scalarstring import LiteralScalarString
+
+        own["notes"] = LiteralScalarString((f"{notes}\n\n" if notes else "") + line + "\n")
+    return True
 
 
 def _version(old: App, published: list[str], asked: VersionAsked) -> str:
@@ -344,4 +370,5 @@ def write_release(plan: ReleasePlan, repo: Repo) -> list[Path]:
     txn.write(plan.record_path, records.dumps(plan.record))
     txn.write(plan.manifest_path, plan.new_text)
     txn.write(repo.index_file, plan.index_text)
+    txn.write(offer.offer_file(repo), offer.text_with(repo, plan.record, {p.path: p.data for p in plan.packages}))
     return txn.commit()

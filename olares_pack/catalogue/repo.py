@@ -11,6 +11,7 @@ from olares_pack.catalogue import journal
 from olares_pack.catalogue.lock import RepoLock
 
 INDEX_FILE = "market-index.json"
+OFFER_FILE = "market-offer.json"  # beside the ledger: what the market offers each OS line (catalogue/offer.py)
 MANIFEST_FILE = "app.yaml"
 LOCK_FILE = "model.lock.json"  # GGUF metadata of an app's models (gguf_meta); `auto` fields derive from it
 PACKAGES_DIR = "packages"

@@ -81,7 +81,8 @@ def online_check(app: App) -> list[tuple[str, str, str, str]]:
 @click.option("--revision", default="main", show_default=True, help="Branch, tag or commit to read (pinned to its commit).")
 @click.option("--ctx", type=click.IntRange(min=1), help="Context size the quant must fit at (default: 32768, or the trained context if smaller).")
 @click.option("--quant", help="Take this quant (e.g. Q4_K_M) instead of the largest that fits.")
-@click.option("--engine", type=click.Choice(["llamacpp", "vllm"]), default="llamacpp", show_default=True)
+@click.option("--engine", type=click.Choice(["llamacpp", "vllm"]), default="llamacpp", show_default=True,
+              help="llamacpp: a repository of GGUF quants; vllm: a safetensors repository.")
 @click.option("--image", help="Engine image REPOSITORY:TAG, pinned by digest (default: upstream llama.cpp's CUDA server "
               "image of the newest known build).")
 @click.option("--draft", type=click.Choice(["mtp"]), help="Speculative decoding with the GGUF's MTP block (refused without one).")
@@ -95,7 +96,8 @@ def online_check(app: App) -> list[tuple[str, str, str, str]]:
 @click.option("--proxy-image", metavar="REPOSITORY:TAG", help="The shared form's per-user proxy on Olares 1.12.3-1.12.5 "
               "(llama.cpp; default: the official v2 charts' docker.io/beclab/aboveos-bitnami-openresty).")
 @click.option("--dry-run", is_flag=True, help="Print the ladder and the pick; write nothing.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: the ladder as a table; json: the ladder for scripts.")
 @lock_timeout_option
 @apps_dir_option
 def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str | None, engine: str, image: str | None,
@@ -173,7 +175,7 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
         return _write_new(apps_dir, app_dir, app_text, lock.dumps(), dry_run, lock_timeout)
     build = registry.tag_build(image_tag) or registry.table_builds("llamacpp")[-1]
     plan, pin = newapp.ladder(name, hf_repo, revision, ctx=ctx, quant=quant, draft_mtp=draft == "mtp", dev=dev,
-                              progress=console.info)
+                              progress=console.info, build=build)
     if fmt == "json":
         console.out.print_json(json.dumps(plan.to_dict()))
     else:
@@ -189,7 +191,7 @@ def new_cmd(name: str, hf_repo: str, revision: str, ctx: int | None, quant: str 
     one = vram.device()
     if dev != one:
         meta = next(m for m in plan.metas if m.file == plan.picked["file"])
-        on_one = vram.estimate(meta, budget.settings_for(plan.server), one)
+        on_one = vram.estimate(meta, budget.settings_for(plan.server), one, build=build)
         if on_one.verdict == "does not fit":
             console.warn(f"{plan.picked['quant']} does not fit the {one.name} ({on_one.total_mib:,.0f} MiB): lint "
                          "checks the catalogue's device and will refuse it (vram.budget)")

@@ -113,19 +113,23 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: b
 @click.option("--allow", "allow", multiple=True, metavar="RULE",
               help="Release despite errors of this olares-pack policy rule (e.g. vram.budget); they are shown as "
               "warnings. Installer rules cannot be allowed. Repeatable.")
+@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="Rehearse the install and upgrade on this cluster (default: the control plane built here, if any).")
 @lock_timeout_option
 @apps_dir_option
 def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: str | None, changes: tuple[str, ...],
                 notes: str, date_text: str | None, changes_from_diff: bool, edit: bool, dry_run: bool, force: bool,
-                online: bool, allow: tuple[str, ...], lock_timeout: float, apps_dir: Path) -> int:
+                online: bool, allow: tuple[str, ...], kubeconfig: Path | None, lock_timeout: float, apps_dir: Path) -> int:
     """Publish a version of APP: bump app.yaml (comments and order kept), add its changelog entry,
     render, lint (errors stop it), package reproducibly, write its release record under
     apps/<name>/releases/ and its entry in market-index.json, all in one transaction."""
     from olares_pack.catalogue import releases
     from olares_pack.common import console
     from olares_pack.lint.findings import allowable
+    from olares_pack.rehearse import gate
     for rule in allow:
-        allowable(rule)
+        if not gate.owns(rule):
+            allowable(rule)
     app_dir = app_folder(app_ref, apps_dir)
     repo = Repo.of_apps(apps_dir)
     parsed_changes = [parse_change(c) for c in changes]
@@ -160,6 +164,8 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
         if plan.already_published:
             console.info(f"{plan.app.name} {plan.app.version} is already published and app.yaml still says the same; nothing to do")
             return ExitCode.OK
+        if not _rehearsed(repo, plan, allow, kubeconfig):
+            return ExitCode.FINDINGS
         if online:
             checked = online_check(plan.app)
             for rule, severity, path, message in checked:
@@ -178,6 +184,25 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
             console.out.print(repo.rel(path), markup=False)
     console.info(f"released {plan.app.name} {plan.app.version} (template generation {plan.record.generation})")
     return ExitCode.OK
+
+
+def _rehearsed(repo: Repo, plan: object, allow: tuple[str, ...], kubeconfig: Path | None) -> bool:
+    """The install and upgrade rehearsed on a real API server (olares_pack/rehearse/gate.py): False
+    when it refuses them or a policy rule is broken."""
+    from olares_pack.common import console
+    from olares_pack.rehearse import gate
+
+    outcomes = gate.check(repo, plan, allow, kubeconfig)  # type: ignore[arg-type]
+    if outcomes is None:
+        console.warn("install and upgrade not rehearsed: no control plane here (make control-plane builds one)")
+        return True
+    for o in outcomes:
+        {"error": console.error, "warning": console.warn}.get(o.severity, console.info)(f"{o.rule}: {o.message}")
+    errors = [o for o in outcomes if o.severity == "error"]
+    if errors:
+        console.error(f"{plan.app.name} {plan.app.version}: the rehearsal found {len(errors)} error(s); "  # type: ignore[attr-defined]
+                      "nothing was released")
+    return not errors
 
 
 @cli.command("package")

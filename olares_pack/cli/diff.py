@@ -18,7 +18,8 @@ from olares_pack.common.errors import ExitCode
 
 @cli.command("diff")
 @click.argument("refs", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True,
+              help="text: for a terminal; markdown: to paste into changelog notes; json: for scripts.")
 @click.option("--all", "show_all", is_flag=True, help="Also list what did not change.")
 @click.option("--rendered", is_flag=True, help="Also compare the rendered Kubernetes objects, matched by kind/name.")
 @click.option("--target", "target_name", type=click.Choice(sorted(olares.TARGETS)), default="current", show_default=True,

@@ -34,8 +34,9 @@ from olares_pack.common.errors import ExitCode
               help="text: a summary table; json: the same for scripts.")
 @click.option("--structured", is_flag=True, help="Give charts whose engine olares-pack models (llama.cpp, vLLM) "
               "its typed app manifest, as the next version to release; the report lists what renders differently.")
-@click.option("--rename", is_flag=True, help="Give charts whose name Olares refuses the proposed valid name (a new "
-              "app, to be released: its published packages name the old one).")
+@click.option("--rename", is_flag=True, help="Give charts whose name the target line refuses the proposed valid name "
+              "(a new app, to be released: its published packages name the old one). With --upgrade the target is "
+              "1.12.6+, which takes at most 30 characters; 1.12.3-1.12.5 charts keep longer names without it.")
 @click.option("--dry-run", is_flag=True, help="Show what would be imported; write nothing.")
 @lock_timeout_option
 def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | None, os_versions: tuple[str, ...],

@@ -14,7 +14,7 @@ from olares_pack.common.errors import ExitCode
 
 @cli.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0 for every interface).")
-@click.option("--port", default=8080, show_default=True, type=int)
+@click.option("--port", default=8080, show_default=True, type=int, help="Port to listen on.")
 @click.option("--tls-cert", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="PEM certificate: serve HTTPS.")
 @click.option("--tls-key", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="PEM private key of --tls-cert.")
 @click.option("--base-url", default="", help="Public URL of this source (icons under it), e.g. https://market.example.org")

@@ -69,7 +69,8 @@ def print_ladder(p: NewPlan) -> None:
     console.out.print(table)
 
 
-def print_estimate(title: str, e: Estimate) -> None:
+def print_estimate(title: str, e: Estimate, verdict: str | None = None, reasons: tuple[str, ...] = ()) -> None:
+    """The estimate term by term; `verdict` and `reasons`: the gates' (vram/verdict.py), when given."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -81,13 +82,17 @@ def print_estimate(title: str, e: Estimate) -> None:
         table.add_row(t.name, f"{t.mib:,.0f}", t.when, escape(t.formula))
     table.add_row("total", f"{e.total_mib:,.0f}", "", f"boot {e.boot_mib:,.0f} MiB; full context {e.total_mib:,.0f} MiB")
     table.add_row("device", f"{e.device.usable_mib:,}", "", f"{e.device.total_mib} MiB − {e.device.reserve_mib} MiB desktop/driver reserve")
-    color = {"fits": "green", "tight": "yellow", "does not fit": "red"}[e.verdict]
-    table.add_row("headroom", f"{e.headroom_mib:,.0f}", "", f"[{color}]{e.verdict}[/{color}]")
+    verdict = verdict or e.verdict
+    color = {"fits": "green", "tight": "yellow", "does not fit": "red"}[verdict]
+    table.add_row("headroom", f"{e.headroom_mib:,.0f}", "", f"[{color}]{verdict}[/{color}]")
     table.add_row("uncertainty", f"±{e.uncertainty_mib:,.0f}", "",
                   f"the fit's worst residual {e.uncertainty_pct:g} % (bench/vram) + {e.extra_uncertainty_mib:,.0f} MiB for a "
                   f"GPU that was not measured + {e.runtime_band_mib:,.0f} MiB, the largest growth a measured run showed after "
-                  "its first request; 'tight' when the headroom is smaller")
+                  "its first request" + (f" + {e.pool_band_mib:,.0f} MiB, the worst residuals of the pre-#23907 build's fit"
+                                         if e.pool_band_mib else "") + "; 'tight' when the headroom is smaller")
     console.out.print(table)
+    for r in reasons:
+        console.out.print(f"  verdict {verdict}: {r}", markup=False)
     for n in e.notes:
         console.out.print(f"  note: {n}", markup=False)
 

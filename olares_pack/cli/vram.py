@@ -27,17 +27,18 @@ from olares_pack.common.errors import ExitCode, InputError
               help="A local GGUF file, or a header excerpt of one (--save-header), for --lock.")
 @click.option("--save-header", type=click.Path(path_type=Path, dir_okay=False),
               help="With --gguf: also write the file's header excerpt (metadata and tensor table) here, to commit.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: the terms as a table; json: for scripts (warnings listed too).")
 @apps_dir_option
 def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_name: str, gpu_mib: int | None,
              reserve_mib: int | None, largest_ctx: bool, quants: bool, lock: bool, gguf_file: Path | None,
              save_header: Path | None, fmt: str, apps_dir: Path) -> int:
     """Estimate the GPU memory APP needs at full context, term by term, and whether it fits.
-    Exit 1 when an estimate does not fit."""
+    Exit 1 unless every verdict is `fits` (the verdict lint's vram.budget and `release` give)."""
     from olares_pack.apps.manifest import LlamaCppApp
     from olares_pack.catalogue import records
     from olares_pack.common import console
-    from olares_pack.vram import budget, gguf_meta, outcomes
+    from olares_pack.vram import budget, gate, gguf_meta, outcomes, verdict
 
     app_dir = app_folder(app_ref, apps_dir)
     repo = Repo.of_apps(apps_dir)
@@ -61,6 +62,8 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
         fsio.write_bytes_atomic(save_header, gguf_meta.header_excerpt(gguf_file))
         console.info(f"wrote the header excerpt of {gguf_file.name} to {save_header}")
     estimates = [budget.app_estimate(app, app_dir, dev, c) for c in (ctxs or [None])]
+    refs = gate.references(app_dir.parent, app.name, dev) if isinstance(app, LlamaCppApp) else []
+    verdicts = [verdict.judge(e, refs, app.version) for e in estimates]
     from olares_pack.render.llmbase import edited_args_note
 
     if note := edited_args_note(app):
@@ -77,16 +80,17 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
     if device_name == "olares-one" and gpu_mib is None and reserve_mib is None:
         found = outcomes.recorded(repo, app.name, app.version)
         if found:
-            own = estimates[0] if not ctxs else budget.app_estimate(app, app_dir, dev, None)
+            own = verdicts[0] if not ctxs else verdict.judge(budget.app_estimate(app, app_dir, dev, None), refs, app.version)
             record_rows = [o.to_dict(own.verdict) for o in found]
             extra["recorded_outcomes"] = record_rows
     if fmt == "json":
 
-        doc = {"app": app.name, "version": app.version, "estimates": [e.to_dict() for e in estimates], **extra}
+        doc = {"app": app.name, "version": app.version,
+               "estimates": [e.to_dict() | v.to_dict() for e, v in zip(estimates, verdicts, strict=True)], **extra}
         console.out.print_json(json.dumps(doc))
     else:
-        for e in estimates:
-            print_estimate(f"{app.name} {app.version}", e)
+        for v in verdicts:
+            print_estimate(f"{app.name} {app.version}", v.estimate, v.verdict, v.reasons)
         for row in record_rows:
             console.out.print(f"  record: {row['recorded_in']}'s changelog (fix): {row['text']}", markup=False)
         if "largest_ctx" in extra:
@@ -95,11 +99,4 @@ def vram_cmd(app_ref: str, version: str | None, ctxs: tuple[int, ...], device_na
         for row in extra.get("quants", []):  # type: ignore[attr-defined]
             console.out.print(f"{row['file']}: {row['total_mib']} MiB, headroom {row['headroom_mib']} MiB, {row['verdict']}, "
                               f"largest context that fits {row['largest_ctx']}", markup=False)
-    for w in dict.fromkeys(w for e in estimates for w in e.warnings):
-        console.warn(f"{app.name} {app.version}: {w}")
-    for row in record_rows:
-        if row["contradicts"]:
-            console.warn(f"{app.name} {app.version}: the verdict '{row['verdict']}' contradicts its record "
-                         f"({row['recorded_in']}'s changelog: ran out of GPU memory); the estimate does not explain "
-                         "that outcome (README \"GPU memory budget\")")
-    return ExitCode.FINDINGS if any(e.verdict == "does not fit" for e in estimates) else ExitCode.OK
+    return ExitCode.OK if all(v.verdict == "fits" for v in verdicts) else ExitCode.FINDINGS

@@ -26,6 +26,7 @@ class Invocation:
     env: dict[str, str]  # resolved literal env values
     ports: list[int]
     build: str | None  # from the olares-pack annotation, when present
+    llmbase: bool = False  # started by the llmbase form's wrapper: argv is ENGINE_ARGS after what the wrapper sets
 
 
 def configmaps(objects: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
@@ -52,14 +53,17 @@ def resolve_env(container: dict[str, Any], configmaps: dict[str, dict[str, str]]
     return env
 
 
-def _shell_words(script: str, env: dict[str, str]) -> list[str]:
+def _shell_text(script: str, env: dict[str, str]) -> str:
     def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(3)
         if name in env:
             return env[name]
         return m.group(2) if m.group(2) is not None else m.group(0)
 
-    text = _SH_VAR.sub(sub, script.replace("\\\n", " "))
+    return _SH_VAR.sub(sub, script.replace("\\\n", " "))
+
+
+def _shell_words(text: str) -> list[str]:
     try:
         return shlex.split(text, comments=True)
     except ValueError:
@@ -71,14 +75,25 @@ def _engine_argv(command: list[str], args: list[str], env: dict[str, str], image
     words = [_K8S_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), w) for w in words]
     # A shell wrapper: look inside the script for the engine command.
     if len(words) >= 3 and words[0].split("/")[-1] in ("sh", "bash", "ash", "dash") and words[1] in ("-c", "-ec", "-xc", "-exc"):
-        words = _shell_words(words[2], env)
+        text = _shell_text(words[2], env)
+        if "llama-server" not in text and "vllm" not in text and "vllm" not in image.lower():
+            # no engine to find in the script (a vLLM image's entrypoint script may still start one):
+            # spare its (slow) shell split
+            return None
+        words = _shell_words(text)
     for i, w in enumerate(words):
         prog = w.split("/")[-1]
         if prog == "llama-server":
             return "llamacpp", words[i + 1 :]
-        if prog == "vllm" and i + 1 < len(words) and words[i + 1] == "serve":
+        if prog in ("vllm", "vllm-omni") and i + 1 < len(words) and words[i + 1] == "serve":
             return "vllm", words[i + 1 :]
     image_name = image.split("@")[0].rsplit("/", 1)[-1].lower()
+    if "vllm" in image_name:
+        # an entrypoint script of a vLLM image that hands its arguments to `vllm` (`/entrypoint.sh serve
+        # <model> ...`, as images that prepare the model or the environment first are started)
+        for i, w in enumerate(words[:-1]):
+            if w.endswith(".sh") and words[i + 1] == "serve":
+                return "vllm", words[i + 1 :]
     if not command and args:
         if "vllm" in image_name and args[0] == "serve":
             return "vllm", words
@@ -97,12 +112,17 @@ def _llmbase_argv(command: list[str], env: dict[str, str]) -> tuple[str, list[st
     kind = env.get("ENGINE_KIND")
     if kind not in _WRAPPER_PORT_ENV or not any("/llm-init/wrappers/" in w for w in command):
         return None
+    return kind, llmbase_argv(kind, env)
+
+
+def llmbase_argv(kind: str, env: dict[str, str]) -> list[str]:
+    """The engine's argv as the llmbase wrapper builds it from its env (ENGINE_ARGS among it)."""
     args = env.get("ENGINE_ARGS", "").split()  # the wrapper's own split: on white space, no quoting
     port = env.get(_WRAPPER_PORT_ENV[kind], "8081" if kind == "llamacpp" else "8000")
     fixed = ["--host", "0.0.0.0", "--port", port]
     if kind == "vllm":
-        return kind, ["serve", env.get("MODEL_NAME", "model"), "--served-model-name", env.get("MODEL_NAME", "model"), *fixed, *args]
-    return kind, ["--alias", env.get("MODEL_NAME", "model"), *fixed, *args]
+        return ["serve", env.get("MODEL_NAME", "model"), "--served-model-name", env.get("MODEL_NAME", "model"), *fixed, *args]
+    return ["--alias", env.get("MODEL_NAME", "model"), *fixed, *args]
 
 
 def find_engines(objects: list[dict[str, Any]]) -> list[Invocation]:
@@ -117,11 +137,13 @@ def find_engines(objects: list[dict[str, Any]]) -> list[Invocation]:
             env = resolve_env(c, maps)
             image = str(c.get("image", ""))
             command = [str(x) for x in c.get("command") or []]
-            hit = _llmbase_argv(command, env) or _engine_argv(command, [str(x) for x in c.get("args") or []], env, image)
+            wrapped = _llmbase_argv(command, env)
+            hit = wrapped or _engine_argv(command, [str(x) for x in c.get("args") or []], env, image)
             if hit is None:
                 continue
             kind, argv = hit
             ports = [int(p["containerPort"]) for p in c.get("ports") or [] if isinstance(p.get("containerPort"), int)]
             build = (meta.get("annotations") or {}).get(ANNOTATION_BUILD)
-            found.append(Invocation(kind, f"{o.get('kind')}/{meta.get('name')}", str(c.get("name")), image, argv, env, ports, build))
+            found.append(Invocation(kind, f"{o.get('kind')}/{meta.get('name')}", str(c.get("name")), image, argv, env, ports, build,
+                                    llmbase=wrapped is not None))
     return found

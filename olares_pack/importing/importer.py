@@ -27,7 +27,7 @@ from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.charts import package
 from olares_pack.charts.source import ChartSource, is_archive, packaged, walk
 from olares_pack.common.errors import InputError, UpgradeBlocked
-from olares_pack.common.naming import NAME_RE, RESERVED_NAMES
+from olares_pack.common.naming import MAX_TITLE, NAME_RE, RESERVED_NAMES, name_re
 from olares_pack.common.yamlsrc import safe_load
 from olares_pack.render import imported as chartrender
 
@@ -119,9 +119,28 @@ def proposed_name(name: str) -> str:
     return out if out not in RESERVED_NAMES else f"{out}app"[:30]
 
 
+# Markdown emphasis around words (**New**, _fast_), never a character inside a word: "KV cache
+# q4_0" is a quantization's name and reaches the market as written.
+_EMPHASIS = re.compile(r"(?<![\w*])(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1(?![\w*])")
+
+
+def shorter_title(title: str, limit: int = MAX_TITLE) -> str:
+    """A title of at most `limit` characters: whole words while they fit, else the words cut."""
+    words, out = title.split(), ""
+    for w in words:
+        if len(f"{out} {w}".strip()) > limit:
+            break
+        out = f"{out} {w}".strip()
+    return out or title[:limit].strip()
+
+
 def _first_line(text: str) -> str:
+    """The first line of a "what's new" text that says something, without its list or heading
+    marks and the emphasis around words; every other character kept."""
     for line in text.splitlines():
-        line = re.sub(r"^[#*\-\s]+|[*_`]+", "", line).strip()
+        if re.fullmatch(r"[-*#_=\s]*", line):  # blank, a rule or a bare mark
+            continue
+        line = _EMPHASIS.sub(r"\2", re.sub(r"^(?:#+\s+|[*+-]\s+)+", "", line.strip())).strip()
         if line:
             return line[:200]
     return ""
@@ -161,7 +180,10 @@ def _renamed(found: ChartSource, old: str, new: str, notes: list[str]) -> ChartS
 
 
 def to_app(found: ChartSource, default_date: dt.date, *, rename: bool = False, notes: list[str] | None = None,
-           publishable: bool = True) -> Imported | Refused:
+           publishable: bool = True, for_current: bool = False) -> Imported | Refused:
+    """One chart version as an app. Its name is checked as the installers of the line it is
+    written for check it (a 0.10.0 chart keeps a 31-character name: only 1.12.6+ refuses it);
+    `for_current` (import --upgrade --rename) holds it to the 1.12.6+ rule as well."""
     notes = [] if notes is None else notes
     try:
         chart = safe_load(found.files.get("Chart.yaml", "")) or {}
@@ -172,14 +194,15 @@ def to_app(found: ChartSource, default_date: dt.date, *, rename: bool = False, n
         return Refused(found, str(exc).splitlines()[0])
     md = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
     name = str(md.get("name") or chart.get("name") or found.folder)
-    if not NAME_RE.match(name) or name in RESERVED_NAMES:
+    current = for_current or olares.own_target(str(manifest.get("olaresManifest.version") or "")) == olares.CURRENT.name
+    if not name_re(current).match(name) or name in RESERVED_NAMES:
         new = proposed_name(name)
         if not rename:
             return Refused(found, f"app name {name!r} is not valid on Olares (^[a-z0-9]{{1,30}}$); "
                            f"a valid one would be {new!r} (--rename applies it)")
         # The chart's own bytes name the old app: a renamed app is a new app, to be released.
         found = _renamed(found, name, new, notes)
-        return to_app(found, default_date, rename=False, notes=notes, publishable=False)
+        return to_app(found, default_date, rename=False, notes=notes, publishable=False, for_current=for_current)
     written = str(md.get("version") or chart.get("version") or "")
     if (version := _strict_version(written)) is None:
         return Refused(found, f"version {written!r} is not a version")
@@ -444,7 +467,9 @@ def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool 
     by_file: dict[tuple[str, str], ChartSource] = {}
     for f in founds:
         by_file.setdefault((f.folder, package.sha256(f.package or b"")), f)  # a chart seen twice (two OS views)
-    out.results = [to_app(f, date, rename=rename) for f in by_file.values()]
+    # --upgrade --rename: a name the 1.12.6+ line refuses is renamed (a new app); without --rename
+    # the 1.12.3-1.12.5 line takes it as it is and the upgrade says what it needs
+    out.results = [to_app(f, date, rename=rename, for_current=upgrade and rename) for f in by_file.values()]
     groups: dict[str, list[Imported]] = defaultdict(list)
     for imp in out.results:
         if isinstance(imp, Imported):
@@ -476,6 +501,10 @@ def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool 
             all_recs[name] = recs
     if out.apps:
         out.writes[repo.index_file] = catalogue.ledger_text(all_recs)
+        from olares_pack.catalogue import offer
+
+        out.writes[offer.offer_file(repo)] = offer.text(
+            repo, all_recs, {p: d for p, d in out.writes.items() if isinstance(d, bytes)})
     return out
 
 
@@ -541,8 +570,20 @@ def _upgraded(app_data: dict[str, Any], date: dt.date, newest: Imported) -> dict
     from olares_pack.importing import upgrade
     from olares_pack.lint import LintOptions, lint_chart
 
+    if not NAME_RE.match(app_data["name"]):
+        newest.notes.append(f"--upgrade: not converted (the app stays {app_data['version']} for 1.12.3-1.12.5, which "
+                            f"take its name): the 1.12.6+ installer takes app names of at most 30 characters "
+                            f"(^[a-z0-9]{{1,30}}$), {app_data['name']!r} has {len(app_data['name'])}; import with "
+                            f"--upgrade --rename (a new app, {proposed_name(app_data['name'])!r})")
+        return app_data
     app = validate_data(app_data, newest.found.label)
     assert isinstance(app, ChartApp)
+    if len(app.title) > MAX_TITLE:
+        short = shorter_title(app.title)
+        newest.notes.append(f"--upgrade: title {app.title!r} ({len(app.title)} characters) → {short!r}: the 1.12.6+ "
+                            f"installer takes at most {MAX_TITLE}; 1.12.3-1.12.5 keep the published title (edit `title` "
+                            "in app.yaml before the release)")
+        app = app.model_copy(update={"title": short})
     try:
         new, notes = upgrade.to_current(app, date)
     except UpgradeBlocked as exc:

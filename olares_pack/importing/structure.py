@@ -2,8 +2,9 @@
 as a typed app manifest (LlamaCppApp / VllmApp) instead of the chart as written. Read from the
 chart's render: the engine container's image, arguments (parsed back: `sh -c`, `${VAR:-default}`,
 LLAMA_ARG_* env), resources and probes; the model's Hugging Face repo, file and revision from
-olares-pack's download step (MODEL_REPO/MODEL_REVISION/MODEL_FILES), `-hf`/`--hf-repo` or a model
-path under `hf-files/<org>/<repo>/<revision>/`. What olares-pack renders differently is listed by
+olares-pack's download step (MODEL_REPO/MODEL_REVISION/MODEL_FILES), `-hf`/`--hf-repo`, a model
+path under `hf-files/<org>/<repo>/<revision>/`, or a file the chart fetches itself with wget/curl
+from a Hugging Face resolve URL (hfurls). What olares-pack renders differently is listed by
 the flag-aware diff of the original against the render, in the import report."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from olares_pack.common.errors import InputError
 from olares_pack.engines import registry
 from olares_pack.engines.detect import Invocation, find_engines
 from olares_pack.engines.normalize import NormalizedArgs, normalize_generic, normalize_llama
+from olares_pack.importing import hfurls
 
 # llama.cpp flags the typed settings hold (canonical names of the registry), and their fields.
 _LLAMA = {"--alias": "alias", "--host": "host", "--port": "port", "--parallel": "parallel", "--ctx-size": "ctx_size",
@@ -58,7 +60,8 @@ def _download_env(objects: list[dict[str, Any]]) -> dict[str, str]:
     return {k: str(v) for k, v in download_env(objects).items()}
 
 
-def _model(flags: dict[str, str], download: dict[str, str], positional: list[str]) -> dict[str, Any]:
+def _model(flags: dict[str, str], download: dict[str, str], positional: list[str],
+           fetched: list[hfurls.HfFile] | None = None) -> dict[str, Any]:
     if download.get("MODEL_REPO"):
         files = [line.split("|", 1)[0] for line in download.get("MODEL_FILES", "").splitlines() if line.strip()]
         out: dict[str, Any] = {"repo": download["MODEL_REPO"], "revision": download.get("MODEL_REVISION") or "main"}
@@ -78,7 +81,10 @@ def _model(flags: dict[str, str], download: dict[str, str], positional: list[str
             return {"repo": m.group(1), "revision": m.group(2), "file": m.group(3)}
     if positional and re.fullmatch(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+", positional[0]):
         return {"repo": positional[0], "revision": flags.get("--revision", "main")}
-    raise InputError("the model's Hugging Face repo is not in the chart (no download step, -hf or hf-files/ path)")
+    if (found := hfurls.model(fetched or [], flags.get("--model", ""))) is not None:
+        return found
+    raise InputError("the model's Hugging Face repo is not in the chart (no download step, -hf, hf-files/ path "
+                     "or wget/curl of a huggingface.co/<repo>/resolve/<revision>/<file> URL)")
 
 
 def _resources(container: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +146,8 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
     if download:
         consumed.add("HF_HUB_OFFLINE")  # the typed render sets it whenever a download step fetches the model
     data = {**{k: v for k, v in app.model_dump(mode="json", exclude={"chart"}).items()},
-            "engine": engine, "server": server, "model": _model(args.values(), download, args.positional),
+            "engine": engine, "server": server,
+            "model": _model(args.values(), download, args.positional, hfurls.downloads(objects, inv.workload)),
             **_chart_fields(app, container, consumed)}
     notes: list[str] = []
     data = llmbase_import.extras(data, app, objects, inv, notes)

@@ -98,8 +98,11 @@ class ChartContext:
 
     @property
     def modern(self) -> bool:
-        v = self.config_version
-        return v is not None and v >= semver.Version.parse(targets.MODERN_MANIFEST)
+        key = f"modern {self.manifest.get('olaresManifest.version', '')}"  # rules ask often: read once
+        if key not in self.memo:
+            v = self.config_version
+            self.memo[key] = v is not None and v >= semver.Version.parse(targets.MODERN_MANIFEST)
+        return self.memo[key]  # type: ignore[no-any-return]
 
     @property
     def manifest_type(self) -> str:
@@ -165,6 +168,15 @@ class ChartContext:
 
     def primary_render(self) -> Render | None:
         return self.renders[0] if self.renders else None
+
+    def engines(self) -> list[Any]:
+        """The LLM engines the primary render starts (engines/detect.find_engines), found once."""
+        if "engines" not in self.memo:
+            from olares_pack.engines.detect import find_engines
+
+            r = self.primary_render()
+            self.memo["engines"] = find_engines(r.objects) if r else []
+        return self.memo["engines"]  # type: ignore[no-any-return]
 
     def file_of(self, obj: dict[str, Any]) -> str:
         for r in self.renders:
@@ -329,7 +341,7 @@ def run_helm(ctx: ChartContext) -> None:
                     ctx.renders.append(first)
             ctx.zero_replicas = _render_zero(ctx, loaded[0][1], name, docs) if ctx.modern and len(loaded) == 1 else None
             if _allows_multiple(ctx) and len(loaded) == 1:
-                ctx.memo["probes"] = _render_probes(ctx, loaded[0][1], name)
+                ctx.memo["probes"] = _render_probes(ctx, loaded[0][1], name, docs)
         finally:
             for _, c, _ in loaded:
                 c.close()
@@ -353,13 +365,15 @@ def _allows_multiple(ctx: ChartContext) -> bool:
     return isinstance(opts, dict) and opts.get("allowMultipleInstall") is True
 
 
-def _render_probes(ctx: ChartContext, chart: helm_python.Chart, name: str) -> list[list[dict[str, Any]]] | None:
-    """The chart rendered under two other release names, as oac does for options.allowMultipleInstall."""
+def _render_probes(ctx: ChartContext, chart: helm_python.Chart, name: str, docs: dict[str, Any]) -> list[list[dict[str, Any]]] | None:
+    """The chart rendered under two other release names, as oac does for options.allowMultipleInstall.
+    A document the release name does not reach renders as it did under the app's name: `docs`
+    (the first renders' documents, by text) spares parsing it again."""
     out = []
     for release in PROBES:
         try:
             rendered = chart.render(values=ctx.values(*OWNERS[0], ctx.modes[0]), name=release, namespace=f"{name}-alice")
-            out.append([o for _, o in helm.objects(rendered) if isinstance(o, dict)])
+            out.append([o for _, o in helm.objects(rendered, docs) if isinstance(o, dict)])
         except (helm_python.HelmError, yaml.YAMLError):
             return None
     return out

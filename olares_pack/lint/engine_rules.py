@@ -3,6 +3,7 @@ must agree, pinned images, and secrets in plain text."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Callable
@@ -12,7 +13,7 @@ from typing import Any
 from olares_pack.charts.objects import containers, find, obj_name
 from olares_pack.common.errors import InputError
 from olares_pack.engines import registry
-from olares_pack.engines.detect import Invocation, find_engines
+from olares_pack.engines.detect import Invocation
 from olares_pack.engines.normalize import normalize_generic, normalize_llama
 from olares_pack.lint.context import ChartContext
 
@@ -118,11 +119,72 @@ def _accepts_value(flag: str, value: str) -> Callable[[registry.Registry], bool]
     return lambda r: (spec := r.lookup(flag)) is not None and (not spec.choices or value in spec.choices)
 
 
+Where = Callable[[str], "dict[str, Any] | None"]  # a flag or value as written -> where it is written (None: the workload)
+
+
+def _llama_args(ctx: ChartContext, inv: Invocation, eb: EngineBuild, reg: registry.Registry, at: dict[str, Any], where: Where) -> Any:
+    """The flag and value checks of one llama-server argv; findings point where each word is written."""
+    extra_values = eb.fork.values if eb.fork else {}
+    extra_flags = set(eb.fork.flags) if eb.fork else set()
+    args = normalize_llama(inv.argv, reg, inv.env)
+    for name in args.unknown:
+        if name in extra_flags:
+            continue
+        doubt = _doubt(eb, _accepts_flag(name))
+        ctx.add("engine.flag", f"llama.cpp {reg.build} does not accept {name}" + (f" ({doubt})" if doubt else ": llama-server exits at start"),
+                **(where(name) or at), hint=_hint_for_flag(name, reg), severity="warning" if doubt else None)
+    for arg in args.args.values():
+        spec = reg.lookup(arg.flag) or reg.lookup(arg.spelled.split()[0].split("=")[0])
+        if spec is None:
+            continue
+        spelled = arg.spelled.split()[0].split("=")[0]
+        if spec.removed:
+            doubt = _doubt(eb, _accepts_flag(spelled))
+            ctx.add("engine.flag", f"{spelled} was removed before llama.cpp {reg.build}" + (f" ({doubt})" if doubt else ": llama-server exits at start"),
+                    **(where(spelled) or at), severity="warning" if doubt else None,
+                    hint=f"use {spec.replacement}" if spec.replacement else _hint_for_flag(spelled, reg))
+            continue
+        if spec.choices and spec.takes_value and not spec.optional_value:
+            parts = arg.value.split(",") if arg.flag == "--spec-type" else [arg.value]
+            for part in parts:
+                if part in spec.choices or part in extra_values.get(spec.canonical, ()):
+                    continue
+                doubt = _doubt(eb, _accepts_value(spec.canonical, part))
+                ctx.add("engine.value", f"{arg.flag} {part}: llama.cpp {reg.build} accepts {', '.join(spec.choices)}" + (f" ({doubt})" if doubt else ""),
+                        **(where(arg.value) or where(spelled) or at), hint=_hint_for_value(arg.flag, part, reg),
+                        severity="warning" if doubt else None)
+    return args
+
+
+def _nowhere(word: str) -> None:
+    return None
+
+
+def _other_engine_args(ctx: ChartContext, inv: Invocation) -> list[tuple[Invocation, dict[str, Any]]]:
+    """The shared form: each ENGINE_ARGS the chart writes that the render did not start the engine
+    with (an option of the clone dialog, the templates' fallback), as the engine would be started
+    with it, and where it is written: checked as the render's arguments are."""
+    if not inv.llmbase:
+        return []
+    from olares_pack.engines.detect import llmbase_argv
+    from olares_pack.lint import engine_args
+
+    rendered = inv.env.get(engine_args.ENV, "")
+    out = []
+    for source in engine_args.sources(ctx):
+        if not source.within(rendered):
+            env = {**inv.env, engine_args.ENV: source.text}
+            out.append((dataclasses.replace(inv, env=env, argv=llmbase_argv(inv.kind, env)), source.where()))
+    return out
+
+
 def llama_flags(ctx: ChartContext) -> None:
+    from olares_pack.lint import engine_args
+
     r = ctx.primary_render()
     if r is None:
         return
-    for inv in find_engines(r.objects):
+    for inv in ctx.engines():
         if inv.kind != "llamacpp":
             continue
         where = f"{inv.workload}: containers[{inv.container}]"
@@ -136,34 +198,11 @@ def llama_flags(ctx: ChartContext) -> None:
         ctx.add("engine.build", eb.resolved.note + (f"; {eb.origin}" if not eb.strict else ""), path=where, file=file,
                 severity="info" if sure else "warning",
                 hint="" if sure else "olares-pack apps: set engine.build; hand-written charts: --engine-build or an image tag bNNNN")
-        extra_values = eb.fork.values if eb.fork else {}
-        extra_flags = set(eb.fork.flags) if eb.fork else set()
-        args = normalize_llama(inv.argv, reg, inv.env)
-        for name in args.unknown:
-            if name in extra_flags:
-                continue
-            doubt = _doubt(eb, _accepts_flag(name))
-            ctx.add("engine.flag", f"llama.cpp {reg.build} does not accept {name}" + (f" ({doubt})" if doubt else ": llama-server exits at start"),
-                    path=where, file=file, hint=_hint_for_flag(name, reg), severity="warning" if doubt else None)
-        for arg in args.args.values():
-            spec = reg.lookup(arg.flag) or reg.lookup(arg.spelled.split()[0].split("=")[0])
-            if spec is None:
-                continue
-            spelled = arg.spelled.split()[0].split("=")[0]
-            if spec.removed:
-                doubt = _doubt(eb, _accepts_flag(spelled))
-                ctx.add("engine.flag", f"{spelled} was removed before llama.cpp {reg.build}" + (f" ({doubt})" if doubt else ": llama-server exits at start"),
-                        path=where, file=file, severity="warning" if doubt else None,
-                        hint=f"use {spec.replacement}" if spec.replacement else _hint_for_flag(spelled, reg))
-                continue
-            if spec.choices and spec.takes_value and not spec.optional_value:
-                parts = arg.value.split(",") if arg.flag == "--spec-type" else [arg.value]
-                for part in parts:
-                    if part in spec.choices or part in extra_values.get(spec.canonical, ()):
-                        continue
-                    doubt = _doubt(eb, _accepts_value(spec.canonical, part))
-                    ctx.add("engine.value", f"{arg.flag} {part}: llama.cpp {reg.build} accepts {', '.join(spec.choices)}" + (f" ({doubt})" if doubt else ""),
-                            path=where, file=file, hint=_hint_for_value(arg.flag, part, reg), severity="warning" if doubt else None)
+        at = {"path": where, "file": file}
+        placed = engine_args.placer(ctx, inv.env.get(engine_args.ENV) if inv.llmbase else None)
+        args = _llama_args(ctx, inv, eb, reg, at, placed)
+        for other, written in _other_engine_args(ctx, inv):
+            _llama_args(ctx, other, eb, reg, written, _nowhere)
         for flag, label in (("--host", "--host (default 127.0.0.1: unreachable from the Service)"),
                             ("--port", "--port (the default moved between builds)"),
                             ("--parallel", "-np/--parallel (default auto = 4 slots, each with its own state)")):
@@ -176,13 +215,30 @@ def llama_flags(ctx: ChartContext) -> None:
 _VLLM_TAG = re.compile(r"^v?([0-9]+\.[0-9]+\.[0-9]+)")
 
 
+def _vllm_args(ctx: ChartContext, args: Any, known: Any, repo: str, upstream: bool, at: dict[str, Any], where: Where) -> None:
+    for flag in sorted(a.flag for a in args.args.values() if a.flag.startswith("--")):
+        if known.accepts(flag):
+            continue
+        if known.neighbours and any(registry.vllm_accepts(n, flag) for n in known.neighbours):
+            doubt = "a neighbouring release accepts it"
+        elif not upstream:
+            doubt = f"the image {repo} may carry patches that add it"
+        else:
+            doubt = ""
+        ctx.add("engine.flag", f"vLLM {known.version} does not accept {flag}" + (f" ({doubt})" if doubt else ": vllm serve exits at start"),
+                **(where(flag) or at), severity="warning" if doubt else None,
+                hint=next((f"did you mean {c}?" for c in difflib.get_close_matches(flag, sorted(known.flags), n=1, cutoff=0.8)), ""))
+
+
 def vllm_flags(ctx: ChartContext) -> None:
     """vLLM exits at start on an unknown flag too: flags against the release the image tag names
     (engines/data/vllm-flags.json, from vLLM's own sources)."""
+    from olares_pack.lint import engine_args
+
     r = ctx.primary_render()
     if r is None:
         return
-    for inv in find_engines(r.objects):
+    for inv in ctx.engines():
         if inv.kind != "vllm":
             continue
         args = normalize_generic(inv.argv)
@@ -198,18 +254,11 @@ def vllm_flags(ctx: ChartContext) -> None:
         if not upstream:
             told += f"; image {repo} is not vllm/vllm-openai: unknown flags are warnings"
         ctx.add("engine.build", told, path=where, file=file, severity="info" if known.exact or not upstream else "warning")
-        for flag in sorted(a.flag for a in args.args.values() if a.flag.startswith("--")):
-            if known.accepts(flag):
-                continue
-            if known.neighbours and any(registry.vllm_accepts(n, flag) for n in known.neighbours):
-                doubt = "a neighbouring release accepts it"
-            elif not upstream:
-                doubt = f"the image {repo} may carry patches that add it"
-            else:
-                doubt = ""
-            ctx.add("engine.flag", f"vLLM {known.version} does not accept {flag}" + (f" ({doubt})" if doubt else ": vllm serve exits at start"),
-                    path=where, file=file, severity="warning" if doubt else None,
-                    hint=next((f"did you mean {c}?" for c in difflib.get_close_matches(flag, sorted(known.flags), n=1, cutoff=0.8)), ""))
+        at = {"path": where, "file": file}
+        placed = engine_args.placer(ctx, inv.env.get(engine_args.ENV) if inv.llmbase else None)
+        _vllm_args(ctx, args, known, repo, upstream, at, placed)
+        for other, written in _other_engine_args(ctx, inv):
+            _vllm_args(ctx, normalize_generic(other.argv), known, repo, upstream, written, _nowhere)
         for flag in ("--host", "--port"):
             if flag not in args.args:
                 ctx.add("engine.defaults", f"{flag} is left to its default", path=where, file=file, hint=f"set {flag} explicitly")
@@ -244,12 +293,6 @@ def _ports_agree(ctx: ChartContext, inv: Invocation, listen: int | None, objects
             if target != listen:
                 ctx.add("engine.port", f"{obj_name(svc)} port {p.get('port')} targets {target}, the engine listens on {listen}",
                         path=obj_name(svc), file=ctx.file_of(svc))
-    svc_ports = {(svc.get("metadata") or {}).get("name"): {p.get("port") for p in (svc.get("spec") or {}).get("ports") or []}
-                 for svc in services}
-    for i, e in enumerate(ctx.manifest.get("entrances") or []):
-        if isinstance(e, dict) and e.get("host") in svc_ports and e.get("port") not in svc_ports[e.get("host")]:
-            ctx.add("engine.port", f"entrance {e.get('name')!r} port {e.get('port')} is not a port of Service {e.get('host')!r}",
-                    file="OlaresManifest.yaml", path=f"entrances[{i}].port", loc=("entrances", i, "port"))
 
 
 def images(ctx: ChartContext) -> None:
@@ -293,43 +336,49 @@ def plaintext_secrets(ctx: ChartContext) -> None:
                     ctx.add("secret.plaintext", "a key or token is written into a shell command", path=where, file=ctx.file_of(o))
 
 
-def _estimate(ctx: ChartContext) -> Any:
-    """The GPU memory estimate of an olares-pack app (None for hand-written charts, or when the
-    model's numbers are missing: then a warning says nothing checks the fit). Computed once."""
-    if "estimate" in ctx.memo:
-        return ctx.memo["estimate"]
+def _verdict(ctx: ChartContext) -> Any:
+    """The GPU memory verdict of an olares-pack app, imported ones included (vram/verdict.py, the
+    one `vram` and `release` give); None for hand-written charts, or when the model's numbers are
+    missing: then a warning says nothing checks the fit. Computed once."""
+    if "verdict" in ctx.memo:
+        return ctx.memo["verdict"]
     app, app_dir = ctx.source.app, ctx.source.app_dir
-    est = None
-    if app is not None and app_dir is not None and "nvidia" in getattr(app, "modes", ()):
-        from olares_pack.vram import budget
-        from olares_pack.vram import estimate as vram
+    v = None
+    if app is not None and app_dir is not None:
+        from olares_pack.vram import gate
 
         try:
-            est = budget.app_estimate(app, app_dir, vram.device())
+            v = gate.of_catalogue(app, app_dir)
         except InputError as exc:
             # loudly: without the model's numbers nothing checks that the chart fits the GPU
             ctx.add("vram.budget", f"no GPU memory check: {exc}", severity="warning")
-    ctx.memo["estimate"] = est
-    return est
+    ctx.memo["verdict"] = v
+    return v
+
+
+def _estimate(ctx: ChartContext) -> Any:
+    v = _verdict(ctx)
+    return v.estimate if v is not None else None
 
 
 def gpu_budget(ctx: ChartContext) -> None:
-    """For charts rendered from an app manifest: the estimate at full context, against the device
-    and against the GPU memory the chart declares (the HAMi grant)."""
+    """For charts rendered from an app manifest: the verdict at full context on the build the chart
+    runs (a policy error unless it is `fits`: `tight` too, since its margin is within what the
+    estimate cannot tell), and the GPU memory the chart declares (the HAMi grant) against the estimate."""
     app = ctx.source.app
-    est = _estimate(ctx)
-    if app is None or est is None:
+    v = _verdict(ctx)
+    if app is None or v is None:
         return
     from olares_pack.apps.manifest import LlamaCppApp
     from olares_pack.vram import estimate as vram
 
+    est = v.estimate
     declared = app.resources.gpu_memory_mib
-    figures = f"{est.total_mib:,.0f} MiB at full context ({est.boot_mib:,.0f} at boot), {est.headroom_mib:,.0f} MiB headroom on {est.device.name}"
-    if est.verdict == "does not fit":
-        ctx.add("vram.budget", f"does not fit: {figures}", hint="olares-pack vram shows every term; lower --ctx-size, the cache type or the quant")
-    elif est.verdict == "tight":
-        ctx.add("vram.budget", f"tight: {figures}", severity="warning",
-                hint="little headroom once the context fills; olares-pack vram --largest-ctx")
+    if v.verdict != "fits":
+        ctx.add("vram.budget", v.line(),
+                hint=f"olares-pack vram {app.name} shows every term; lower --ctx-size, the cache type or the quant, or "
+                     "move the engine to a build that reserves its memory at boot; `release --allow vram.budget` ships "
+                     "it anyway and its changelog entry says so")
     if isinstance(app, LlamaCppApp) and isinstance(declared, int) and declared < est.total_mib:
         ctx.add("vram.budget", f"declares {declared} MiB of GPU memory but needs {est.total_mib:,.0f} MiB at full context",
                 file="OlaresManifest.yaml", hint=f"gpu_memory_mib: {vram.gpu_request_mib(est)} (or auto)")

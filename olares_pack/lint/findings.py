@@ -78,7 +78,7 @@ HELM_INSTALL = f"{APP_SERVICE} HelmOps install (helm render of the chart, every 
 K8S_API = "the Kubernetes API server of the device (k3s v1.32) refuses invalid objects at install"
 INSTALL_NOTE = f"oac.Lint runs at install from 1.12.6 ({APP_SERVICE} installHandlerHelper.lintChart, beclab/Olares PR #3221)"
 
-# Every rule: id -> what it checks, its source and its releases. Ids are stable; README lists them
+# Every rule: id -> what it checks, its source and its releases. Ids are stable; docs/reference/rules.md lists them
 # and `olares-pack lint --explain RULE` prints one. Severity: error = the installer refuses the
 # chart or the app cannot start (policy: olares-pack refuses to release it); warning = installs,
 # but risky or not portable; info = context.
@@ -133,6 +133,19 @@ RULES: dict[str, RuleInfo] = {
                                   f"{OAC}/internal/manifest/validate.go (0.12.0 provider rules); {INSTALL_NOTE}", FROM_OAC),
     "manifest.olares-user": RuleInfo("error", "no OLARES_USER env names or strings in a 0.12.0 chart",
                                      f"{OAC}/internal/manifest/envs.go; {INSTALL_NOTE}", FROM_OAC),
+    "manifest.ports": RuleInfo("error", "ports[]: name ^[a-z0-9A-Z-]*$ and unique, host a Service name, port and exposePort "
+                               "1-65535 (exposePort 0 or unset: picked by the platform), protocol tcp, udp or empty",
+                               f"{OAC}/internal/manifest/validate.go, the ports[] rules beside the entrance rules (beclab/Olares "
+                               "PR #3748, opened 2026-07-24). Refused from 1.12.7: the app service of the 1.12.7 line pins oac "
+                               "v0.0.0-20260813100235-217f8c798b53 (framework/app-service/go.mod as of PR #3982, target v1.12.7), "
+                               "which has it; no source read here shows 1.12.6 shipping it, so there it is a warning. "
+                               f"{INSTALL_NOTE}", ">=1.12.7-0"),
+    "manifest.legacy-window": RuleInfo("error", "a manifest below 0.12.0 declares the olares system dependency, and (v1/v2) "
+                                       "restricts it to >=1.12.3-0,<1.12.6",
+                                       f"{OAC}/internal/manifest/validate.go validateOlaresDependency, pickOlaresDepRule "
+                                       "(olaresDepRulePreV3: a constraint admitting 1.12.2, 1.12.6 or 2.0.0 is refused), run on "
+                                       "every manifest since beclab/Olares PR #3580 (opened 2026-07-01, target v1.12.6 and "
+                                       f"v1.12.7; before it, only on 0.12.0 manifests); {INSTALL_NOTE}", FROM_OAC),
     "manifest.api-timeout": RuleInfo("warning", "streaming LLM APIs set options.apiTimeout: 0",
                                      "olares-pack policy: the entrance's 15 s default timeout cuts long generations", policy=True),
     "manifest.i18n": RuleInfo("warning", "i18n/<locale>/OlaresManifest.yaml parse and hold only translatable texts",
@@ -201,7 +214,10 @@ RULES: dict[str, RuleInfo] = {
                              "llama.cpp common/arg.cpp and common/speculative.cpp of each build: the server exits at start"),
     "engine.defaults": RuleInfo("warning", "--host, --port and --parallel are set explicitly",
                                 "olares-pack policy: llama-server's defaults moved between builds", policy=True),
-    "engine.port": RuleInfo("error", "container port, Service port, entrance port and --port agree (Service -> targetPort -> container)",
+    "template.entrance-port": RuleInfo("error", "each entrance's port is a port of the Service its host names",
+                                       "olares-pack policy: the entrance proxies to host:port; a port the Service does not "
+                                       "expose installs and answers 502", policy=True),
+    "engine.port": RuleInfo("error", "container port, Service port and --port agree (Service -> targetPort -> container)",
                             "olares-pack policy: the entrance routes to the Service, the Service to the container port; "
                             "a mismatch installs and serves nothing", policy=True),
     "engine.build": RuleInfo("info", "which engine build's flag registry was used (a warning when it is only the nearest known)",

@@ -204,8 +204,8 @@ def static_manifest(ctx: ChartContext) -> None:
     """0.12.0 manifests are read without rendering: '{{' or '}}' outside a YAML string is a leftover
     Helm placeholder (framework/oac checkNoTemplateSyntax)."""
     text = ctx.source.files.get(MANIFEST, "")
-    if not ctx.declared_modern:
-        return
+    if not ctx.declared_modern or ("{{" not in text and "}}" not in text):
+        return  # masking only blanks braces: a text without any has nothing to report
     for n, line in enumerate(_mask_strings(text), 1):
         m = re.search(r"\{\{|\}\}", line)
         if m:
@@ -374,9 +374,7 @@ def olares_user(ctx: ChartContext) -> None:
 
 
 def api_timeout(ctx: ChartContext) -> None:
-    from olares_pack.engines.detect import find_engines
-
-    if not ctx.renders or not find_engines(ctx.renders[0].objects):
+    if not ctx.engines():
         return
     opts = ctx.manifest.get("options") if isinstance(ctx.manifest.get("options"), dict) else {}
     if opts.get("apiTimeout") != 0:

@@ -51,12 +51,18 @@ class _Scan:
     mappings: list[_Mapping] = field(default_factory=list)
     branches: list[tuple[int, int]] = field(default_factory=list)  # open if/with/range: (id, branch index)
     next_id: int = 0
+    here: tuple[tuple[int, int], ...] = ()  # the branches as a tuple, kept with them
     block_indent: int | None = None  # the indent of the key or item that opened a block scalar
     content_indent: int | None = None
 
     def line(self, n: int, raw: str) -> None:
+        inside = self.content_indent
+        if inside is not None and raw.startswith(" " * inside) and "{{" not in raw:
+            return  # a line of a block scalar's text, no template action on it: nothing to read
         line = raw.rstrip("\r")
         stripped = line.strip()
+        if self.block_indent is None and (not stripped or stripped[0] == "#"):
+            return  # a blank or comment line outside a block scalar opens, closes and holds nothing
         indent = len(line) - len(line.lstrip(" "))
         action_only = "{{" in line and bool(_ACTION_ONLY.match(line))
         if action_only:
@@ -89,6 +95,7 @@ class _Scan:
                 self.branches[-1] = (bid, idx + 1)
             elif word == "end" and self.branches:
                 self.branches.pop()
+        self.here = tuple(self.branches)
 
     def _in_block(self, stripped: str, indent: int, action_only: bool) -> bool:
         """Whether the line is still the block scalar's text (else the block ends here)."""
@@ -110,18 +117,24 @@ class _Scan:
         """The line past its sequence-item dashes, and the indent its content stands at; each item
         opens a new mapping."""
         body, at = stripped, indent
-        while body.startswith("- ") or body == "-":
+        while body[:1] == "-" and (body == "-" or body[1] == " "):
             body = body[2:].lstrip() if body != "-" else ""
             at = len(line) - len(line.lstrip(" -")) if body else at + 2
-            self.mappings = [m for m in self.mappings if m.indent < at]
+            self._close(at - 1)
             self.mappings.append(_Mapping(at))
         return body, at
 
+    def _close(self, indent: int) -> None:
+        """Drop the mappings deeper than `indent` (the list is kept in ascending indent order)."""
+        mappings = self.mappings
+        while mappings and mappings[-1].indent > indent:
+            mappings.pop()
+
     def _key(self, n: int, key: str, at: int) -> None:
-        self.mappings = [x for x in self.mappings if x.indent <= at]
+        self._close(at)
         if not self.mappings or self.mappings[-1].indent != at:
             self.mappings.append(_Mapping(at))
-        here = tuple(self.branches)
+        here = self.here
         seen = self.mappings[-1].keys.get(key)
         if seen is not None and "{{" not in key:
             first, there = seen

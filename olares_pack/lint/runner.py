@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from olares_pack.charts.source import ChartSource
-from olares_pack.lint import engine_rules, manifest_rules, raw_rules, template_rules
+from olares_pack.lint import engine_rules, installer_rules, manifest_rules, raw_rules, template_rules
 from olares_pack.lint.context import ChartContext, LintOptions, build_context, run_helm
 from olares_pack.lint.findings import Finding, allow, for_release
 
@@ -32,7 +32,7 @@ def lint_chart(source: ChartSource, options: LintOptions | None = None) -> Chart
     _apply(ctx, [manifest_rules.static_manifest])  # on the text: it may not parse as YAML
     _apply(ctx, raw_rules.RAW_RULES)  # on the template text, as the app service reads it
     if ctx.manifest:
-        _apply(ctx, manifest_rules.RULES)
+        _apply(ctx, [*manifest_rules.RULES, *installer_rules.RULES])
         run_helm(ctx)
         _apply(ctx, [*template_rules.RULES, *engine_rules.RULES, *manifest_rules.POST_RENDER])
     allowed = frozenset(ctx.options.allow)

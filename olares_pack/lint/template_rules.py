@@ -251,9 +251,28 @@ def routing(ctx: ChartContext) -> None:
     services = {(o.get("metadata") or {}).get("name"): o for o in r.objects if o.get("kind") == "Service"}
     for i, e in enumerate(ctx.manifest.get("entrances") or []):
         if isinstance(e, dict) and e.get("host") not in services:
-            # a Service that exists but lacks the entrance's port is engine.port's finding
+            # a Service that exists but lacks the entrance's port is template.entrance-port's finding
             ctx.add("template.routing", f"entrance {e.get('name')!r}: no rendered Service is named {e.get('host')!r}",
                     file="OlaresManifest.yaml", path=f"entrances[{i}].host", hint="host names the Service in front of the app's pod")
+
+
+def entrance_port(ctx: ChartContext) -> None:
+    """Each entrance's port is a port of the Service its host names: the entrance proxies to
+    host:port, and a port the Service does not expose answers 502."""
+    r = ctx.primary_render()
+    if r is None or ctx.manifest_type != "app":
+        return
+    ports = {(o.get("metadata") or {}).get("name"): [p.get("port") for p in (o.get("spec") or {}).get("ports") or [] if isinstance(p, dict)]
+             for o in r.objects if o.get("kind") == "Service"}
+    for key in ("entrances", "sharedEntrances"):
+        for i, e in enumerate(ctx.manifest.get(key) or []):
+            if not isinstance(e, dict) or not ports.get(e.get("host")) or e.get("port") in (None, 0):
+                continue  # no such Service (template.routing), one without ports, or a port left to the platform
+            if e.get("port") not in ports[e["host"]]:
+                listed = ", ".join(str(p) for p in ports[e["host"]])
+                ctx.add("template.entrance-port", f"{key[:-1]} {e.get('name')!r} port {e.get('port')} is not a port of Service "
+                        f"{e['host']!r} ({listed}): the entrance answers 502", file="OlaresManifest.yaml", path=f"{key}[{i}].port",
+                        loc=(key, i, "port"), hint=f"port: {ports[e['host']][0]}, or add the port to the Service")
 
 
 def multiple_install(ctx: ChartContext) -> None:
@@ -312,5 +331,5 @@ def image_ref(ctx: ChartContext) -> None:
 
 
 RULES: list[Rule] = [schemas, namespace, app_workload, hostpath_recreate, container_resources, envelope,
-                     userspace_permission, workload_replicas, replicas_wiring, gpu_memory, runtime_class, routing, image_ref,
+                     userspace_permission, workload_replicas, replicas_wiring, gpu_memory, runtime_class, routing, entrance_port, image_ref,
                      upload_mount, multiple_install]

@@ -1,5 +1,5 @@
 """Read a live market source the way a device does (beclab/market internal/v2/appinfo/syncerfn: the
-data, detail and hash steps; README, "Serving the market"): the catalogue for each
+data, detail and hash steps; docs/concepts/market-source.md): the catalogue for each
 OS version asked, every app's details (at most 10 ids a request), and the chart of every version
 the details list, by file name. What a source does not let a device download is not imported
 (the import report says which versions).

@@ -7,7 +7,8 @@ import catalogue from "./catalogue.json";
 const MAX_BODY = 64 * 1024;
 const MAX_IDS = 100;
 const OS_VERSION = /^v?([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:\.([0-9]{1,9}))?(?:-([0-9A-Za-z-]{1,64}(?:\.[0-9A-Za-z-]{1,64}){0,15}))?(?:\+[0-9A-Za-z.-]{1,64})?$/;
-const NAME = /^[a-z][a-z0-9]{0,29}$/;
+// app names of either OS line (olares_pack/common/naming.py ANY_LINE_NAME_RE): 1.12.3-1.12.5 take over 30 characters
+const NAME = /^[a-z0-9]{1,63}$/;
 const ID = /^[0-9a-f]{8}$/;
 const encoder = new TextEncoder();
 const tags = new Map();

@@ -33,11 +33,13 @@ import yaml
 
 from olares_pack import olares
 from olares_pack.catalogue import ledger as index
-from olares_pack.catalogue.repo import INDEX_FILE
+from olares_pack.catalogue.repo import INDEX_FILE, OFFER_FILE
 from olares_pack.charts import package
 from olares_pack.common import quantity
 from olares_pack.common.errors import InputError
 from olares_pack.common.yamlsrc import safe_load
+from olares_pack.market import ledgerscan
+from olares_pack.market import offers as offers_mod
 from olares_pack.market import taxonomy as taxonomy_mod
 from olares_pack.market import v2 as market_v2
 from olares_pack.olares import admits
@@ -79,19 +81,33 @@ class Chart:
     release: str  # the release it belongs to (1.0.9)
     target: str
     file_name: str
-    path: Path
+    path_text: str  # the package's path (a str: a 200-app catalogue lists thousands)
     sha256: str
     dependency: str  # the chart's olares dependency, as recorded
     published: str  # YYYY-MM-DD from the ledger
+    # The OS versions whose installer rules accept it (market-offer.json, decided by `build`);
+    # None: where its dependency admits.
+    offer: str | None = None
+    # A templated manifest as the administrator's install renders it (market-offer.json), so that
+    # reading it needs no Helm here.
+    installed_manifest: str | None = None
     offered: bool = True  # False: another target's chart of the same release owns its file name
     problem: str | None = None  # why this chart cannot be served (missing, unreadable, changed), with the remedy
     order: semver.Version = field(init=False)  # the version, parsed once for comparisons
+    window: str = field(init=False)  # the OS versions it is offered to: dependency and offer both admit
     data: bytes | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     i18n: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What every view that shows it holds of it, computed once (Listing); the manifest is then let go.
+    listing: Listing | None = None
 
     def __post_init__(self) -> None:
         self.order = semver.Version.parse(self.version)
+        self.window = offers_mod.window(self.dependency, self.offer)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.path_text)
 
     def read(self) -> bytes:
         """The package bytes, refused when they are not the ones the ledger records."""
@@ -107,16 +123,16 @@ class Chart:
         return data
 
     def load(self) -> Chart:
-        """Keep the bytes and read the manifest and per-locale files (a chart a view shows)."""
-        if self.data is None:
+        """Read the manifest and per-locale files of a chart a view shows (once: its Listing then
+        holds what views need of it)."""
+        if self.data is None and self.listing is None:
             data = self.read()
             try:
                 name, files, _ = package.read_archive_split(data)
                 text = files.get("OlaresManifest.yaml", "")
                 if "{{" in text:  # a templated manifest (the v2 shared form), as the administrator's install reads it
-                    from olares_pack.charts import helm
-
-                    text = helm.installed_manifest(files, name or self.name)
+                    text = self.installed_manifest if self.installed_manifest is not None else _render_manifest(
+                        files, name or self.name, self.path)
                 self.manifest = safe_load(text) or {}
                 self.i18n = {rel.split("/")[1]: safe_load(text) or {} for rel, text in files.items()
                              if rel.startswith("i18n/") and rel.count("/") == 2 and rel.endswith("/OlaresManifest.yaml")}
@@ -126,6 +142,44 @@ class Chart:
                 raise InputError(f"{self.path}: no readable OlaresManifest.yaml: {RESTORE}")
             self.data = data
         return self
+
+
+def _render_manifest(files: dict[str, str], name: str, path: Path) -> str:
+    """A templated manifest market-offer.json does not hold (a catalogue built before it did):
+    rendered here, which loads Helm into the server; `olares-pack build` records it."""
+    import logging
+
+    from olares_pack.charts import helm
+
+    logging.getLogger("olares_pack.server").warning(
+        "%s: its templated manifest is not in %s: rendering it loads Helm into this process (run olares-pack build)",
+        path, OFFER_FILE)
+    return helm.installed_manifest(files, name)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A chart as the views that show it hold it: its details entry as bytes, the few fields the
+    store's lists read, its v2 item and its locales. The same for every view (the entry depends on
+    the chart and the ledger only), so computed once and shared; the parsed manifest, which a
+    200-app catalogue would otherwise keep a few MiB of, is not kept."""
+
+    fragment: bytes
+    summary: dict[str, Any]  # description (en-US), icon, updated_at
+    v2_item: dict[str, Any]
+    v2_fragment: bytes  # v2_item as JSON
+    locales: frozenset[str]
+
+
+def listing(cat: Catalogue, c: Chart) -> Listing:
+    if c.listing is None:
+        e = entry(cat, c)
+        codes = {str(x) for x in (c.manifest.get("spec") or {}).get("locale") or []} | set(c.i18n)
+        v2_item = market_v2.item(c, e)
+        c.listing = Listing(dumps(e), {"description": e["description"]["en-US"], "icon": e["icon"],
+                                       "updated_at": e["updated_at"]}, v2_item, market_v2.dumps(v2_item), frozenset(codes))
+        c.manifest, c.i18n, c.installed_manifest = {}, {}, None  # its bytes stay: served as verified
+    return c.listing
 
 
 @dataclass
@@ -160,6 +214,8 @@ class View:
 
 @dataclass
 class Catalogue:
+    # {"apps": {name: what the routes read of its versions, as compact JSON}}: decoded when a
+    # chart's details are computed (versions), a fraction of the parsed objects' memory
     ledger: dict[str, Any]
     charts: list[Chart]  # every published chart, all versions, all targets
     icons: dict[str, bytes]
@@ -172,6 +228,11 @@ class Catalogue:
     by_version: dict[str, View] = field(default_factory=dict)  # canonical OS version -> its view
     taxonomy: taxonomy_mod.Taxonomy = field(default_factory=taxonomy_mod.Taxonomy)
 
+    def versions(self, name: str) -> list[dict[str, Any]]:
+        """An app's versions as the ledger lists them, with what the routes read of each."""
+        blob = self.ledger["apps"].get(name)
+        return orjson.loads(blob)["versions"] if blob else []
+
     @property
     def problems(self) -> list[Chart]:
         """Listed charts that cannot be served, in ledger order."""
@@ -179,14 +240,16 @@ class Catalogue:
 
     @property
     def dependencies(self) -> list[str]:
-        return sorted({c.dependency for c in self.charts if c.offered})
+        """The OS windows charts are offered in (each its dependency and the market's offer)."""
+        return sorted({c.window for c in self.charts if c.offered})
 
     def chart_for(self, os_version: str) -> dict[str, Chart]:
-        """For each app, the newest offered chart whose olares dependency admits this OS version."""
+        """For each app, the newest offered chart whose window (its olares dependency, narrowed to
+        the releases whose installer rules accept it) admits this OS version."""
         admitted = {dep: admits(dep, os_version) for dep in self.dependencies}
         best: dict[str, Chart] = {}
         for c in self.charts:
-            if c.offered and not c.problem and admitted[c.dependency]:
+            if c.offered and not c.problem and admitted[c.window]:
                 cur = best.get(c.name)
                 if cur is None or c.order > cur.order:
                     best[c.name] = c
@@ -201,11 +264,11 @@ class Catalogue:
         while True:  # a chart found damaged when read is set aside, and the app's next chart is tried
             charts = self.chart_for(os_version)
             try:
-                for c in charts.values():
-                    c.load()
+                for loading in charts.values():
+                    listing(self, loading.load())  # its manifest let go before the next is parsed
                 break
             except InputError as exc:
-                bad = next(c for c in charts.values() if c.data is None)
+                bad = loading
                 if self.strict:
                     raise
                 bad.problem = str(exc).removeprefix(f"{bad.path}: ")
@@ -255,13 +318,14 @@ def entry(cat: Catalogue, c: Chart) -> dict[str, Any]:
     envelope = next((e for e in spec.get("accelerator") or [] if e.get("mode") == "nvidia"),
                     (spec.get("accelerator") or [spec])[0])
     app_id = index.app_id(c.name)
-    history = [h for h in index.version_history(cat.ledger, c.name, target=c.target)
+    versions = cat.versions(c.name)
+    history = [h for h in index.version_history({"apps": {c.name: {"versions": versions}}}, c.name, target=c.target)
                if semver.Version.parse(h["version"]) <= c.order]
-    versions = [v for v in (cat.ledger["apps"].get(c.name) or {}).get("versions", [])]
     first = min((v["published"] for v in versions), default=c.published)
     i18n = {loc: {"metadata": {k: doc.get("metadata", {}).get(k, "") for k in ("title", "description")},
                   "spec": {k: doc.get("spec", {}).get(k, "") for k in ("fullDescription", "upgradeDescription")}}
             for loc, doc in sorted(c.i18n.items())}
+    screenshots = [str(x) for x in spec.get("promoteImage") or [] if x] if isinstance(spec.get("promoteImage"), list) else []
     gpu_req = envelope.get("requiredGPUMemory") or envelope.get("requiredGpu")
     gpu_lim = envelope.get("limitedGPUMemory") or envelope.get("limitedGpu")
     return {
@@ -279,7 +343,7 @@ def entry(cat: Catalogue, c: Chart) -> dict[str, Any]:
         "versionName": str(spec.get("versionName", "")),
         "fullDescription": _locale_map(c, "spec", "fullDescription"),
         "upgradeDescription": _locale_map(c, "spec", "upgradeDescription"),
-        "promoteImage": [],
+        "promoteImage": screenshots,
         "promoteVideo": "",
         "subCategory": "",
         "locale": [str(x) for x in spec.get("locale") or ["en-US"]],
@@ -307,7 +371,7 @@ def entry(cat: Catalogue, c: Chart) -> dict[str, Any]:
         "submitter": str(spec.get("submitter", "")),
         "doc": str(spec.get("doc", "")),
         "website": str(spec.get("website", "")),
-        "featuredImage": "",
+        "featuredImage": str(spec.get("featuredImage") or next(iter(screenshots), "")),
         "sourceCode": str(spec.get("sourceCode", "")),
         "license": spec.get("license") or [],
         "legal": [],
@@ -329,16 +393,14 @@ def entry(cat: Catalogue, c: Chart) -> dict[str, Any]:
 
 def build_view(cat: Catalogue, charts: dict[str, Chart]) -> View:
     apps = {}
-    details = {}
-    by_name = {}
+    listed = {}
     for name, c in charts.items():
         app_id = index.app_id(name)
-        e = entry(cat, c)
-        details[app_id] = by_name[name] = e
+        one = listed[app_id] = listing(cat, c)
         apps[app_id] = {"id": app_id, "name": name, "version": c.version, "category": CATEGORY,
-                        "description": e["description"]["en-US"], "icon": e["icon"], "source": 1,
-                        "updated_at": e["updated_at"]}
-    last = max((e["updated_at"] for e in details.values()), default=EMPTY_TIME)
+                        "description": one.summary["description"], "icon": one.summary["icon"], "source": 1,
+                        "updated_at": one.summary["updated_at"]}
+    last = max((one.summary["updated_at"] for one in listed.values()), default=EMPTY_TIME)
     ids = ",".join(sorted(apps))
     # One "AI" page, topic, topic list and tag so the apps show in the store's sidebar.
     data = {
@@ -359,13 +421,14 @@ def build_view(cat: Catalogue, charts: dict[str, Chart]) -> View:
         "tags": {CATEGORY: {"_id": CATEGORY.lower(), "name": CATEGORY, "title": {"en-US": CATEGORY}, "icon": "",
                             "sort": 1, "source": 1, "updated_at": last, "createdAt": last}},
     }
-    fragments = {i: dumps(e) for i, e in sorted(details.items())}
+    fragments = {i: one.fragment for i, one in sorted(listed.items())}
     digest = hashlib.sha256(dumps(data) + b"".join(i.encode() + f for i, f in fragments.items())).hexdigest()[:32]
     info = dumps({"data": data, "hash": digest, "last_updated": last,
                   "stats": {"appstore_data": {"apps": len(apps)}, "last_updated": last}})
     hashed = dumps({"hash": digest, "last_updated": last})
     return View(digest, last, charts, fragments, info[:-1] + b',"version":', hashed[:-1] + b',"version":',
-                market_v2.build(cat, charts, by_name, digest))
+                market_v2.build(cat.taxonomy, [listed[index.app_id(name)] for name in charts],
+                                set().union(*(one.locales for one in listed.values())), digest))
 
 
 def load(root: Path, index_file: Path | None = None, base_url: str = "", *, strict: bool = False) -> Catalogue:
@@ -378,40 +441,62 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "", *, stri
     if not index_file.exists():
         raise InputError(f"{index_file}: no market index (publish with olares-pack release)")
     raw = index_file.read_bytes()
-    ledger = index.loads(raw, index_file)
-    charts: list[Chart] = []
-    slim: dict[str, Any] = {"apps": {}}
-    for name, app in sorted(ledger["apps"].items()):
-        # Only what the routes read is kept: argv, flags and resources of 2,000 versions are not.
-        slim["apps"][name] = {"versions": [{k: v[k] for k in ("version", "versionName", "published", "changelog",
-                                                             "unshipped", "charts") if k in v} for v in app["versions"]]}
+    ledger_sha256 = hashlib.sha256(raw).hexdigest()
+    rows: list[tuple[str, str, str, str, dict[str, Any]]] = []  # (app, release, published, target, chart record)
+
+    def keep(name: str, app: dict[str, Any]) -> bytes:
+        """Only what the routes read (argv, flags and resources of 2,000 versions are not), as
+        compact JSON (Catalogue.versions)."""
+        versions = []
         for v in app["versions"]:
-            for target, rec in sorted(v["charts"].items()):
-                served = rec.get("version") or v["version"]
-                c = Chart(name, served, v["version"], target, package.archive_name(name, served), root / rec["file"],
-                          rec["sha256"], rec.get("olares") or olares.get(target).dependency, v["published"])
-                # Every listed package must be there and readable; its bytes are checked against the
-                # sha256 when it is read (at load for the charts a view shows, else when asked for).
-                try:
-                    with c.path.open("rb"):
-                        size = c.path.stat().st_size
-                    if size != rec["size"]:
-                        c.problem = file_problem(c.path, None, size, rec["size"])
-                except OSError as exc:
-                    c.problem = file_problem(c.path, exc)
-                charts.append(c)
-    del ledger
+            rows.extend((name, v["version"], v["published"], target, rec) for target, rec in sorted(v["charts"].items()))
+            kept = {k: v[k] for k in ("version", "versionName", "published", "changelog", "unshipped") if k in v}
+            kept["charts"] = {t: {"version": r["version"]} if r.get("version") else {} for t, r in v["charts"].items()}
+            versions.append(kept)
+        return orjson.dumps({"versions": versions})
+
+    slim = ledgerscan.served(raw, index_file, keep)
+    del raw
+    decided = offers_mod.load(index_file.parent / OFFER_FILE)
+    charts: list[Chart] = []
+    for name, release, published, target, rec in sorted(rows, key=lambda r: r[0]):
+        served = rec.get("version") or release
+        offer = decided.get(rec["file"]) or {}
+        if offer.get("sha256") != rec["sha256"]:
+            offer = {}  # decided on other bytes: stale (build --check says so)
+        c = Chart(name, served, release, target, package.archive_name(name, served), str(root / rec["file"]),
+                  rec["sha256"], rec.get("olares") or olares.get(target).dependency, published,
+                  offer.get("offer"), offer.get("manifest"))
+        # Every listed package must be there and readable; its bytes are checked against the
+        # sha256 when it is read (at load for the charts a view shows, else when asked for).
+        try:
+            with c.path.open("rb"):
+                size = c.path.stat().st_size
+            if size != rec["size"]:
+                c.problem = file_problem(c.path, None, size, rec["size"])
+        except OSError as exc:
+            c.problem = file_problem(c.path, exc)
+        charts.append(c)
+    rows.clear()  # the chart records, now in the charts
+    del decided
     icons = {}
     for name in slim["apps"]:
         icon = root / "apps" / name / "icon.png"
         if icon.is_file():
             icons[name] = icon.read_bytes()
-    cat = Catalogue(slim, charts, icons, hashlib.sha256(raw).hexdigest(), base_url.rstrip("/"), strict,
+    cat = Catalogue(slim, charts, icons, ledger_sha256, base_url.rstrip("/"), strict,
                     taxonomy=taxonomy_mod.load(root))
     if strict and cat.problems:
         raise InputError("\n".join(f"{c.path}: {c.problem}" for c in cat.problems))
     index_charts(cat)
-    for version in olares.probe_versions(cat.dependencies):
+    probes = olares.probe_versions(cat.dependencies)
+    # Rendered manifests are kept for the charts the views will show; an older chart needs one only
+    # when the chart above it is found damaged when read (then Helm renders it, with a warning).
+    shown = {id(c) for version in probes for c in cat.chart_for(version).values()}
+    for c in cat.charts:
+        if id(c) not in shown:
+            c.installed_manifest = None
+    for version in probes:
         cat.view(version)
     cat.by_version.clear()  # probes are not versions devices send
     return cat

@@ -32,9 +32,9 @@ from urllib.parse import parse_qsl, unquote
 import orjson
 
 from olares_pack import olares
-from olares_pack.catalogue.repo import INDEX_FILE
+from olares_pack.catalogue.repo import INDEX_FILE, OFFER_FILE
 from olares_pack.common.errors import BadRequest, InputError, OlaresPackError
-from olares_pack.common.naming import NAME_RE
+from olares_pack.common.naming import ANY_LINE_NAME_RE
 from olares_pack.market import payloads as market
 from olares_pack.market import v2 as market_v2
 
@@ -269,13 +269,13 @@ class Answers:
             if path.startswith(prefix) and path.endswith(CHART_SUFFIX):
                 name = unquote(path[len(prefix):-len(CHART_SUFFIX)].decode("latin-1"), errors="replace")
                 file_name = params.get("fileName", "")
-                chart = cat.archive(name, file_name) if NAME_RE.match(name) else None
+                chart = cat.archive(name, file_name) if ANY_LINE_NAME_RE.match(name) else None
                 # the device sends the app version as `version`: the file name alone decides
                 return ((b"chart", name, file_name) if chart is not None and not chart.problem else None,
                         lambda: self._chart(name, file_name, chart))  # noqa: B023 - returned at once, inside its turn
         if path.startswith(ICON_PREFIX) and path.endswith(ICON_SUFFIX):
             name = unquote(path[len(ICON_PREFIX):-len(ICON_SUFFIX)].decode("latin-1"), errors="replace")
-            data = cat.icons.get(name) if NAME_RE.match(name) else None
+            data = cat.icons.get(name) if ANY_LINE_NAME_RE.match(name) else None
             if data is None:
                 return None, lambda: error(404, "no such icon")
             return (b"icon", name), lambda: Reply(200, data, b"image/png", ((b"Cache-Control", b"public, max-age=86400"),))
@@ -306,7 +306,7 @@ class Answers:
         return Reply(200, orjson.dumps(doc), headers=((b"Cache-Control", b"no-cache"),))
 
     def _chart(self, name: str, file_name: str, chart: market.Chart | None) -> Reply:
-        if not NAME_RE.match(name):
+        if not ANY_LINE_NAME_RE.match(name):
             return error(404, "no such app")
         if chart is None:
             return error(404, f"no chart {file_name[:200]!r} for {name}")
@@ -380,7 +380,7 @@ class Source:
     base_url: str = ""
     strict: bool = False  # a chart that cannot be served stops the start (CI), rather than a 503
     answers: Answers | None = None
-    stamp: tuple[int, int] | None = None
+    stamp: tuple[int, ...] | None = None
 
     def load(self, *, initial: bool = True) -> market.Catalogue:
         """Load the catalogue and swap it in. At start a catalogue with unavailable charts is served
@@ -394,8 +394,7 @@ class Source:
             if bad - old:
                 raise InputError("the new catalogue has unavailable charts:\n" +
                                  "\n".join(f"  {p}: {why}" for p, why in sorted(bad - old)))
-        st = self.index_file.stat()
-        self.answers, self.stamp = Answers(cat, self.default_version), (st.st_mtime_ns, st.st_size)  # one swap
+        self.answers, self.stamp = Answers(cat, self.default_version), self._stat()  # one swap
         # The catalogue lives until the next reload: keep the collector from walking it again and
         # again (full collections over 10^5 objects show up as latency spikes in the p99). What a
         # previous load froze is thawed first, so that a replaced catalogue can still be collected.
@@ -429,12 +428,21 @@ class Source:
         log.info("catalogue reloaded (%s)", self.index_file)
         return True
 
+    def _stat(self) -> tuple[int, ...]:
+        """The ledger's and the offer file's mtime and size (an absent offer file: zeros)."""
+        st = self.index_file.stat()
+        try:
+            so = (self.index_file.parent / OFFER_FILE).stat()
+            offer = (so.st_mtime_ns, so.st_size)
+        except FileNotFoundError:
+            offer = (0, 0)
+        return (st.st_mtime_ns, st.st_size, *offer)
+
     def changed(self) -> bool:
         try:
-            st = self.index_file.stat()
+            return self._stat() != self.stamp
         except OSError:
             return False
-        return (st.st_mtime_ns, st.st_size) != self.stamp
 
 
 class Clock:

@@ -37,7 +37,7 @@ LANGUAGE_NAMES = {"en-US": "English", "zh-CN": "简体中文", "zh-TW": "繁體�
 
 
 # What the server holds: plain dataclasses, so that `serve` without a market.yaml never imports
-# pydantic (its memory and start-up time are budgeted: README, "Catalogue scale").
+# pydantic (its memory and start-up time are budgeted: docs/developer/performance.md).
 @dataclass(frozen=True)
 class Source:
     source_id: str = DEFAULT_SOURCE_ID
@@ -121,7 +121,7 @@ def load(root: Path) -> Taxonomy:
     try:
         m = _validate(data)
     except ValidationError as exc:
-        raise InputError("", [doc.problem(tuple(e["loc"]), "unknown field (see the README, \"The source's taxonomy\")"
+        raise InputError("", [doc.problem(tuple(e["loc"]), "unknown field (see docs/concepts/market-source.md, \"The source's taxonomy\")"
                                           if e["type"] == "extra_forbidden" else e["msg"])
                               for e in exc.errors(include_url=False)]) from None
     seen: set[str] = set()

@@ -23,18 +23,26 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from olares_pack.market import taxonomy as taxonomy_mod
 from olares_pack.olares import FIRST_V2_SYNC_RELEASE
 
-if TYPE_CHECKING:
-    from olares_pack.market.payloads import Catalogue, Chart
-
 MIN_OS = FIRST_V2_SYNC_RELEASE  # the first release that syncs with these routes
 ID_MARK = "\x00source-id\x00"  # stands for the source id while the bodies are cut into prefix and suffix
+
+
+class Chart(Protocol):
+    """What the v2 bodies read of a published chart (market.payloads.Chart): named here, so that
+    this module does not import the one that builds views from it."""
+
+    name: str
+    version: str
+    published: str  # YYYY-MM-DD
+    dependency: str
+    manifest: dict[str, Any]
 
 
 def dumps(doc: Any) -> bytes:
@@ -107,23 +115,27 @@ def item(c: Chart, e: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _languages(tax: taxonomy_mod.Taxonomy, charts: dict[str, Chart]) -> list[dict[str, Any]]:
+def _languages(tax: taxonomy_mod.Taxonomy, locales: set[str]) -> list[dict[str, Any]]:
     if tax.languages is not None:
         pairs = [(lang.code, lang.display_name) for lang in tax.languages]
     else:
         # spec.locale or the chart's i18n folders, as the market discovers them (beclab/Olares PR #4061)
-        codes = {"en-US"}
-        for c in charts.values():
-            codes.update(str(x) for x in (c.manifest.get("spec") or {}).get("locale") or [])
-            codes.update(c.i18n)
+        codes = {"en-US", *locales}
         pairs = [(code, taxonomy_mod.LANGUAGE_NAMES.get(code, code)) for code in sorted(codes, key=lambda x: (x != "en-US", x))]
     return [{"code": code, "display_name": name, "enabled": True, "sort": i + 1} for i, (code, name) in enumerate(pairs)]
 
 
-def build(cat: Catalogue, charts: dict[str, Chart], entries: dict[str, dict[str, Any]], v1_digest: str) -> V2:
-    """The v2 bodies of one view: `entries` are its details entries, by app name."""
-    tax = cat.taxonomy
-    items = [item(c, entries[name]) for name, c in charts.items()]
+class Listed(Protocol):
+    """An app's item as a view lists it (market.payloads.Listing): `item` and its JSON."""
+
+    v2_item: dict[str, Any]
+    v2_fragment: bytes
+
+
+def build(tax: taxonomy_mod.Taxonomy, listed: list[Listed], locales: set[str], v1_digest: str) -> V2:
+    """The v2 bodies of one view: its applications items (`item`, by app name) and the locales its
+    charts name (spec.locale, i18n folders)."""
+    items = [one.v2_item for one in listed]
     apps_time = max((i["last_modify_time"] for i in items), default=0)
     updated = epoch_ms(tax.updated.isoformat()) if tax.updated else 0
     tax_time = max(apps_time, updated)
@@ -142,7 +154,7 @@ def build(cat: Catalogue, charts: dict[str, Chart], entries: dict[str, dict[str,
         "last_modify_time": tax_time,
         "source": {"source_id": ID_MARK, "short_label": source.short_label, "display_name": source.display_name,
                    "icon": source.icon, "is_official": False},
-        "languages": _languages(tax, charts),
+        "languages": _languages(tax, locales),
         "categories": categories,
         "nav": nav,
         # every category page lists all of its apps: no curated topics
@@ -150,7 +162,7 @@ def build(cat: Catalogue, charts: dict[str, Chart], entries: dict[str, dict[str,
         "tags": [], "topic_lists": [], "topics": [], "recommends": [],
     }
     taxonomy = _cut(dumps(envelope(data)))
-    fragments = [dumps(i) for i in items]
+    fragments = [one.v2_fragment for one in listed]
     full = V2(fragments, apps_time, "", (b"", b""), taxonomy)
     # what a device fetches after the probe: taxonomy, the list, the details (in the v1 digest), the charts they name
     digest = hashlib.sha256(b"\0".join([v1_digest.encode(), taxonomy[0], taxonomy[1], full.applications_body(1, 0)])

@@ -28,7 +28,9 @@ from importlib.resources.abc import Traversable
 # 8: a model file whose sha256 the app does not record is checked against the sha256 Hugging Face
 #    publishes for it: by the shared form's engine wrapper against its cache's blob name
 #    (templates/llmbase/engine.sh), by the download step against X-Linked-Etag (download.sh).
-GENERATION = 8
+# 9: the shared form's engine Deployment keeps the selector of the installed version (Helm `lookup`):
+#    an upgrade from the per-user form no longer fails on the immutable spec.selector.
+GENERATION = 9
 
 
 def templates_root() -> Traversable:

@@ -64,13 +64,15 @@ def lock_model(app: LlamaCppApp, app_dir: Path, gguf_file: Path | None = None) -
     return meta
 
 
-def quant_row(meta: gguf_meta.ModelMeta, s: vram.Settings, dev: vram.Device) -> dict[str, object]:
-    """One rung of the quant ladder (`vram --quants`, `new`): the estimate at `s`, its headroom
-    and verdict, and the largest context that fits with these settings."""
-    e = vram.estimate(meta, s, dev)
+def quant_row(meta: gguf_meta.ModelMeta, s: vram.Settings, dev: vram.Device, build: str | None = None) -> dict[str, object]:
+    """One rung of the quant ladder (`vram --quants`, `new`): the estimate at `s` on `build`, its
+    headroom and the gates' verdict (vram/verdict.py), and the largest context that fits."""
+    from olares_pack.vram import verdict
+
+    e = vram.estimate(meta, s, dev, build=build)
     return {"file": meta.file, "size": meta.file_size, "total_mib": round(e.total_mib), "headroom_mib": round(e.headroom_mib),
-            "uncertainty_mib": round(e.uncertainty_mib), "verdict": e.verdict,
-            "largest_ctx": vram.largest_context(meta, s, dev, "fits"), "mtp": meta.nextn_predict_layers > 0}
+            "uncertainty_mib": round(e.uncertainty_mib), "verdict": verdict.judge(e).verdict,
+            "largest_ctx": vram.largest_context(meta, s, dev, "fits", build=build), "mtp": meta.nextn_predict_layers > 0}
 
 
 def record_checksum(app_dir: Path, file: str, size: int, sha256: str) -> None:
@@ -111,11 +113,12 @@ def largest_contexts(app: LlamaCppApp, app_dir: Path, dev: vram.Device) -> dict[
     model's trained context (`vram --largest-ctx`)."""
     meta = model_meta(app, app_dir)
     s = settings_for(app.server)
-    return {"fits": vram.largest_context(meta, s, dev, "fits"), "tight": vram.largest_context(meta, s, dev, "tight"),
+    b = app.engine.build
+    return {"fits": vram.largest_context(meta, s, dev, "fits", build=b), "tight": vram.largest_context(meta, s, dev, "tight", build=b),
             "trained": meta.context_length}
 
 
 def quant_rows(app: LlamaCppApp, app_dir: Path, dev: vram.Device, ctx: int | None) -> list[dict[str, object]]:
     """Each locked quant of the app's repository at this context (`vram --quants`)."""
     at = settings_for(app.server, ctx)
-    return [quant_row(m, at, dev) for m in gguf_meta.load_lock(app_dir).models if m.repo == app.model.repo]
+    return [quant_row(m, at, dev, app.engine.build) for m in gguf_meta.load_lock(app_dir).models if m.repo == app.model.repo]

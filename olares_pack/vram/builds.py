@@ -15,35 +15,15 @@ grows with the longest context it has served.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from olares_pack.engines import registry
 from olares_pack.vram.fit import QUANTIZED
 
-
-@dataclass(frozen=True)
-class Measured:
-    """What the build before the change did in bench/vram runtime.py's device-1.0.5-full-n5-graphs
-    job (1.0.5's configuration, 64 layers, behind the ballast that leaves the Olares One's memory
-    free). tests/test_vram.py recomputes every figure from bench/vram/runtime-b9294.raw.json."""
-
-    build: str
-    boot_mib: float
-    peak_mib: float
-    context_tokens: int  # the context in use at the peak
-    free_mib: float  # what the ballast left free for llama-server
-
-    @property
-    def growth_mib(self) -> float:
-        return self.peak_mib - self.boot_mib
-
-    @property
-    def left_mib(self) -> float:
-        return self.free_mib - self.peak_mib
-
-
-DEQUANT_IN_POOL = Measured(build="b9294", boot_mib=22600.0, peak_mib=24804.0, context_tokens=258000, free_mib=24988.0)
+# the key of olares_pack/data/vram-fit.json that holds what the measured pre-#23907 build did
+# (bench/vram/fit.py fits it from bench/vram/runtime-b9294.raw.json)
+BEFORE = "before_pr23907"
 PR = "PR #23907"
 # The sdists read: b9294 (2026-05-23) takes the copy from the pool, b9538 (2026-06-07) and every
 # later one reserve it.
@@ -73,14 +53,16 @@ def predates_reserved_dequant(build: str | None) -> str | None:
     return "before" if at <= last else "maybe" if at < first else None  # type: ignore[operator]
 
 
-def run_time_warning(build: str | None, *, flash_attn: bool, cache_k: str, cache_v: str) -> str | None:
-    """The warning for a chart whose build grows at run time where the measured one does not."""
+def pool_note(build: str | None, fit: dict[str, Any], *, flash_attn: bool, cache_k: str, cache_v: str) -> str | None:
+    """What the estimate of a pre-#23907 build holds, and which of its figures were measured."""
     when = predates_reserved_dequant(build)
-    if when is None or not flash_attn or not (cache_k in QUANTIZED or cache_v in QUANTIZED):
+    if when is None or BEFORE not in fit or not flash_attn or not (cache_k in QUANTIZED or cache_v in QUANTIZED):
         return None
-    m = DEQUANT_IN_POOL
-    return (f"llama.cpp {build} {'predates' if when == 'before' else 'may predate'} upstream {PR} (quantized KV cache's "
-            f"f16 copy for flash attention reserved at boot): before it the process grows with the context in use. "
-            f"Measured on {m.build} with 1.0.5's configuration: +{m.growth_mib:,.0f} MiB from boot to "
-            f"{m.context_tokens:,} tokens, {m.left_mib:,.0f} MiB left of the Olares One's memory, CUDA graphs on or off; "
-            f"this estimate is b11434's, which reserves that copy at boot (README \"GPU memory budget\")")
+    b = fit[BEFORE]
+    lo, hi = b["served_tokens_measured"]
+    return (f"llama.cpp {build} {'predates' if when == 'before' else 'may predate'} upstream {PR} (the {cache_k}/{cache_v} cache's "
+            f"f16 copy for flash attention reserved at boot): it takes that copy from the CUDA pool as the context fills, and "
+            f"the pool keeps it. The pool term and the boot term are measured on {b['build']} (an upstream build before the change; "
+            f"{'; '.join(b['shapes'])}; {b['residuals']['points']} requests, {lo:,} to {hi:,} tokens served; H200 with the device's free "
+            f"memory left by a ballast)" + ("" if build == b["build"] else f"; {build} itself was not measured: its figures are "
+                                             f"{b['build']}'s") + "; other shapes and longer contexts are extrapolated along the line")

@@ -110,10 +110,10 @@ class Estimate:
     device: Device
     terms: list[Term] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # what the command prints on stderr: a known run-time growth
     uncertainty_pct: float = 0.0  # the fit's worst relative residual over the measurements
     extra_uncertainty_mib: float = 0.0  # what was not measured (another GPU's CUDA context)
     runtime_band_mib: float = 0.0  # the largest growth any measured run showed after its first request
+    pool_band_mib: float = 0.0  # a pre-#23907 build: the worst residuals of its growth line and boot difference
 
     @property
     def boot_mib(self) -> float:
@@ -125,7 +125,7 @@ class Estimate:
 
     @property
     def uncertainty_mib(self) -> float:
-        return self.total_mib * self.uncertainty_pct / 100 + self.extra_uncertainty_mib + self.runtime_band_mib
+        return self.total_mib * self.uncertainty_pct / 100 + self.extra_uncertainty_mib + self.runtime_band_mib + self.pool_band_mib
 
     @property
     def headroom_mib(self) -> float:
@@ -149,7 +149,6 @@ class Estimate:
             "boot_mib": round(self.boot_mib, 1), "total_mib": round(self.total_mib, 1),
             "uncertainty_mib": round(self.uncertainty_mib, 1),
             "headroom_mib": round(self.headroom_mib, 1), "verdict": self.verdict, "notes": self.notes,
-            "warnings": self.warnings,
         }
 
 
@@ -175,20 +174,25 @@ class _Run:
     attn: list[int]  # attention layers of the trunk
     kv_heads: int
     filled: int | None = None  # KV cells a slot holds when the growth is read (None: its whole context)
+    pool: str | None = None  # 'before'/'maybe': the build takes the f16 copy of a quantized cache from the pool (PR #23907)
+    build: str | None = None
 
     def c(self, name: str) -> float:
         return calibrated(name, self.fit)
 
 
-def _run(meta: ModelMeta, s: Settings, fit: dict[str, Any], filled: int | None = None) -> _Run:
+def _run(meta: ModelMeta, s: Settings, fit: dict[str, Any], filled: int | None = None, build: str | None = None) -> _Run:
     ctx = s.ctx or meta.context_length
+    pool = None
+    if s.flash_attn != "off" and (s.cache_k in QUANTIZED or s.cache_v in QUANTIZED) and builds.BEFORE in fit:
+        pool = builds.predates_reserved_dequant(build)
     auto_slots = s.parallel < 1
     np_ = int(ASSUMED["auto_parallel"][0]) if auto_slots else s.parallel
     attn = [i for i in range(meta.trunk_layers) if meta.has_attention(i)]
     return _Run(meta, s, fit, ctx, np_, per_slot=ctx if auto_slots else ctx // np_,  # -np N splits the context; auto slots share one (kv_unified)
                 auto_slots=auto_slots, mtp=(s.spec_type or "").split(",")[0] in MTP_TYPES and meta.nextn_predict_layers > 0,
                 fa=s.flash_attn != "off", ub=s.ubatch, attn=attn,
-                kv_heads=max((meta.head_count_kv[i] for i in attn), default=0), filled=filled)
+                kv_heads=max((meta.head_count_kv[i] for i in attn), default=0), filled=filled, pool=pool, build=build)
 
 
 def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = False, build: str | None = None,
@@ -204,9 +208,9 @@ def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = 
                    extra_uncertainty_mib=0.0 if measured_gpu else ASSUMED["other_gpu_context_mib"][0])
     if s.ctx == 0:
         est.notes.append(f"--ctx-size 0: the trained context, {meta.context_length}")
-    run = _run(meta, s, fit, filled)
-    for term in (_weights, _kv_cache, _recurrent_state, _compute_buffers, _mtp_draft, _cuda_context,
-                 _growth_while_filling, _growth_at_run_time):
+    run = _run(meta, s, fit, filled, build)
+    for term in (_weights, _kv_cache, _recurrent_state, _compute_buffers, _mtp_draft, _cuda_context, _boot_before_reservation,
+                 _growth_while_filling, _growth_in_pool, _growth_at_run_time):
         term(run, est)
     _notes(est, meta, fit, measured_gpu=measured_gpu, build=build)
     return est
@@ -261,7 +265,10 @@ def _compute_buffers(r: _Run, est: Estimate) -> None:
         base = r.c("compute_base_mib") + r.c("compute_per_ubatch_mib") * ub
         formula = f"mask {mask:.0f} + base {base:.0f} MiB at -ub {ub}"
         compute = mask + base
-        if s.cache_k in QUANTIZED or s.cache_v in QUANTIZED:
+        if r.pool:
+            formula += (f" (no f16 copy of the {s.cache_k}/{s.cache_v} cache reserved: {r.build} "
+                        f"{'predates' if r.pool == 'before' else 'may predate'} {builds.PR}, see the pool term)")
+        elif s.cache_k in QUANTIZED or s.cache_v in QUANTIZED:
             scratch = dequant_mib(r.ctx, r.kv_heads, meta.key_length, meta.value_length) + r.c("dequant_per_ubatch_mib") * ub
             if scratch > base:
                 compute, formula = mask + scratch, f"mask {mask:.0f} + one layer's K/V dequantized to f16 {scratch:.0f} MiB"
@@ -293,7 +300,10 @@ def _cuda_context(r: _Run, est: Estimate) -> None:
 
 
 def _growth_while_filling(r: _Run, est: Estimate) -> None:
-    """7. growth after boot, while the context fills (calibrated)."""
+    """7. growth after boot, while the context fills (calibrated). A pre-#23907 build's own
+    growth line (the pool term) holds its first batches' workspaces too."""
+    if r.pool:
+        return
     growth = r.c("growth_base_mib") + r.c("growth_per_ubatch_mib") * r.ub + (r.c("mtp_growth_mib") if r.mtp else 0.0)
     note = "calibrated: workspaces allocated on the first batches"
     if not r.fa:
@@ -301,6 +311,41 @@ def _growth_while_filling(r: _Run, est: Estimate) -> None:
         note += f", + {r.c('nofa_growth_of_kq'):.2f} × the KQ matrix without flash attention"
         est.notes.append("without flash attention the process grows after boot while the context fills")
     est.terms.append(Term("growth while filling", growth, note, when="run"))
+
+
+def _before(r: _Run) -> dict[str, Any]:
+    return r.fit[builds.BEFORE]
+
+
+def _boot_before_reservation(r: _Run, est: Estimate) -> None:
+    """6b. a pre-#23907 build: what its boot holds beyond the terms above (measured at the shapes
+    the runs had; elsewhere taken as constant)."""
+    if not r.pool:
+        return
+    b = _before(r)
+    est.terms.append(Term(f"boot of a build before {builds.PR}", b["constants"]["boot_other_mib"],
+                          f"measured on {b['build']}: its boot minus the terms above, median of {b['residuals']['runs']} runs "
+                          f"at {'; '.join(b['shapes'])} (any other shape: extrapolated, the difference taken as constant)"))
+
+
+def _growth_in_pool(r: _Run, est: Estimate) -> None:
+    """7b. a pre-#23907 build: flash attention converts the quantized cache it attends over to
+    f16 in the CUDA pool, at the size of the cells in use, and the pool keeps what it took; the
+    process grows along a line in one layer's K/V in f16 at the longest context served, fitted
+    on the measured build's requests."""
+    if not r.pool:
+        return
+    b, meta = _before(r), r.meta
+    served = min(r.per_slot, r.filled or r.per_slot)
+    copy = dequant_mib(served, r.kv_heads, meta.key_length, meta.value_length)
+    c = b["constants"]
+    lo, hi = b["served_tokens_measured"]
+    where = (f"measured from {lo:,} to {hi:,} tokens served" + ("" if served <= hi else f"; {served:,}: extrapolated"))
+    when = "predates" if r.pool == "before" else "may predate"
+    est.terms.append(Term(f"f16 copy in the CUDA pool ({r.build} {when} {builds.PR})", c["pool_base_mib"] + c["pool_copies"] * copy,
+                          f"fitted on {b['build']}: {c['pool_base_mib']:g} + {c['pool_copies']:g} × one layer's K/V in f16 at "
+                          f"{served:,} tokens ({copy:,.0f} MiB); {where}", when="run"))
+    est.pool_band_mib = b["residuals"]["growth_worst_abs_mib"] + b["residuals"]["boot_worst_abs_mib"]
 
 
 def _growth_at_run_time(r: _Run, est: Estimate) -> None:
@@ -331,8 +376,8 @@ def _notes(est: Estimate, meta: ModelMeta, fit: dict[str, Any], *, measured_gpu:
     if build and build != fit["build"]:
         est.notes.append(f"measured on llama.cpp {fit['build']}; this chart runs {build}, whose allocations were not measured")
         s = est.settings
-        if w := builds.run_time_warning(build, flash_attn=s.flash_attn != "off", cache_k=s.cache_k, cache_v=s.cache_v):
-            est.warnings.append(w)
+        if note := builds.pool_note(build, fit, flash_attn=s.flash_attn != "off", cache_k=s.cache_k, cache_v=s.cache_v):
+            est.notes.append(note)
     measured_layers = fit.get("layers_measured", [])
     if measured_layers and meta.trunk_layers > max(measured_layers):
         held = fit["residuals"].get(f"held_out_{meta.trunk_layers}_layers")
@@ -342,15 +387,16 @@ def _notes(est: Estimate, meta: ModelMeta, fit: dict[str, Any], *, measured_gpu:
                             f"{held['worst_abs_pct']:g} %" if held else ""))
 
 
-def largest_context(meta: ModelMeta, s: Settings, dev: Device, want: str = "fits", step: int = 1024) -> int:
+def largest_context(meta: ModelMeta, s: Settings, dev: Device, want: str = "fits", step: int = 1024,
+                    build: str | None = None) -> int:
     """The largest --ctx-size (a multiple of `step`, up to the trained context) whose verdict is
-    `want` ("fits") or better; 0 when none is."""
+    `want` ("fits") or better on `build`; 0 when none is."""
     ok = {"fits"} if want == "fits" else {"fits", "tight"}
     hi = meta.context_length // step
     lo, best = 1, 0
     while lo <= hi:  # the budget grows with the context: bisect
         mid = (lo + hi) // 2
-        if estimate(meta, Settings(**{**s.__dict__, "ctx": mid * step}), dev).verdict in ok:
+        if estimate(meta, Settings(**{**s.__dict__, "ctx": mid * step}), dev, build=build).verdict in ok:
             best, lo = mid * step, mid + 1
         else:
             hi = mid - 1

@@ -164,3 +164,38 @@ def fit(entries: list[dict[str, Any]]) -> dict[str, float]:
         (e["measured_mib"] - e["boot_mib"] - growth(e["config"]["ubatch"]))
         / kq_mib(e["model"]["head_count"], filled_per_slot(e), e["config"]["ubatch"]) for e in nofa)
     return {k: round(v, 4) for k, v in sorted(c.items())}
+
+
+# ---- builds before llama.cpp PR #23907 (the f16 copy of a quantized cache taken from the CUDA pool)
+
+
+def pool_points(raw: dict[str, Any], kv_heads: int, key_length: int, value_length: int) -> list[tuple[float, float, int]]:
+    """(one layer's K/V in f16 over the longest context served so far, growth since boot, that
+    context) at every answered request of one run of a pre-#23907 build: its peak against its
+    boot. The context served is the prompt plus what was generated, padded like llama.cpp pads
+    the cells it attends over; a request cut short by a crash holds no point."""
+    out, longest = [], 0
+    for q in raw["requests"]:
+        if q.get("error"):
+            continue
+        served = -(-(q["prompt_tokens"] + q["tokens_predicted"]) // KV_PAD) * KV_PAD
+        longest = max(longest, served)
+        out.append((dequant_mib(longest, kv_heads, key_length, value_length), q["peak_mib"] - raw["boot_mib"], longest))
+    return out
+
+
+def pool_fit(runs: list[tuple[float, float, list[tuple[float, float, int]]]]) -> dict[str, Any]:
+    """The growth of a pre-#23907 build with flash attention and a quantized cache, from its runs:
+    (measured boot, the estimate's boot for that build without its own boot difference, points of
+    `pool_points`). `pool_copies` (slope) and `pool_base_mib` (intercept): the growth from boot as
+    a line in one layer's K/V dequantized to f16 at the context served; `boot_other_mib`: the
+    median of what the build's boot holds beyond the estimate's boot terms (compute buffers
+    without the reserved copy). The worst residuals say how well one line holds every point."""
+    points = [p for _, _, pts in runs for p in pts]
+    base, copies = line([p[0] for p in points], [p[1] for p in points])
+    other = statistics.median(boot - est for boot, est, _ in runs)
+    return {"constants": {"boot_other_mib": round(other, 2), "pool_base_mib": round(base, 2), "pool_copies": round(copies, 4)},
+            "residuals": {"points": len(points), "runs": len(runs),
+                          "growth_worst_abs_mib": round(max(abs(base + copies * x - y) for x, y, _ in points), 1),
+                          "boot_worst_abs_mib": round(max(abs(boot - est - other) for boot, est, _ in runs), 1)},
+            "served_tokens_measured": [min(p[2] for p in points), max(p[2] for p in points)]}

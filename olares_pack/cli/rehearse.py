@@ -1,0 +1,120 @@
+"""`rehearse`: install and upgrade published versions on a real Kubernetes API server."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+import click
+
+from olares_pack.cli.args import app_folder
+from olares_pack.cli.group import cli
+from olares_pack.cli.options import apps_dir_option
+from olares_pack.common.errors import ExitCode, InputError
+
+
+@cli.command("rehearse")
+@click.argument("app_ref", metavar="APP")
+@click.option("--version", "version", metavar="V", help="The version to install and upgrade to (default: the newest published).")
+@click.option("--from", "froms", multiple=True, metavar="V0",
+              help="Upgrade from this published version (default: the previous one on each OS line). Repeatable.")
+@click.option("--from-all", is_flag=True, help="Upgrade from every older published version, each from a clean slate.")
+@click.option("--target", "targets", multiple=True, metavar="LINE", help="Only this OS line (current, legacy). Repeatable.")
+@click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="Rehearse on this cluster (a dev cluster, a device you administer) in namespaces of this run "
+              "only, removed afterwards; default: a kube-apiserver started here on loopback.")
+@click.option("--reuse-values", is_flag=True,
+              help="Upgrade with Helm's ReuseValues, as app-service did before ResetThenReuseValues (the old chart's "
+              "defaults are kept: a value the new chart adds is missing).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: a table per step; json: the whole report as data.")
+@apps_dir_option
+def rehearse_cmd(app_ref: str, version: str | None, froms: tuple[str, ...], from_all: bool, targets: tuple[str, ...],
+                 kubeconfig: Path | None, reuse_values: bool, fmt: str, apps_dir: Path) -> int:
+    """Install APP's published VERSION as app-service does on each OS line (its release names,
+    namespaces and injected values; the administrator and a second user), and upgrade to it from
+    the previous published version (or --from). Reports per step what the server refused and why,
+    and after each upgrade the objects created, changed and removed, a renamed workload, a moved
+    persistent path. Exit 1 when a step fails or a policy finding is an error."""
+    from olares_pack.catalogue import checks, records
+    from olares_pack.catalogue.repo import Repo
+    from olares_pack.rehearse import flow
+
+    repo = Repo.of_apps(apps_dir)
+    name = app_folder(app_ref, apps_dir).name
+    with repo.open(write=False):
+        published = records.versions(repo, name)
+        if not published:
+            raise InputError(f"{name}: no published version to rehearse")
+        version = version or published[-1]
+        for v in (version, *froms):
+            if v not in published:
+                raise InputError(f"{name} {v} is not published (published: {', '.join(published)})")
+        recs = {v: records.read(repo, name, v) for v in published}
+        lines: dict[str, list[str]] = {}
+        for v, rec in recs.items():
+            for t in rec.charts:
+                if not targets or t in targets:
+                    lines.setdefault(t, []).append(v)
+        charts = {(v, t): checks.published_bytes(repo, recs[v], t)[0] for t, vs in lines.items() for v in vs}
+    chosen = [v for v in published if v != version and _older(v, version)] if from_all else (list(froms) or None)
+    steps = _run(name, version, lines, charts, chosen, kubeconfig, reuse_values)
+    _print(steps, fmt)
+    return ExitCode.FINDINGS if flow.failed(steps) or any(
+        f.severity == "error" and f.policy for s in steps for f in s.findings) else ExitCode.OK
+
+
+def _older(a: str, b: str) -> bool:
+    import semver
+
+    return semver.Version.parse(a) < semver.Version.parse(b)
+
+
+def _run(name: str, version: str, lines: dict[str, list[str]], charts: dict[tuple[str, str], bytes],
+         froms: list[str] | None, kubeconfig: Path | None, reuse_values: bool) -> list:
+    from olares_pack.cluster import controlplane, tools
+    from olares_pack.common import console
+    from olares_pack.rehearse import cleanup, flow
+
+    def chart_of(v: str, t: str) -> bytes | None:
+        return charts.get((v, t))
+
+    if kubeconfig is None:
+        with controlplane.running(tools.ensure(console.info)) as cluster:
+            console.info(f"kube-apiserver {cluster.version} on {cluster.server}, helm {tools.HELM_VERSION}")
+            return flow.rehearse(cluster, name, version, lines, chart_of, froms, reuse_values=reuse_values)
+    run_id = "rh" + secrets.token_hex(3)
+    names = flow.Names(admin=f"alice-{run_id}", other=f"bob-{run_id}", shared_suffix=f"-{run_id}")
+    cluster = controlplane.from_kubeconfig(kubeconfig, tools.ensure_helm(console.info))
+    console.info(f"rehearsing on {kubeconfig} in namespaces ending in {run_id} (removed afterwards)")
+    try:
+        return flow.rehearse(cluster, name, version, lines, chart_of, froms, names, reuse_values)
+    finally:
+        cleanup.namespaces(kubeconfig, run_id)
+
+
+def _print(steps: list, fmt: str) -> None:
+    from rich.table import Table
+
+    from olares_pack.common import console
+    from olares_pack.rehearse import objects
+
+    if fmt == "json":
+        console.out.print_json(json.dumps({"steps": [s.to_dict() for s in steps]}, ensure_ascii=False))
+        return
+    table = Table("line", "step", "version", "user", "result", "what happened", show_lines=False)
+    for s in steps:
+        what = [s.error] if s.error else []
+        what += [f"refused {r}" for r in s.refused]
+        if s.changes and s.ok:
+            ch = s.changes
+            what += [f"{label}: {', '.join(items)}" for label, items in (
+                ("created", [objects.show(k) for k in ch.created]), ("changed", [objects.show(k) for k in ch.changed]),
+                ("removed", [objects.show(k) for k in ch.removed])) if items]
+        what += [f"{f.rule}: {f.message.split(': ', 1)[-1]}" for f in s.findings
+                 if f.rule not in ("rehearse.removed", "rehearse.refused", "rehearse.immutable-field")]
+        if s.note:
+            what.append(s.note)
+        table.add_row(s.line, s.action, s.label, s.user, "ok" if s.ok else "FAILED", "\n".join(what) or "-")
+    console.out.print(table)

@@ -1,0 +1,193 @@
+"""The control plane's programs, built from the package registries once per machine and cached.
+
+- kube-apiserver at the Kubernetes version Olares 1.12 installs: the installer's
+  `DefaultK3sVersion = "v1.32.2-k3s"` (beclab/Olares cli/pkg/common/common.go at 84597bb9), built
+  from the Go module proxy (k8s.io/kubernetes v1.32.2; its staging modules replaced by the
+  matching v0.32.2 modules, which a dependent module needs because the main module's go.mod points
+  them at ./staging).
+- Helm at the version app-service links: `helm.sh/helm/v3 v3.19.5`
+  (beclab/Olares framework/app-service/go.mod).
+- etcd from Debian (`etcd-server`), installed with apt when missing and we run as root.
+
+Nothing is downloaded from outside the registries. Cached under $OLARES_PACK_CACHE (default
+~/.cache/olares-pack): kube/kube-apiserver-<v>, helm/helm-<v>; Go's own module and build caches
+make a rebuild after a cache wipe quick.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from olares_pack.common.errors import OlaresPackError
+
+KUBE_VERSION = "v1.32.2"
+HELM_VERSION = "v3.19.5"
+GO_PROXY = os.environ.get("GOPROXY", "https://proxy.golang.org").split(",")[0]
+# Staging modules the module proxy does not serve (and kube-apiserver does not import).
+_UNSERVED = ("k8s.io/sample-cli-plugin", "k8s.io/sample-controller")
+# The build date ldflags stamp (the release date of v1.32.2), so a rebuild is byte-identical.
+_BUILD_DATE = "2025-02-12T00:00:00Z"
+
+
+class ToolsMissing(OlaresPackError):
+    """A control-plane program is missing and cannot be built here."""
+
+
+@dataclass(frozen=True)
+class Tools:
+    kube_apiserver: Path
+    etcd: Path
+    helm: Path
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("OLARES_PACK_CACHE") or Path.home() / ".cache" / "olares-pack")
+
+
+def apiserver_path() -> Path:
+    return cache_root() / "kube" / f"kube-apiserver-{KUBE_VERSION}"
+
+
+def helm_path() -> Path:
+    return cache_root() / "helm" / f"helm-{HELM_VERSION}"
+
+
+def etcd_path() -> Path | None:
+    found = shutil.which("etcd") or ("/usr/bin/etcd" if Path("/usr/bin/etcd").exists() else None)
+    return Path(found) if found else None
+
+
+def available() -> Tools | None:
+    """The three programs when all are here already (nothing is built)."""
+    etcd = etcd_path()
+    if apiserver_path().is_file() and helm_path().is_file() and etcd:
+        return Tools(apiserver_path(), etcd, helm_path())
+    return None
+
+
+def missing_reason() -> str:
+    parts = []
+    if not apiserver_path().is_file():
+        parts.append(f"kube-apiserver {KUBE_VERSION} ({apiserver_path()})")
+    if not helm_path().is_file():
+        parts.append(f"helm {HELM_VERSION} ({helm_path()})")
+    if etcd_path() is None:
+        parts.append("etcd (Debian package etcd-server)")
+    return ", ".join(parts) + " not built: `make control-plane` (or `olares-pack rehearse --build`) builds them"
+
+
+def ensure(log=None) -> Tools:  # noqa: ANN001 - a callable taking one line
+    """Build what is missing (minutes the first time), then return the programs."""
+    say = log or (lambda line: print(line, file=sys.stderr))
+    if etcd_path() is None:
+        _install_etcd(say)
+    if not apiserver_path().is_file():
+        _build_apiserver(say)
+    if not helm_path().is_file():
+        _build_helm(say)
+    tools = available()
+    if tools is None:
+        raise ToolsMissing(missing_reason())
+    return tools
+
+
+def ensure_helm(log=None) -> Path:  # noqa: ANN001
+    """Helm alone (a rehearsal on a user's cluster needs no API server here)."""
+    if not helm_path().is_file():
+        _build_helm(log or (lambda line: print(line, file=sys.stderr)))
+    return helm_path()
+
+
+def _go() -> str:
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    if go is None:
+        raise ToolsMissing("Go is not installed: the control plane is built with it (apt-get install golang-go)")
+    return go
+
+
+def _run(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ToolsMissing(f"{' '.join(cmd[:3])} failed:\n{proc.stderr[-3000:]}")
+
+
+def _install_etcd(say) -> None:  # noqa: ANN001
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        raise ToolsMissing("etcd is missing: apt-get install etcd-server (Debian) as root")
+    say("installing etcd (apt-get install etcd-server)")
+    _run(["apt-get", "install", "-y", "-qq", "etcd-server"], env={"DEBIAN_FRONTEND": "noninteractive"})
+
+
+def staging_modules(kubernetes_go_mod: str) -> list[str]:
+    """The staging modules k8s.io/kubernetes's go.mod points at ./staging, which a wrapper module
+    must replace with their published versions."""
+    mods = re.findall(r"^\s*(?:replace\s+)?(k8s\.io/[\w.-]+)\s*=>\s*\./staging/", kubernetes_go_mod, re.M)
+    return sorted(m for m in set(mods) if m not in _UNSERVED)
+
+
+def wrapper_go_mod(kubernetes_go_mod: str, version: str = KUBE_VERSION) -> str:
+    staging = "v0." + version.lstrip("v").split(".", 1)[1]
+    lines = ["module olares-pack/kube-apiserver-build", "", "go 1.23", "", f"require k8s.io/kubernetes {version}", ""]
+    lines += [f"replace {m} => {m} {staging}" for m in staging_modules(kubernetes_go_mod)]
+    return "\n".join(lines) + "\n"
+
+
+def _version_ldflags(version: str) -> str:
+    major, minor = version.lstrip("v").split(".")[:2]
+    flags = ["-s", "-w"]
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor={major}", f"-X {pkg}.gitMinor={minor}",
+                  f"-X {pkg}.gitTreeState=clean", f"-X {pkg}.buildDate={_BUILD_DATE}"]
+    return " ".join(flags)
+
+
+def _build_apiserver(say) -> None:  # noqa: ANN001
+    go = _go()
+    src = cache_root() / "kube" / f"src-{KUBE_VERSION}"
+    src.mkdir(parents=True, exist_ok=True)
+    say(f"building kube-apiserver {KUBE_VERSION} from the Go module proxy (first run: about 4-10 minutes)")
+    url = f"{GO_PROXY}/k8s.io/kubernetes/@v/{KUBE_VERSION}.mod"
+    with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 - the module proxy
+        upstream = resp.read().decode()
+    (src / "go.mod").write_text(wrapper_go_mod(upstream), encoding="utf-8")
+    (src / "tools.go").write_text('package tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n', encoding="utf-8")
+    _run([go, "mod", "tidy"], cwd=src)
+    out = apiserver_path()
+    tmp = out.with_name(out.name + ".tmp")
+    _run([go, "build", "-trimpath", "-ldflags", _version_ldflags(KUBE_VERSION), "-o", str(tmp),
+          "k8s.io/kubernetes/cmd/kube-apiserver"], cwd=src)
+    tmp.replace(out)
+
+
+def _build_helm(say) -> None:  # noqa: ANN001
+    go = _go()
+    say(f"building helm {HELM_VERSION} from the Go module proxy (about 1-3 minutes)")
+    out = helm_path()
+    gobin = out.parent / "bin.tmp"
+    gobin.mkdir(parents=True, exist_ok=True)
+    ld = f"-s -w -X helm.sh/helm/v3/internal/version.version={HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+    _run([go, "install", "-trimpath", "-ldflags", ld, f"helm.sh/helm/v3/cmd/helm@{HELM_VERSION}"], env={"GOBIN": str(gobin)})
+    (gobin / "helm").replace(out)
+    shutil.rmtree(gobin, ignore_errors=True)
+
+
+def main() -> int:
+    """`python -m olares_pack.cluster.tools`: build what is missing (the Makefile's control-plane target)."""
+    try:
+        tools = ensure()
+    except ToolsMissing as exc:
+        print(f"control plane not built: {exc}", file=sys.stderr)
+        return 1
+    print(f"{tools.kube_apiserver}\n{tools.etcd}\n{tools.helm}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""`release`'s rehearsal: the new version installed, and upgraded to from its predecessor on each
+OS line, on a real API server when one is here (built, or given with --kubeconfig).
+
+An install or upgrade the server refuses is an error (an installer's refusal: never allowed). A
+renamed workload or a persistent path that moved is a policy error, unless `--allow` names its
+rule or the version's changelog declares it (names the workload or the path)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from olares_pack.common.errors import InputError
+
+if TYPE_CHECKING:
+    from olares_pack.catalogue.releases import ReleasePlan
+    from olares_pack.catalogue.repo import Repo
+
+POLICY_RULES = ("rehearse.renamed-workload", "rehearse.data-path")
+
+
+def owns(rule: str) -> bool:
+    """Whether `--allow RULE` names one of the rehearsal's rules (checked here, not by lint)."""
+    if not rule.startswith("rehearse."):
+        return False
+    if rule not in POLICY_RULES:
+        raise InputError(f"--allow {rule}: only the rehearsal's policy rules can be allowed ({', '.join(POLICY_RULES)}); "
+                         "an install or upgrade the server refuses cannot")
+    return True
+
+
+@dataclass(frozen=True)
+class Outcome:
+    rule: str
+    severity: str
+    message: str
+
+
+def check(repo: Repo, plan: ReleasePlan, allow: tuple[str, ...], kubeconfig: Path | None = None) -> list[Outcome] | None:
+    """The rehearsal's outcomes; None when no control plane is here (nothing is built by release)
+    or OLARES_PACK_REHEARSE=0 turns it off."""
+    from olares_pack.catalogue import checks, records
+    from olares_pack.cluster import controlplane, tools
+    from olares_pack.rehearse import flow
+
+    if os.environ.get("OLARES_PACK_REHEARSE") == "0":
+        return None
+    helm = tools.helm_path()
+    if kubeconfig is None and tools.available() is None:
+        return None
+    if kubeconfig is not None and not helm.is_file():
+        return None
+    app = plan.app
+    new = {b.target: b.data for b in plan.packages}
+    published = [v for v in records.versions(repo, app.name) if v != app.version]
+    recs = {v: records.read(repo, app.name, v) for v in published}
+    lines = {t: [v for v in published if t in recs[v].charts] + [app.version] for t in new}
+
+    def chart_of(version: str, target: str) -> bytes | None:
+        if version == app.version:
+            return new.get(target)
+        rec = recs.get(version)
+        return checks.published_bytes(repo, rec, target)[0] if rec and target in rec.charts else None
+
+    if kubeconfig is None:
+        avail = tools.available()
+        assert avail is not None
+        with controlplane.running(avail) as cluster:
+            steps = flow.rehearse(cluster, app.name, app.version, lines, chart_of)
+    else:
+        import secrets
+
+        from olares_pack.rehearse import cleanup
+
+        run_id = "rh" + secrets.token_hex(3)
+        names = flow.Names(f"alice-{run_id}", f"bob-{run_id}", f"-{run_id}")
+        try:
+            steps = flow.rehearse(controlplane.from_kubeconfig(kubeconfig, helm), app.name, app.version, lines,
+                                  chart_of, None, names)
+        finally:
+            cleanup.namespaces(kubeconfig, run_id)
+    return judge(steps, allow, _declared_text(plan))
+
+
+def _declared_text(plan: ReleasePlan) -> str:
+    entry = plan.app.changelog_entry
+    if entry is None:
+        return ""
+    return "\n".join([entry.summary, entry.notes or "", *(c.text for c in entry.changes)])
+
+
+def judge(steps: list, allow: tuple[str, ...], declared: str) -> list[Outcome]:
+    from olares_pack.rehearse import flow
+
+    done = sorted({f"{s.line} {s.action} {s.label}" for s in steps})
+    out: list[Outcome] = [Outcome("rehearse", "info", f"rehearsed on a real API server: {'; '.join(done)}")]
+    refused = flow.failed(steps)
+    for s in steps:
+        for f in s.findings:
+            if f.rule in ("rehearse.refused", "rehearse.immutable-field"):
+                if refused and not s.ok:
+                    out.append(Outcome(f.rule, "error", f.message))
+                elif not s.ok:  # a device path its changelog covers: the uninstall-first path works
+                    out.append(Outcome(f.rule, "warning", f.message + " (after uninstalling first it installs)"))
+            elif f.policy:
+                said = bool(f.subject) and f.subject in declared
+                if f.rule in allow or said:
+                    why = "allowed" if f.rule in allow else "declared in the changelog"
+                    out.append(Outcome(f.rule, "warning", f"{f.message} ({why})"))
+                else:
+                    out.append(Outcome(f.rule, "error", f.message))
+            else:
+                out.append(Outcome(f.rule, f.severity, f.message))
+    return out
