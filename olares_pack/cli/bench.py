@@ -33,10 +33,11 @@ if TYPE_CHECKING:
 @click.option("--max-tokens", type=click.IntRange(min=1), default=2000, show_default=True, help="Tokens generated a run.")
 @click.option("--prompt-file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="The prompt (default: the Space Invaders HTML prompt of the example app's history).")
-@click.option("--temperature", type=float, default=0.6, show_default=True)
-@click.option("--top-p", type=float, default=0.95, show_default=True)
-@click.option("--top-k", type=int, default=20, show_default=True)
-@click.option("--min-p", type=float, default=0.0, show_default=True)
+@click.option("--temperature", type=float, default=0.6, show_default=True, help="Sampling temperature of every request.")
+@click.option("--top-p", type=float, default=0.95, show_default=True, help="Nucleus sampling: the probability mass kept.")
+@click.option("--top-k", type=int, default=20, show_default=True, help="Sampling: the most likely tokens kept.")
+@click.option("--min-p", type=float, default=0.0, show_default=True,
+              help="Sampling: tokens below this share of the likeliest one's probability dropped.")
 @click.option("--stop-at-eos", is_flag=True, help="Let runs end at the end-of-sequence token (default: every run "
               "generates --max-tokens).")
 @click.option("--request-json", metavar="JSON", help="Extra fields merged into every request, e.g. '{\"seed\": 1}'.")
@@ -44,12 +45,13 @@ if TYPE_CHECKING:
               help="Seconds without a byte from the server before the bench fails.")
 @click.option("--fill", is_flag=True, help="Soak instead: drive the context in steps up to the version's --ctx-size, "
               "drafting active; any failed request or server exit fails it.")
-@click.option("--fill-steps", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--fill-steps", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Soak steps: prompts of 1/N, 2/N ... N/N of the context.")
 @click.option("--fill-tokens", type=click.IntRange(min=1), default=256, show_default=True,
               help="Tokens generated at each soak step.")
 @click.option("--ctx-size", type=click.IntRange(min=1), help="Soak up to this context (default: the version's --ctx-size).")
 @click.option("--gpu", is_flag=True, help="Sample GPU memory every 100 ms through NVML (nvidia-ml-py) and report the peak.")
-@click.option("--gpu-index", type=int, default=0, show_default=True)
+@click.option("--gpu-index", type=int, default=0, show_default=True, help="NVML index of the GPU --gpu samples.")
 @click.option("--record", is_flag=True, help="Append the result to apps/<name>/bench/<version>.json.")
 @click.option("--device", "device_text", metavar="TEXT", help="The machine measured, for --record (default with "
               "--gpu: NVML's GPU name).")
@@ -61,7 +63,8 @@ if TYPE_CHECKING:
 @click.option("--date", "date_text", metavar="YYYY-MM-DD", help="For --record: the measurement's date (default: today).")
 @click.option("--from-json", "from_json", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="Do not measure: take the result `python3 -m olares_pack.bench` or `bench --format json` wrote.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="The per-run table, or the result as JSON (what --from-json reads).")
 @apps_dir_option
 def bench_cmd(app_ref: str, endpoint: str | None, version: str | None, runs: int, warmups: int, max_tokens: int,
               prompt_file: Path | None, temperature: float, top_p: float, top_k: int, min_p: float, stop_at_eos: bool,
@@ -245,7 +248,8 @@ def _estimate(app_dir: Path, version: str, apps_dir: Path) -> tuple[float | None
 
 @cli.command("history")
 @click.argument("app_ref", metavar="APP")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True,
+              help="A table per device as text, markdown (for a README) or JSON.")
 @click.option("--picture", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the history as an SVG picture (tokens/s and acceptance per version).")
 @click.option("--device", "device_filter", metavar="TEXT", help="Only the devices whose name contains TEXT.")
