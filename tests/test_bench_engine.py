@@ -64,9 +64,12 @@ class Engine:
             self.proc.kill()
         self.proc.wait(10)
 
-    def logged(self) -> tuple[list[float], list[tuple[int, int]]]:
-        """The server's own log: generation tokens/s and (accepted, drafted) of each request."""
-        text = self.log.read_text()
+    def logged(self, requests: int) -> tuple[list[float], list[tuple[int, int]]]:
+        """The server's own log: generation tokens/s and (accepted, drafted) of each request. The
+        server logs a request's timings after answering it: wait for the requests' lines."""
+        deadline = time.monotonic() + 10
+        while len(re.findall("draft acceptance =", text := self.log.read_text())) < requests and time.monotonic() < deadline:
+            time.sleep(0.1)
         tps = [float(m) for m in re.findall(r"\|\s+eval time = .*?,\s+([\d.]+) tokens per second", text)]
         drafts = [(int(a), int(g)) for a, g in re.findall(r"draft acceptance = [\d.]+ \(\s*(\d+) accepted /\s*(\d+) generated", text)]
         return tps, drafts
@@ -91,7 +94,7 @@ def engine(models: dict[str, Path], tmp_path: Path, request: pytest.FixtureReque
 def test_harness_figures_are_the_servers_own(engine: Engine) -> None:
     result = harness.bench(harness.Client(engine.url), Method(runs=3, warmups=1, max_tokens=300))
     assert result.server.kind == "llama-server" and result.server.build and "11434" in result.server.build
-    logged_tps, logged_drafts = engine.logged()
+    logged_tps, logged_drafts = engine.logged(4)
     runs = result.runs
     # the log prints tokens/s with two decimals: the measured runs are the last three requests
     assert [round(r.tokens_per_s, 2) for r in runs] == logged_tps[-3:]
