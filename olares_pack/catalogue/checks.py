@@ -238,6 +238,9 @@ def check(repo: Repo, recs: dict[str, list[Record]] | None = None) -> list[Issue
         if rs[-1].generation == generation.GENERATION:
             issues += _check_reproduces(repo, rs[-1], cache)
     issues += unpublished_edits(repo, recs)
+    from olares_pack.bench.records import check as bench_records  # apps/<name>/bench/*.json (issue #37)
+
+    issues += [Issue(repo.rel(path), problem) for path, problem in bench_records(repo.apps_dir)]
     cache.save()
     return issues
 

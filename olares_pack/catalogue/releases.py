@@ -236,6 +236,9 @@ def plan_release(repo: Repo, app_ref: Path, asked: VersionAsked, entry: EntryAsk
     tree = doc.tree
     tree["version"] = new_version
     _add_entry(tree, new_version, entry, manifest_path, old.name)
+    from olares_pack.bench.describe import update_manifest_tree  # "Performance on <device>" (issue #37)
+
+    update_manifest_tree(tree, manifest_path.parent)
     buf = io.StringIO()
     roundtrip_yaml().dump(tree, buf)
     new_text = buf.getvalue()

@@ -144,6 +144,10 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
             from olares_pack.diff import changes_since_latest
 
             parsed_changes += changes_since_latest(repo, app_dir)
+            from olares_pack.cli.bench import release_note_for  # the measured delta (issue #37)
+
+            if measured := release_note_for(repo, app_dir, version, bump):
+                notes = f"{notes.rstrip()}\n\n{measured}" if notes.strip() else measured
         plan = releases.plan_release(repo, app_dir, releases.VersionAsked(version, bump, force),
                                      releases.EntryAsked(summary, tuple(parsed_changes), notes, date, entry),
                                      allow=tuple(sorted(set(allow))))

@@ -53,11 +53,29 @@ def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, ta
         raise click.UsageError("give APP V1 V2, APP V (compared with current), or two charts A B")
     options = LintOptions(engine_build=engine_build)
     result = diff.compare(diff.facts(a_src, options), diff.facts(b_src, options), rendered=rendered)
+    # the measured delta, when both versions have bench records (issue #37)
+    perf = _performance(apps_dir, refs) if len(refs) == 3 else []
     if fmt == "markdown":
         console.out.print(diff.to_markdown(result, show_all=show_all), markup=False, highlight=False)
+        for line in perf:
+            console.out.print(f"- {line}", markup=False, highlight=False)
     elif fmt == "json":
-
-        console.out.print_json(json.dumps(diff.to_json(result, show_all=show_all), ensure_ascii=False, default=str))
+        doc = diff.to_json(result, show_all=show_all) | ({"performance": perf} if perf else {})
+        console.out.print_json(json.dumps(doc, ensure_ascii=False, default=str))
     else:
         print_diff_table(result, show_all)
+        for line in perf:
+            console.out.print(line, markup=False, highlight=False)
     return ExitCode.OK if result.equal else ExitCode.FINDINGS
+
+
+def _performance(apps_dir: Path, refs: tuple[str, ...]) -> list[str]:
+    from olares_pack.apps.load import load_app
+    from olares_pack.bench import describe, records
+
+    app_dir = app_folder(refs[0], apps_dir)
+    if not (app_dir / records.FOLDER).is_dir():
+        return []
+    current = load_app(app_dir / MANIFEST_FILE).version
+    a, b = (current if v in ("current", "app.yaml") else v for v in refs[1:3])
+    return describe.delta_lines(app_dir, a, b)

@@ -9,6 +9,7 @@ import click
 from olares_pack import __version__
 from olares_pack.cli import (
     apps,  # noqa: F401 - registers its commands
+    bench,  # noqa: F401 - registers its commands
     catalogue,  # noqa: F401 - registers its commands
     diff,  # noqa: F401 - registers its commands
     importing,  # noqa: F401 - registers its commands

@@ -50,6 +50,12 @@ class InputError(OlaresPackError):
         super().__init__(message)
 
 
+class BenchFailure(OlaresPackError):
+    """A bench or soak that could not complete: the server errored, stalled or died (exit 1)."""
+
+    exit_code = ExitCode.FINDINGS
+
+
 class QuantityError(ValueError):
     """Not a Kubernetes quantity. A ValueError, so that a manifest field's validator reports it as
     that field's problem."""

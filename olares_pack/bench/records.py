@@ -1,0 +1,238 @@
+"""Bench records: apps/<name>/bench/<version>.json, one file per version, append-only.
+
+Measurements accumulate about a version; nothing edits one. Two guards, both checked by
+`build --check` (check()):
+
+- a hash chain: each record's `prev` is the SHA-256 of the canonical JSON of the record before it
+  ("" for the first), so an edited or removed record breaks the chain in any copy of the file;
+- git history: every committed version of the file must be a prefix of the current one, so even a
+  rewritten chain is caught where the history is at hand.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import subprocess
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from olares_pack.bench.stats import Summary, summarize
+from olares_pack.common import jsontext
+from olares_pack.common.errors import InputError
+from olares_pack.common.fsio import write_text_atomic
+
+SCHEMA = 1
+FOLDER = "bench"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunFigures(_Model):
+    tokens_per_s: float = Field(gt=0)
+    tokens: int | None = Field(default=None, ge=0)
+    prompt_tokens: int | None = Field(default=None, ge=0)
+    prompt_tokens_per_s: float | None = Field(default=None, gt=0)
+    ttft_ms: float | None = Field(default=None, ge=0)
+    draft_n: int | None = Field(default=None, ge=0)
+    draft_accepted: int | None = Field(default=None, ge=0)
+
+
+class Published(_Model):
+    """Figures published without their runs (a mean, perhaps a range)."""
+
+    tokens_per_s: float = Field(gt=0)
+    tokens_per_s_min: float | None = None
+    tokens_per_s_max: float | None = None
+    acceptance: float | None = Field(default=None, ge=0, le=1)
+    acceptance_min: float | None = Field(default=None, ge=0, le=1)
+    acceptance_max: float | None = Field(default=None, ge=0, le=1)
+
+
+class MethodRecord(_Model):
+    runs: int | None = None
+    warmups: int | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    prompt_name: str | None = None
+    prompt_sha256: str | None = None
+    ignore_eos: bool | None = None
+    extra: dict[str, object] = {}
+    description: str = ""  # a published method in words
+
+
+class Soak(_Model):
+    outcome: Literal["passed", "failed", "oom"]
+    ctx_size: int | None = None
+    filled_to: int | None = None  # prompt tokens of the largest step that completed
+    peak_gpu_mib: float | None = None
+    estimate_mib: float | None = None  # `vram`'s estimate for the version, beside the peak
+    message: str = ""
+
+
+class Record(_Model):
+    date: dt.date
+    source: str  # "olares-pack bench" for a measurement, else where the figures were published
+    device: str
+    # set when the model served was synthetic (same shape, made-up weights): never the app's speed
+    synthetic_model: str | None = None
+    engine: str | None = None  # llama-server | vllm | openai
+    engine_build: str | None = None
+    method: MethodRecord
+    runs: list[RunFigures] = []
+    published: Published | None = None
+    soak: Soak | None = None
+    peak_gpu_mib: float | None = None  # NVML's peak over the runs (--gpu)
+    note: str = ""
+    attachments: list[str] = []  # raw outputs committed beside the file (paths relative to it)
+    prev: str = ""
+
+    def summary(self) -> Summary | None:
+        if self.runs:
+            return summarize([r.tokens_per_s for r in self.runs], [r.draft_n for r in self.runs],
+                             [r.draft_accepted for r in self.runs], [r.prompt_tokens_per_s for r in self.runs],
+                             [r.ttft_ms for r in self.runs])
+        if self.published:
+            p = self.published
+            return Summary(0, p.tokens_per_s, p.tokens_per_s_min, p.tokens_per_s_max, None, p.acceptance,
+                           p.acceptance_min, p.acceptance_max)
+        return None
+
+
+class BenchFile(_Model):
+    schema_: int = Field(SCHEMA, alias="schema")
+    app: str
+    version: str
+    records: list[Record]
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def digest(rec: Record) -> str:
+    return hashlib.sha256(jsontext.dumps(_dump(rec)).encode("utf-8")).hexdigest()
+
+
+def _dump(model: BaseModel) -> dict[str, object]:
+    return model.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+
+
+def path_of(app_dir: Path, version: str) -> Path:
+    return app_dir / FOLDER / f"{version}.json"
+
+
+def versions(app_dir: Path) -> list[str]:
+    """Versions with records, oldest first (semantic order)."""
+    import semver
+
+    folder = app_dir / FOLDER
+    found = [p.stem for p in folder.glob("*.json")] if folder.is_dir() else []
+    return sorted(found, key=semver.Version.parse)
+
+
+def parse(text: str, where: str) -> BenchFile:
+    try:
+        doc = jsontext.loads(text)
+    except jsontext.JSONDecodeError as exc:
+        raise InputError(f"{where}: not JSON ({exc})") from None
+    try:
+        return BenchFile.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = ".".join(str(p) for p in first["loc"])
+        raise InputError(f"{where}: {path}: {first['msg']} ({len(exc.errors())} problem(s))") from None
+
+
+def read(app_dir: Path, version: str) -> BenchFile | None:
+    path = path_of(app_dir, version)
+    return parse(path.read_text(encoding="utf-8"), str(path)) if path.is_file() else None
+
+
+def text_of(bf: BenchFile) -> str:
+    return jsontext.dumps(_dump(bf) | {"schema": bf.schema_, "records": [_dump(r) for r in bf.records]})
+
+
+def append(app_dir: Path, app: str, version: str, rec: Record) -> Path:
+    """Add rec at the end of the version's file, chained to the record before it."""
+    current = read(app_dir, version)
+    records = list(current.records) if current else []
+    rec = rec.model_copy(update={"prev": digest(records[-1]) if records else ""})
+    path = path_of(app_dir, version)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, text_of(BenchFile(app=app, version=version, records=[*records, rec])))
+    return path
+
+
+# ---------------------------------------------------------------- build --check
+
+
+def check_file(path: Path, app: str, git_root: Path | None) -> list[str]:
+    """Problems of one record file: schema, name and version, chain, canonical text, git history."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        bf = parse(text, str(path))
+    except InputError as exc:
+        return [str(exc).split(": ", 1)[1]]
+    problems = []
+    if bf.app != app or bf.version != path.stem:
+        problems.append(f"holds {bf.app} {bf.version}, expected {app} {path.stem} (its folder and name)")
+    if not bf.records:
+        problems.append("holds no record")
+    for i, rec in enumerate(bf.records):
+        want = digest(bf.records[i - 1]) if i else ""
+        if rec.prev != want:
+            problems.append(f"records.{i}.prev: {rec.prev or '(empty)'} is not the digest of the record before "
+                            f"({want or 'empty for the first'}): a record was edited or removed; records are append-only")
+        if not rec.runs and rec.published is None and rec.soak is None:
+            problems.append(f"records.{i}: neither runs, published figures nor a soak")
+        for att in rec.attachments:
+            if not (path.parent / att).is_file():
+                problems.append(f"records.{i}.attachments: {att} is missing beside the file")
+    if text != text_of(bf):
+        problems.append("is not in canonical form (write records with `olares-pack bench --record`)")
+    if git_root is not None:
+        problems += _history_problems(path, bf, git_root)
+    return problems
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _history_problems(path: Path, bf: BenchFile, root: Path) -> list[str]:
+    """Every committed version of the file must be a prefix of the current records."""
+    rel = path.resolve().relative_to(root.resolve()).as_posix()
+    log = _git(root, "log", "--format=%H", "--", rel)
+    current = [digest(r) for r in bf.records]
+    for commit in (log or "").split():
+        old_text = _git(root, "show", f"{commit}:{rel}")
+        if old_text is None:  # deleted in that commit
+            continue
+        try:
+            old = [digest(r) for r in parse(old_text, rel).records]
+        except InputError:
+            continue  # that commit's own check reported it
+        if current[:len(old)] != old:
+            return [f"changes records committed in {commit[:12]}: records are append-only (add a record instead)"]
+    return []
+
+
+def check(apps_dir: Path) -> list[tuple[Path, str]]:
+    """(file, problem) of every app's bench records."""
+    root = _git(apps_dir, "rev-parse", "--show-toplevel")
+    git_root = Path(root.strip()) if root else None
+    out = []
+    for app_dir in sorted(p for p in apps_dir.iterdir() if (p / FOLDER).is_dir()) if apps_dir.is_dir() else []:
+        for path in sorted((app_dir / FOLDER).glob("*.json")):
+            out += [(path, p) for p in check_file(path, app_dir.name, git_root)]
+    return out

@@ -1,0 +1,309 @@
+"""`bench` and `history`: how a version performs, recorded and compared."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from olares_pack.cli.args import app_folder, parse_date, resolve_app
+from olares_pack.cli.group import cli
+from olares_pack.cli.options import apps_dir_option
+from olares_pack.common.errors import ExitCode, InputError
+
+if TYPE_CHECKING:
+    from olares_pack.bench.gpu import GpuSampler
+    from olares_pack.bench.harness import Client, Result, Server
+    from olares_pack.bench.method import Method
+    from olares_pack.bench.records import Soak
+    from olares_pack.catalogue.repo import Repo
+
+
+@cli.command("bench")
+@click.argument("app_ref", metavar="APP")
+@click.option("--endpoint", metavar="URL", help="The engine's OpenAI-compatible API: the app's URL on the device, or "
+              "a port-forward (http://127.0.0.1:8000).")
+@click.option("--version", "version", metavar="X.Y.Z", help="The version the endpoint serves (default: app.yaml's).")
+@click.option("--runs", type=click.IntRange(min=1), default=10, show_default=True, help="Measured runs.")
+@click.option("--warmups", type=click.IntRange(min=0), default=2, show_default=True, help="Warm-up runs, not counted.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=2000, show_default=True, help="Tokens generated a run.")
+@click.option("--prompt-file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="The prompt (default: the Space Invaders HTML prompt of the example app's history).")
+@click.option("--temperature", type=float, default=0.6, show_default=True, help="Sampling temperature of every request.")
+@click.option("--top-p", type=float, default=0.95, show_default=True, help="Nucleus sampling: the probability mass kept.")
+@click.option("--top-k", type=int, default=20, show_default=True, help="Sampling: the most likely tokens kept.")
+@click.option("--min-p", type=float, default=0.0, show_default=True,
+              help="Sampling: tokens below this share of the likeliest one's probability dropped.")
+@click.option("--stop-at-eos", is_flag=True, help="Let runs end at the end-of-sequence token (default: every run "
+              "generates --max-tokens).")
+@click.option("--request-json", metavar="JSON", help="Extra fields merged into every request, e.g. '{\"seed\": 1}'.")
+@click.option("--stall-timeout", type=float, default=120.0, show_default=True,
+              help="Seconds without a byte from the server before the bench fails.")
+@click.option("--fill", is_flag=True, help="Soak instead: drive the context in steps up to the version's --ctx-size, "
+              "drafting active; any failed request or server exit fails it.")
+@click.option("--fill-steps", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Soak steps: prompts of 1/N, 2/N ... N/N of the context.")
+@click.option("--fill-tokens", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Tokens generated at each soak step.")
+@click.option("--ctx-size", type=click.IntRange(min=1), help="Soak up to this context (default: the version's --ctx-size).")
+@click.option("--gpu", is_flag=True, help="Sample GPU memory every 100 ms through NVML (nvidia-ml-py) and report the peak.")
+@click.option("--gpu-index", type=int, default=0, show_default=True, help="NVML index of the GPU --gpu samples.")
+@click.option("--record", is_flag=True, help="Append the result to apps/<name>/bench/<version>.json.")
+@click.option("--device", "device_text", metavar="TEXT", help="The machine measured, for --record (default with "
+              "--gpu: NVML's GPU name).")
+@click.option("--synthetic-model", metavar="TEXT", help="For --record: the model served was synthetic (say which); "
+              "its figures are never shown as the app's speed.")
+@click.option("--note", default="", help="For --record: a note kept with the record.")
+@click.option("--attach", "attachments", multiple=True, type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="For --record: a raw output to commit beside the record (copied there). Repeatable.")
+@click.option("--date", "date_text", metavar="YYYY-MM-DD", help="For --record: the measurement's date (default: today).")
+@click.option("--from-json", "from_json", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="Do not measure: take the result `python3 -m olares_pack.bench` or `bench --format json` wrote.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="The per-run table, or the result as JSON (what --from-json reads).")
+@apps_dir_option
+def bench_cmd(app_ref: str, endpoint: str | None, version: str | None, runs: int, warmups: int, max_tokens: int,
+              prompt_file: Path | None, temperature: float, top_p: float, top_k: int, min_p: float, stop_at_eos: bool,
+              request_json: str | None, stall_timeout: float, fill: bool, fill_steps: int, fill_tokens: int,
+              ctx_size: int | None, gpu: bool, gpu_index: int, record: bool, device_text: str | None,
+              synthetic_model: str | None, note: str, attachments: tuple[Path, ...], date_text: str | None,
+              from_json: Path | None, fmt: str, apps_dir: Path) -> int:
+    """Measure APP's running engine (llama-server or vLLM) the same way every time: warm-ups, then
+    runs of one prompt, figures as the server reports them. The table on stdout, progress on
+    stderr. Exit 1 when the server errors, stalls or dies; 2 when the endpoint is no LLM server."""
+    from olares_pack.bench import harness, report
+    from olares_pack.bench.method import DEFAULT_PROMPT, DEFAULT_PROMPT_NAME, Method
+    from olares_pack.common import console
+
+    app_dir = app_folder(app_ref, apps_dir)
+    app = resolve_app(app_ref, apps_dir)
+    version = version or app.version
+    if (endpoint is None) == (from_json is None):
+        raise click.UsageError("give --endpoint URL (measure) or --from-json FILE (record a result measured elsewhere)")
+    extra = _extra(request_json)
+    prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else DEFAULT_PROMPT
+    try:
+        method = Method(runs, warmups, max_tokens, temperature, top_p, top_k, min_p, prompt,
+                        prompt_file.name if prompt_file else DEFAULT_PROMPT_NAME, not stop_at_eos, extra)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    sampler: GpuSampler | None = None
+    if gpu:
+        from olares_pack.bench.gpu import GpuSampler
+
+        sampler = GpuSampler(gpu_index)
+    if from_json is not None:
+        doc = _read_result(from_json)
+    else:
+        assert endpoint is not None
+        client = harness.Client(endpoint, stall_timeout)
+        server = harness.probe(client)
+        console.info(f"{app.name} {version}: {server.kind} at {server.url}, model {server.model}"
+                     + (f", build {server.build}" if server.build else ""))
+        if fill:
+            return _soak(app_dir, app.name, version, client, server, method, ctx_size, fill_steps, fill_tokens,
+                         sampler, record, device_text, synthetic_model, note, date_text, fmt, apps_dir)
+        with sampler or nullcontext():
+            result = harness.bench(client, method, console.info, server)
+        doc = report.result_json(result, sampler.peak_mib if sampler else None, sampler.name if sampler else None)
+        if fmt == "json":
+            console.out.print_json(json.dumps(doc))
+        else:
+            _print_table(result, sampler)
+    if record:
+        _record(app_dir, app.name, version, doc, device_text, synthetic_model, note, attachments, date_text)
+    return ExitCode.OK
+
+
+def _extra(request_json: str | None) -> dict[str, object]:
+    if not request_json:
+        return {}
+    try:
+        extra = json.loads(request_json)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--request-json") from None
+    if not isinstance(extra, dict):
+        raise click.BadParameter("expected a JSON object", param_hint="--request-json")
+    return extra
+
+
+def _read_result(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list) or not isinstance(doc.get("method"), dict):
+        raise InputError(f"{path}: expected the JSON `bench --format json` writes (runs, method)")
+    return doc
+
+
+def _print_table(result: Result, sampler: GpuSampler | None) -> None:
+    from rich.table import Table
+
+    from olares_pack.bench import report
+    from olares_pack.common import console
+
+    table = Table(*report.HEADERS)
+    for row in report.table_rows(result):
+        table.add_row(*row)
+    console.out.print(table)
+    if sampler is not None:
+        console.out.print(f"GPU memory peak: {sampler.peak_mib:.0f} MiB ({sampler.name})", markup=False)
+
+
+def _record(app_dir: Path, name: str, version: str, doc: dict[str, Any], device_text: str | None,
+            synthetic_model: str | None, note: str, attachments: tuple[Path, ...], date_text: str | None,
+            soak: Soak | None = None) -> None:
+    import shutil
+
+    from pydantic import ValidationError
+
+    from olares_pack.bench import records
+    from olares_pack.common import console
+
+    gpu = doc.get("gpu") if isinstance(doc.get("gpu"), dict) else None
+    device_name = device_text or (gpu or {}).get("name")
+    if not device_name:
+        raise click.UsageError("--record needs --device TEXT: the machine measured (e.g. 'Olares One (RTX 5090 Laptop GPU, 24 GB)')")
+    folder = records.path_of(app_dir, version).parent
+    kept = [f"{version}.raw/{a.name}" for a in attachments]  # a folder: *.json beside the records are records
+    if len(set(kept)) != len(kept):
+        raise click.UsageError("--attach: two files of the same name")
+    try:
+        rec = records.Record(
+            date=parse_date(date_text) if date_text else dt.date.today(), source="olares-pack bench",
+            device=str(device_name), synthetic_model=synthetic_model, engine=doc.get("engine"),
+            engine_build=doc.get("engine_build"), method=records.MethodRecord(**doc["method"]),
+            runs=[records.RunFigures(**r) for r in doc["runs"]], soak=soak, note=note, attachments=kept,
+            peak_gpu_mib=(gpu or {}).get("peak_mib") if soak is None else None)
+    except (ValidationError, TypeError) as exc:
+        raise InputError(f"the result does not make a valid record: {exc}") from None
+    for a, k in zip(attachments, kept, strict=True):
+        (folder / k).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(a, folder / k)
+    path = records.append(app_dir, name, version, rec)
+    console.info(f"recorded in {path}")
+
+
+def _soak(app_dir: Path, name: str, version: str, client: Client, server: Server, method: Method, ctx_size: int | None,
+          steps: int, gen_tokens: int, sampler: GpuSampler | None, record: bool, device_text: str | None,
+          synthetic_model: str | None, note: str, date_text: str | None, fmt: str, apps_dir: Path) -> int:
+    from olares_pack.bench import records, soak
+    from olares_pack.common import console
+
+    estimate_mib, app_ctx = _estimate(app_dir, version, apps_dir)
+    ctx = ctx_size or app_ctx
+    if ctx is None:
+        raise click.UsageError(f"{name} {version} sets no --ctx-size: give --ctx-size")
+    try:
+        with sampler or nullcontext():
+            res = soak.fill(client, server, method, ctx, steps, gen_tokens, console.info)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    peak = sampler.peak_mib if sampler is not None else None
+    outcome = records.Soak(outcome="passed" if res.passed else "failed", ctx_size=ctx, filled_to=res.filled_to,
+                           peak_gpu_mib=round(peak, 1) if peak is not None else None,
+                           estimate_mib=round(estimate_mib, 1) if estimate_mib is not None else None,
+                           message=res.failure or "")
+    doc = {"soak": outcome.model_dump(mode="json"), "steps": res.steps, "runs": [r.to_dict() for r in res.done]}
+    if fmt == "json":
+        console.out.print_json(json.dumps(doc))
+    else:
+        console.out.print(f"soak {'passed' if res.passed else 'FAILED'}: {len(res.done)} of {len(res.steps)} steps, "
+                          f"context filled to {res.filled_to or 0} of {ctx} tokens", markup=False)
+        peak_text = f"{peak:.0f} MiB" if peak is not None else "not sampled (--gpu)"
+        est_text = f"{estimate_mib:.0f} MiB" if estimate_mib is not None else "—"
+        console.out.print(f"GPU memory peak {peak_text}; vram's estimate for {name} {version}: {est_text}", markup=False)
+    if res.failure:
+        console.error(res.failure)
+    if record:
+        gpu = {"name": sampler.name} if sampler is not None else None
+        server_doc = {"engine": server.kind, "engine_build": server.build, "method": method.to_record(), "runs": [],
+                      **({"gpu": gpu} if gpu else {})}
+        _record(app_dir, name, version, server_doc, device_text, synthetic_model, note, (), date_text, outcome)
+    return ExitCode.OK if res.passed else ExitCode.FINDINGS
+
+
+def _estimate(app_dir: Path, version: str, apps_dir: Path) -> tuple[float | None, int | None]:
+    """vram's estimate (Olares One profile) and the --ctx-size of the version."""
+    from olares_pack.apps.manifest import LlamaCppApp
+    from olares_pack.catalogue import records as releases
+    from olares_pack.catalogue.repo import Repo
+    from olares_pack.cli.args import device
+    from olares_pack.vram import budget
+
+    repo = Repo.of_apps(apps_dir)
+    if version in releases.versions(repo, app_dir.name):
+        app = releases.app_of(releases.read(repo, app_dir.name, version))
+    else:
+        app = resolve_app(str(app_dir), apps_dir)
+    est = budget.app_estimate(app, app_dir, device("olares-one", None, None), None)
+    ctx = app.server.ctx_size if isinstance(app, LlamaCppApp) else None
+    return est.total_mib, ctx if isinstance(ctx, int) else None
+
+
+@cli.command("history")
+@click.argument("app_ref", metavar="APP")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True,
+              help="A table per device as text, markdown (for a README) or JSON.")
+@click.option("--picture", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the history as an SVG picture (tokens/s and acceptance per version).")
+@click.option("--device", "device_filter", metavar="TEXT", help="Only the devices whose name contains TEXT.")
+@apps_dir_option
+def history_cmd(app_ref: str, fmt: str, picture: Path | None, device_filter: str | None, apps_dir: Path) -> int:
+    """The performance history of APP from its bench records: version, what changed, tokens/s mean
+    (min–max), acceptance, delta to the previous version, stability; one table per device."""
+    from rich.table import Table
+
+    from olares_pack.bench import history, records
+    from olares_pack.bench import picture as pic
+    from olares_pack.bench.changed import what_changed
+    from olares_pack.catalogue.repo import Repo
+    from olares_pack.common import console, fsio
+
+    app_dir = app_folder(app_ref, apps_dir)
+    app = resolve_app(app_ref, apps_dir)
+    versions = records.versions(app_dir)
+    if not versions:
+        raise InputError(f"{app.name}: no bench records in {records.path_of(app_dir, 'X').parent} "
+                         "(olares-pack bench --record)")
+    changed = what_changed(Repo.of_apps(apps_dir), app_dir, versions)
+    tabs = [t for t in history.tables(app_dir, changed, history.unshipped_versions(app_dir))
+            if not device_filter or device_filter.lower() in t.device.lower()]
+    if not tabs:
+        raise InputError(f"{app.name}: no records of a device matching {device_filter!r}")
+    if fmt == "json":
+        console.out.print_json(json.dumps(history.to_json(app.name, tabs), ensure_ascii=False))
+    elif fmt == "markdown":
+        console.out.print(history.to_markdown(app.name, tabs), markup=False, highlight=False)
+    else:
+        for t in tabs:
+            table = Table(*history.HEADERS, title=f"{app.name} on {t.device}")
+            for row in t.rows:
+                table.add_row(*history.cells(row))
+            console.out.print(table)
+    if picture is not None:
+        fsio.write_text_atomic(picture, pic.svg(app.name, tabs[0]))
+        console.info(f"wrote {picture} ({tabs[0].device})")
+    return ExitCode.OK
+
+
+def release_note_for(repo: Repo, app_dir: Path, version: str | None, bump: str | None) -> str:
+    """The measured figures of the version a release is about to publish, against the latest
+    published one (release --changes-from-diff); empty without records."""
+    import semver
+
+    from olares_pack.apps.load import load_app
+    from olares_pack.bench.describe import release_note
+    from olares_pack.catalogue import records as releases
+    from olares_pack.catalogue.releases import next_version
+    from olares_pack.catalogue.repo import MANIFEST_FILE
+
+    published = releases.versions(repo, app_dir.name)
+    current = load_app(app_dir / MANIFEST_FILE).version
+    new = version or (next_version(max([current, *published], key=semver.Version.parse), bump) if bump else current)
+    return release_note(app_dir, published[-1] if published else None, new)
