@@ -173,7 +173,7 @@ def test_header_read_over_http_ranges_matches_the_gguf_reader(tmp_path: Path, mo
     assert hub.bytes_served < len(data) / 4  # the header only, not the weights
 
 
-# ---- the example app's history (its changelog and recorded outcomes, README "GPU memory budget")
+# ---- the example app's history (its changelog and recorded outcomes, docs/concepts/gpu-memory.md)
 
 
 def history_meta(file_size_gb: float) -> gguf_meta.ModelMeta:

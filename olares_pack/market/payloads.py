@@ -506,8 +506,9 @@ def index_charts(cat: Catalogue) -> None:
     """File name -> chart, one chart per name. Releases of generation 1 and 2 gave both targets'
     charts the release version, so both are named <name>-<version>.tgz: the current target's
     chart keeps the name, and the other is not offered to any device (a device that fetched it and
-    then upgraded its OS would keep installing the chart of its old OS: README, "One version per OS
-    line"). `build --check` names such versions; the next release gives every line its own."""
+    then upgraded its OS would keep installing the chart of its old OS: docs/concepts/targets.md,
+    "One version per OS line"). `build --check` names such versions; the next release gives every
+    line its own."""
     for c in sorted(cat.charts, key=lambda c: (c.name, c.file_name, c.target != olares.CURRENT.name)):
         owner = cat.files.setdefault(c.name, {}).setdefault(c.file_name, c)
         if owner is not c:

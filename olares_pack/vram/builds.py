@@ -1,8 +1,8 @@
 """llama.cpp builds that allocate differently from the measured one, by a known upstream change.
 
 The estimate's constants come from b11434. One change before it moves memory from run time to
-boot, and a build from before it was measured (bench/vram/runtime-b9294.raw.json, README "GPU
-memory budget"): ggml-org/llama.cpp PR #23907, "cuda: reserve space for quantize kv-cache at
+boot, and a build from before it was measured (bench/vram/runtime-b9294.raw.json;
+docs/concepts/gpu-memory.md): ggml-org/llama.cpp PR #23907, "cuda: reserve space for quantize kv-cache at
 startup". With flash attention and a quantized KV cache, CUDA converts the cache it attends over
 to f16 first. b11434 reserves that copy at boot, for the whole context, in the flash-attention
 node's own allocation (ggml/src/ggml-cuda/fattn-common.cuh,

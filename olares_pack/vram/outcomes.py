@@ -1,7 +1,7 @@
 """What a published version did on devices, as its app's own records say: the `fix` entries of
 later versions' changelogs that name the version and say it ran out of GPU memory. `vram`
 prints them beside its verdict, so a verdict that a recorded outcome contradicts is reported,
-not hidden (README "GPU memory budget")."""
+not hidden (docs/concepts/gpu-memory.md)."""
 
 from __future__ import annotations
 
