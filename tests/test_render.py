@@ -357,7 +357,7 @@ def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     assert _manifest(files)["spec"]["locale"] == ["en-US", "zh-CN"]
     zh = yaml.safe_load(files["i18n/zh-CN/OlaresManifest.yaml"])
     assert zh["metadata"]["title"] == "Qwen36 27B 长上下文"
-    assert zh["spec"]["upgradeDescription"].startswith("**1.0.13** (2026-12-04): 本版本未记录 sha256 的模型文件，按 Hugging Face 公布的 sha256 校验")
+    assert zh["spec"]["upgradeDescription"].startswith("**1.0.14** (2026-12-04): 从任何旧版本升级都能成功：引擎保留已安装版本的选择器")
     assert "measured nothing new" in zh["spec"]["upgradeDescription"]  # notes fall back to en-US
     assert zh["spec"]["fullDescription"] == zh["metadata"]["description"]  # exactly, no newline added
     en = yaml.safe_load(files["i18n/en-US/OlaresManifest.yaml"])
