@@ -76,12 +76,12 @@ def test_bench_method_is_configurable(repo: Path, capsys: pytest.CaptureFixture[
 
 
 def test_a_server_that_dies_mid_run_fails_the_bench(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before = records.read(repo / "apps" / NAME, "1.0.13")
+    before = records.read(repo / "apps" / NAME, "1.0.14")
     with FakeLlama(timings(WARM + RUNS, [5, 5] + DRAFTS, [1, 1] + ACCEPTED), die_at=4) as fake:
         code, doc, err = bench_json(repo, capsys, "--endpoint", fake.url, "--record", "--device", "x")
     assert code == ExitCode.FINDINGS and doc is None
     assert "run 3 of 10" in err and "stopped mid-answer" in err
-    assert records.read(repo / "apps" / NAME, "1.0.13") == before  # nothing recorded
+    assert records.read(repo / "apps" / NAME, "1.0.14") == before  # nothing recorded
 
 
 def _free_port() -> int:
@@ -135,12 +135,12 @@ def test_record_appends_and_build_check_guards_it(repo: Path, capsys: pytest.Cap
             code, _, err = bench_json(repo, capsys, "--endpoint", fake.url, "--record", "--device", "test rig",
                                       "--date", "2026-12-04")
         assert code == 0, err
-    bf = records.read(app_dir, "1.0.13")
+    bf = records.read(app_dir, "1.0.14")
     mine = bf.records[-2:]
     assert [r.device for r in mine] == ["test rig", "test rig"] and mine[1].prev == records.digest(mine[0])
     assert records.check(repo / "apps") == []
     # an edited measurement breaks the chain: build --check says which and why
-    path = records.path_of(app_dir, "1.0.13")
+    path = records.path_of(app_dir, "1.0.14")
     doc = json.loads(path.read_text())
     doc["records"][0]["runs"][0]["tokens_per_s"] = 99.0
     path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
@@ -216,7 +216,7 @@ def test_diff_shows_the_measured_delta(capsys: pytest.CaptureFixture[str]) -> No
 def test_release_writes_the_performance_section_and_cites_the_delta(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     app_dir = repo / "apps" / NAME
     with FakeLlama(timings(WARM + RUNS, [5, 5] + DRAFTS, [1, 1] + ACCEPTED)) as fake:
-        code, _, err = bench_json(repo, capsys, "--endpoint", fake.url, "--version", "1.0.14", "--record",
+        code, _, err = bench_json(repo, capsys, "--endpoint", fake.url, "--version", "1.0.15", "--record",
                                   "--device", "Olares One (RTX 5090 Laptop GPU, 24 GB)")
     assert code == 0, err
     code = main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "s",
@@ -225,9 +225,9 @@ def test_release_writes_the_performance_section_and_cites_the_delta(repo: Path, 
     from olares_pack.apps.load import load_app
 
     app = load_app(app_dir / "app.yaml")
-    assert app.version == "1.0.14"
+    assert app.version == "1.0.15"
     assert "**Performance on Olares One (RTX 5090 Laptop GPU, 24 GB)**" in app.full_description
-    assert "| 1.0.14 | 74.28 (72.60–75.14) | 86.7 % |" in app.full_description
+    assert "| 1.0.15 | 74.28 (72.60–75.14) | 86.7 % |" in app.full_description
     assert "Measured on Olares One" in app.changelog[-1].notes
     assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.OK
     # the section is replaced, never stacked

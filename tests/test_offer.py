@@ -106,7 +106,8 @@ def test_the_bundled_catalogue_records_its_templated_manifests(tmp_path: Path) -
     decided = json.loads((ROOT / OFFER_FILE).read_text())["charts"]
     templated = sorted(k for k, v in decided.items() if "manifest" in v)
     assert templated == ["packages/legacy/llamacppqwen36mtpone-1.0.12-legacy.tgz",
-                         "packages/legacy/llamacppqwen36mtpone-1.0.13-legacy.tgz"]
+                         "packages/legacy/llamacppqwen36mtpone-1.0.13-legacy.tgz",
+                         "packages/legacy/llamacppqwen36mtpone-1.0.14-legacy.tgz"]
     with_offer = market.load(ROOT).view("1.12.5").fragments
     bare = tmp_path / "bare"
     shutil.copytree(ROOT / "packages", bare / "packages")
