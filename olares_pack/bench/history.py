@@ -1,10 +1,15 @@
-"""`history APP`: the maintainer's table — version, what changed, tokens/s mean (min–max),
-acceptance, delta to the previous version, stability — from the bench records, one table per
-device (a synthetic model's device apart)."""
+"""`history APP`: the maintainer's table — version, what changed, tokens/s, acceptance, delta to
+the previous version, stability, and what the figures are (measured, transcribed, synthetic) —
+from the bench records, one table per device (a synthetic model's device apart).
+
+Every figure says where it came from: a row's `figures` cell names its kind, a delta between
+figures of different kinds says so, and LEGEND explains the kinds in words a market page's reader
+follows. A published version whose engine changed and that has no record is a row without figures
+(a gap is visible, not skipped)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +18,18 @@ import semver
 from olares_pack.bench import records
 from olares_pack.bench.records import Record
 from olares_pack.bench.stats import Summary, delta_text
+
+KIND_LABEL = {"measured": "measured", "transcribed": "transcribed", "synthetic": "synthetic model"}
+LEGEND = [
+    "measured: by `olares-pack bench` on the app's own model; tokens/s is the mean (min–max) of the runs, as the "
+    "server reported them.",
+    "transcribed: copied from the maintainer's published notes, not measured by olares-pack; shown as the notes "
+    "give it (a single figure stays a single figure), each record cites the document and quotes its words.",
+    "synthetic model: measured by `olares-pack bench` on a made-up model of the app's shape: how the engine "
+    "behaves, never the app's speed.",
+    "A Δ between figures of different kinds (e.g. transcribed → measured) is labelled: they were not taken the "
+    "same way, so the change is indicative only.",
+]
 
 
 @dataclass
@@ -25,6 +42,9 @@ class Row:
     delta_acceptance: str = "—"
     source: str = ""
     shipped: bool = True
+    kind: str = ""  # measured | transcribed | synthetic; "" without figures
+    provenance: dict[str, Any] = field(default_factory=dict)
+    note: str = ""  # e.g. "unbenched: ...", "rehearsal skipped: ..."
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": self.version, "changed": self.changed,
@@ -32,7 +52,8 @@ class Row:
                 "tokens_per_s": self.summary.range_text() if self.summary else None,
                 "acceptance": self.summary.acceptance_text() if self.summary else None,
                 "delta_tokens_per_s": self.delta_speed, "delta_acceptance": self.delta_acceptance,
-                "stability": self.stability, "shipped": self.shipped, "source": self.source}
+                "stability": self.stability, "shipped": self.shipped, "source": self.source,
+                "kind": self.kind or None, "provenance": self.provenance or None, "note": self.note or None}
 
 
 @dataclass
@@ -46,51 +67,101 @@ def device_label(rec: Record) -> str:
     return f"{rec.device}, synthetic model" if rec.synthetic_model else rec.device
 
 
+def provenance(rec: Record) -> dict[str, Any]:
+    """What a record says about its figures, for JSON and the notes under a table."""
+    kind = rec.provenance_kind()
+    out: dict[str, Any] = {"kind": kind, "date": rec.date.isoformat(), "device": rec.device}
+    if kind == "transcribed":
+        out |= {"document": rec.source, "quote": rec.quote or None}
+    else:
+        out |= {"tool": rec.tool or "olares-pack bench (version not recorded)", "engine": rec.engine,
+                "engine_build": rec.engine_build, "model_file": rec.model_file,
+                "started": rec.started.isoformat() if rec.started else None,
+                "ended": rec.ended.isoformat() if rec.ended else None}
+        if kind == "synthetic":
+            out["synthetic_model"] = rec.synthetic_model
+    return {k: v for k, v in out.items() if v is not None}
+
+
 def stability(recs: list[Record]) -> str:
+    """The latest soak's outcome, else the stability a transcribed record states, marked as such."""
     soaks = [r.soak for r in recs if r.soak is not None]
-    if not soaks:
-        return "—"
-    last = soaks[-1]
-    return {"oom": "OOM (out of memory at run time)", "failed": "soak failed", "passed": "soak passed"}[last.outcome]
+    if soaks:
+        return {"oom": "OOM (out of memory at run time)", "failed": "soak failed", "passed": "soak passed"}[soaks[-1].outcome]
+    stated = [r.stated_stability for r in recs if r.stated_stability]
+    return f"“{stated[-1]}” (transcribed)" if stated else "—"
 
 
-def tables(app_dir: Path, changed: dict[str, str] | None = None, unshipped: frozenset[str] = frozenset()) -> list[Table]:
-    """Per device, in the order devices first appear; per version, its latest record with figures.
-    Deltas are to the previous shipped version with figures."""
-    changed = changed or {}
+def kind_label(kind: str) -> str:
+    return KIND_LABEL.get(kind, "—")
+
+
+def _labelled(delta: str, old: str, new: str) -> str:
+    if old == new == "measured" or delta == "—":
+        return delta
+    return f"{delta} (both {kind_label(new)})" if old == new else f"{delta} ({kind_label(old)} → {kind_label(new)})"
+
+
+def tables(app_dir: Path, changed: dict[str, str] | None = None, unshipped: frozenset[str] = frozenset(),
+           notes: dict[str, str] | None = None, gaps: dict[str, str] | None = None) -> list[Table]:
+    """Per device, in the order devices first appear; per version, its latest record with figures
+    (records a later one supersedes left out). Deltas are to the previous shipped version with
+    figures. `gaps`: versions without records shown as rows without figures (with their note) in
+    the tables of real models; `notes`: a note per version (e.g. a skipped rehearsal)."""
+    changed, notes, gaps = changed or {}, notes or {}, gaps or {}
     by_device: dict[str, dict[str, list[Record]]] = {}
     for version in records.versions(app_dir):
         bf = records.read(app_dir, version)
         assert bf is not None
-        for rec in bf.records:
+        for rec in records.current(bf):
             by_device.setdefault(device_label(rec), {}).setdefault(version, []).append(rec)
+    real = [d for d, vs in by_device.items() if not any(r.synthetic_model for v in vs.values() for r in v)]
     out = []
     for device, versions in by_device.items():
+        shown = dict(versions)
+        if device in real or not real:
+            for v in gaps:
+                shown.setdefault(v, [])
         rows: list[Row] = []
-        prev: Summary | None = None
-        for version in sorted(versions, key=semver.Version.parse):
-            recs = versions[version]
+        prev: tuple[Summary, str] | None = None
+        for version in sorted(shown, key=semver.Version.parse):
+            recs = shown[version]
             with_figures = [r for r in recs if r.summary() is not None]
             latest = with_figures[-1] if with_figures else None
             summary = latest.summary() if latest else None
+            kind = latest.provenance_kind() if latest else ""
+            note = "; ".join(n for n in (gaps.get(version, "") if not recs else "", notes.get(version, "")) if n)
             row = Row(version, changed.get(version, ""), summary, stability(recs), source=latest.source if latest else "",
-                      shipped=version not in unshipped)
+                      shipped=version not in unshipped, kind=kind, provenance=provenance(latest) if latest else {}, note=note)
             if summary and prev:
-                row.delta_speed, row.delta_acceptance = delta_text(summary, prev)
-            if row.shipped:
-                prev = summary or prev
+                speed, acc = delta_text(summary, prev[0])
+                row.delta_speed, row.delta_acceptance = _labelled(speed, prev[1], kind), _labelled(acc, prev[1], kind)
+            if row.shipped and summary:
+                prev = (summary, kind)
             rows.append(row)
         out.append(Table(device, any(r.synthetic_model for v in versions.values() for r in v), rows))
     return out
 
 
-HEADERS = ["version", "what changed", "tokens/s mean (min–max)", "acceptance", "Δ tokens/s", "Δ acceptance", "stability"]
+HEADERS = ["version", "what changed", "tokens/s", "acceptance", "Δ tokens/s", "Δ acceptance", "stability", "figures"]
 
 
 def cells(row: Row) -> list[str]:
     s = row.summary
-    return [row.version + ("" if row.shipped else " (not shipped)"), row.changed or "—", s.range_text() if s else "—", s.acceptance_text() if s else "—",
-            row.delta_speed, row.delta_acceptance, row.stability]
+    stability = row.stability if not row.note else f"{row.stability} ({row.note})" if row.stability != "—" else row.note
+    return [row.version + ("" if row.shipped else " (not shipped)"), row.changed or "—", s.range_text() if s else "—",
+            s.acceptance_text() if s else "—", row.delta_speed, row.delta_acceptance, stability, kind_label(row.kind)]
+
+
+def sources(tabs: list[Table]) -> list[str]:
+    """One line per transcribed row: the version, the document and its words."""
+    seen: dict[str, str] = {}
+    for t in tabs:
+        for r in t.rows:
+            if r.kind == "transcribed" and r.version not in seen:
+                quote = r.provenance.get("quote")
+                seen[r.version] = f"{r.version}: {r.source}" + (f" — “{quote}”" if quote else "")
+    return list(seen.values())
 
 
 def to_markdown(app: str, tabs: list[Table]) -> str:
@@ -100,12 +171,16 @@ def to_markdown(app: str, tabs: list[Table]) -> str:
                 "|" + "---|" * len(HEADERS)]
         out += ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in t.rows]
         out.append("")
-    return "\n".join(out)
+    out += [f"- {line}" for line in LEGEND]
+    if src := sources(tabs):
+        out += ["", "Transcribed figures come from:", ""] + [f"- {line}" for line in src]
+    return "\n".join(out) + "\n"
 
 
 def to_json(app: str, tabs: list[Table]) -> dict[str, Any]:
-    return {"app": app, "devices": [{"device": t.device, "synthetic_model": t.synthetic,
-                                     "versions": [r.to_dict() for r in t.rows]} for t in tabs]}
+    return {"app": app, "legend": LEGEND,
+            "devices": [{"device": t.device, "synthetic_model": t.synthetic, "versions": [r.to_dict() for r in t.rows]}
+                        for t in tabs]}
 
 
 def unshipped_versions(app_dir: Path) -> frozenset[str]:

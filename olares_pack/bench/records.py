@@ -1,5 +1,15 @@
 """Bench records: apps/<name>/bench/<version>.json, one file per version, append-only.
 
+Every record says what its figures are (`kind`, see Record.provenance_kind):
+- measured: by `olares-pack bench` on the app's model (tool version, dates, device, the engine's
+  build string and model file as the server reported them);
+- synthetic: measured the same way on a made-up model of the same shape (which one): never the
+  app's speed;
+- transcribed: copied from a published document (its address in `source`, the words in `quote`),
+  holding only the fields that document states.
+A record that corrects an earlier one names its digest in `supersedes`; the earlier one stays in
+the file (the chain) but is no longer shown.
+
 Measurements accumulate about a version; nothing edits one. Two guards, both checked by
 `build --check` (check()):
 
@@ -17,7 +27,7 @@ import subprocess
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from olares_pack.bench.stats import Summary, summarize
 from olares_pack.common import jsontext
@@ -40,12 +50,15 @@ class RunFigures(_Model):
     ttft_ms: float | None = Field(default=None, ge=0)
     draft_n: int | None = Field(default=None, ge=0)
     draft_accepted: int | None = Field(default=None, ge=0)
+    timings: dict[str, float] = {}  # what the server reported for the run (absent in older records)
 
 
 class Published(_Model):
-    """Figures published without their runs (a mean, perhaps a range)."""
+    """Figures published without their runs: a single figure, or a mean with perhaps a range."""
 
     tokens_per_s: float = Field(gt=0)
+    runs: int | None = Field(default=None, ge=1)  # how many runs the document says the figure is a mean of
+    qualifier: str = ""  # what the document says the figure is when not a measurement (e.g. "extrapolated")
     tokens_per_s_min: float | None = None
     tokens_per_s_max: float | None = None
     acceptance: float | None = Field(default=None, ge=0, le=1)
@@ -77,9 +90,23 @@ class Soak(_Model):
     message: str = ""
 
 
+Kind = Literal["measured", "transcribed", "synthetic"]
+BENCH_SOURCE = "olares-pack bench"
+
+
 class Record(_Model):
     date: dt.date
-    source: str  # "olares-pack bench" for a measurement, else where the figures were published
+    source: str  # "olares-pack bench" for a measurement, else the address of the document it came from
+    # None in records written before kinds were recorded: provenance_kind() derives it
+    kind: Kind | None = None
+    tool: str | None = None  # measured/synthetic: the olares-pack that measured ("olares-pack X.Y.Z")
+    model_file: str | None = None  # measured/synthetic: the model file the server reported (/props model_path)
+    started: dt.datetime | None = None  # measured/synthetic: the first measured request, UTC
+    ended: dt.datetime | None = None
+    quote: str = ""  # transcribed: the document's own words the figures come from
+    stated_stability: str = ""  # transcribed: the stability the document states, in its words
+    supersedes: str = ""  # the digest of an earlier record of this file that this one corrects
+    correction: str = ""  # why it corrects it
     device: str
     # set when the model served was synthetic (same shape, made-up weights): never the app's speed
     synthetic_model: str | None = None
@@ -94,6 +121,26 @@ class Record(_Model):
     attachments: list[str] = []  # raw outputs committed beside the file (paths relative to it)
     prev: str = ""
 
+    def provenance_kind(self) -> Kind:
+        if self.kind is not None:
+            return self.kind
+        if self.synthetic_model:
+            return "synthetic"
+        return "measured" if self.source == BENCH_SOURCE else "transcribed"
+
+    @model_validator(mode="after")
+    def _kind_fits(self) -> Record:
+        kind = self.provenance_kind()
+        if kind == "transcribed" and (self.source == BENCH_SOURCE or (self.kind is not None and not self.quote)):
+            raise ValueError("a transcribed record names its document in `source` and quotes its words in `quote`")
+        if kind == "synthetic" and not self.synthetic_model:
+            raise ValueError("a synthetic record says which model in `synthetic_model`")
+        if kind == "measured" and self.synthetic_model:
+            raise ValueError("a record of a synthetic model is kind `synthetic`")
+        if kind != "transcribed" and self.stated_stability:
+            raise ValueError("`stated_stability` is a document's words: transcribed records only")
+        return self
+
     def summary(self) -> Summary | None:
         if self.runs:
             return summarize([r.tokens_per_s for r in self.runs], [r.draft_n for r in self.runs],
@@ -101,8 +148,8 @@ class Record(_Model):
                              [r.ttft_ms for r in self.runs])
         if self.published:
             p = self.published
-            return Summary(0, p.tokens_per_s, p.tokens_per_s_min, p.tokens_per_s_max, None, p.acceptance,
-                           p.acceptance_min, p.acceptance_max)
+            return Summary(p.runs or 0, p.tokens_per_s, p.tokens_per_s_min, p.tokens_per_s_max, None, p.acceptance,
+                           p.acceptance_min, p.acceptance_max, stated=True, qualifier=p.qualifier)
         return None
 
 
@@ -113,6 +160,12 @@ class BenchFile(_Model):
     records: list[Record]
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def current(bf: BenchFile) -> list[Record]:
+    """The records shown: those no later record supersedes, in file order."""
+    gone = {r.supersedes for r in bf.records if r.supersedes}
+    return [r for r in bf.records if digest(r) not in gone]
 
 
 def digest(rec: Record) -> str:
@@ -189,8 +242,10 @@ def check_file(path: Path, app: str, git_root: Path | None) -> list[str]:
         if rec.prev != want:
             problems.append(f"records.{i}.prev: {rec.prev or '(empty)'} is not the digest of the record before "
                             f"({want or 'empty for the first'}): a record was edited or removed; records are append-only")
-        if not rec.runs and rec.published is None and rec.soak is None:
-            problems.append(f"records.{i}: neither runs, published figures nor a soak")
+        if not rec.runs and rec.published is None and rec.soak is None and not rec.stated_stability:
+            problems.append(f"records.{i}: neither runs, published figures, a soak nor a stated stability")
+        if rec.supersedes and rec.supersedes not in {digest(r) for r in bf.records[:i]}:
+            problems.append(f"records.{i}.supersedes: {rec.supersedes} is the digest of no earlier record of this file")
         for att in rec.attachments:
             if not (path.parent / att).is_file():
                 problems.append(f"records.{i}.attachments: {att} is missing beside the file")

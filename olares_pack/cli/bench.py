@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from olares_pack.bench.harness import Client, Result, Server
     from olares_pack.bench.method import Method
     from olares_pack.bench.records import Soak
-    from olares_pack.catalogue.repo import Repo
 
 
 @cli.command("bench")
@@ -84,6 +83,10 @@ def bench_cmd(app_ref: str, endpoint: str | None, version: str | None, runs: int
     version = version or app.version
     if (endpoint is None) == (from_json is None):
         raise click.UsageError("give --endpoint URL (measure) or --from-json FILE (record a result measured elsewhere)")
+    if from_json is not None and not record:
+        raise click.UsageError("--from-json FILE records a result measured elsewhere: give --record (and --device)")
+    if not record and (device_text or synthetic_model or note or attachments or date_text):
+        raise click.UsageError("--device, --synthetic-model, --note, --attach and --date describe a record: give --record")
     extra = _extra(request_json)
     prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else DEFAULT_PROMPT
     try:
@@ -96,27 +99,67 @@ def bench_cmd(app_ref: str, endpoint: str | None, version: str | None, runs: int
         from olares_pack.bench.gpu import GpuSampler
 
         sampler = GpuSampler(gpu_index)
+    doc: dict[str, Any] | None = None
+    checked: report.Checked | None = None
     if from_json is not None:
-        doc = _read_result(from_json)
+        checked = report.check_imported(_read_json(from_json), str(from_json))
+        doc = checked.doc
+    # everything a record needs is checked before a single request is sent
+    asked = _RecordAsked(_device_of(device_text, sampler, doc), synthetic_model, note, attachments,
+                         parse_date(date_text) if date_text else None) if record else None
+    if asked is not None:
+        asked.attached(version)
+    if checked is not None:
+        assert asked is not None
+        _record(app_dir, app.name, version, checked.doc, asked, tool=checked.tool, started=checked.started,
+                ended=checked.ended)
+        return ExitCode.OK
+    assert endpoint is not None
+    client = harness.Client(endpoint, stall_timeout)
+    server = harness.probe(client)
+    console.info(f"{app.name} {version}: {server.kind} at {server.url}, model {server.model}"
+                 + (f", build {server.build}" if server.build else ""))
+    if fill:
+        return _soak(app_dir, app.name, version, client, server, method, ctx_size, fill_steps, fill_tokens,
+                     sampler, asked, fmt, apps_dir)
+    with sampler or nullcontext():
+        result = harness.bench(client, method, console.info, server)
+    doc = report.result_json(result, sampler.peak_mib if sampler else None, sampler.name if sampler else None)
+    if fmt == "json":
+        console.out.print_json(json.dumps(doc))
     else:
-        assert endpoint is not None
-        client = harness.Client(endpoint, stall_timeout)
-        server = harness.probe(client)
-        console.info(f"{app.name} {version}: {server.kind} at {server.url}, model {server.model}"
-                     + (f", build {server.build}" if server.build else ""))
-        if fill:
-            return _soak(app_dir, app.name, version, client, server, method, ctx_size, fill_steps, fill_tokens,
-                         sampler, record, device_text, synthetic_model, note, date_text, fmt, apps_dir)
-        with sampler or nullcontext():
-            result = harness.bench(client, method, console.info, server)
-        doc = report.result_json(result, sampler.peak_mib if sampler else None, sampler.name if sampler else None)
-        if fmt == "json":
-            console.out.print_json(json.dumps(doc))
-        else:
-            _print_table(result, sampler)
-    if record:
-        _record(app_dir, app.name, version, doc, device_text, synthetic_model, note, attachments, date_text)
+        _print_table(result, sampler)
+    if asked is not None:
+        import datetime as _dt
+
+        _record(app_dir, app.name, version, doc, asked, tool=report.TOOL,
+                started=_dt.datetime.fromisoformat(result.started) if result.started else None,
+                ended=_dt.datetime.fromisoformat(result.ended) if result.ended else None)
     return ExitCode.OK
+
+
+class _RecordAsked:
+    """What --record was asked to write beside the figures, checked before anything is measured."""
+
+    def __init__(self, device: str, synthetic_model: str | None, note: str, attachments: tuple[Path, ...],
+                 date: dt.date | None) -> None:
+        self.device, self.synthetic_model, self.note, self.attachments = device, synthetic_model, note, attachments
+        self.date = date or dt.date.today()
+        self.kept: list[str] = []
+
+    def attached(self, version: str) -> None:
+        self.kept = [f"{version}.raw/{a.name}" for a in self.attachments]  # a folder: *.json beside are records
+        if len(set(self.kept)) != len(self.kept):
+            raise click.UsageError("--attach: two files of the same name")
+
+
+def _device_of(device_text: str | None, sampler: GpuSampler | None, doc: dict[str, Any] | None) -> str:
+    gpu = (doc or {}).get("gpu") if isinstance((doc or {}).get("gpu"), dict) else None
+    name = device_text or (sampler.name if sampler is not None else None) or (gpu or {}).get("name")
+    if not name:
+        raise click.UsageError("--record needs --device TEXT: the machine measured (e.g. 'Olares One (RTX 5090 Laptop "
+                               "GPU, 24 GB)'); nothing was measured or written")
+    return str(name)
 
 
 def _extra(request_json: str | None) -> dict[str, object]:
@@ -131,14 +174,11 @@ def _extra(request_json: str | None) -> dict[str, object]:
     return extra
 
 
-def _read_result(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> Any:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not JSON ({exc})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list) or not isinstance(doc.get("method"), dict):
-        raise InputError(f"{path}: expected the JSON `bench --format json` writes (runs, method)")
-    return doc
 
 
 def _print_table(result: Result, sampler: GpuSampler | None) -> None:
@@ -155,9 +195,10 @@ def _print_table(result: Result, sampler: GpuSampler | None) -> None:
         console.out.print(f"GPU memory peak: {sampler.peak_mib:.0f} MiB ({sampler.name})", markup=False)
 
 
-def _record(app_dir: Path, name: str, version: str, doc: dict[str, Any], device_text: str | None,
-            synthetic_model: str | None, note: str, attachments: tuple[Path, ...], date_text: str | None,
-            soak: Soak | None = None) -> None:
+def _record(app_dir: Path, name: str, version: str, doc: dict[str, Any], asked: _RecordAsked, *, tool: str,
+            started: dt.datetime | None, ended: dt.datetime | None, soak: Soak | None = None) -> None:
+    """Append the result as a measured (or synthetic) record: the tool, times and server facts are
+    the result's own, never the name of the file it came in."""
     import shutil
 
     from pydantic import ValidationError
@@ -166,23 +207,18 @@ def _record(app_dir: Path, name: str, version: str, doc: dict[str, Any], device_
     from olares_pack.common import console
 
     gpu = doc.get("gpu") if isinstance(doc.get("gpu"), dict) else None
-    device_name = device_text or (gpu or {}).get("name")
-    if not device_name:
-        raise click.UsageError("--record needs --device TEXT: the machine measured (e.g. 'Olares One (RTX 5090 Laptop GPU, 24 GB)')")
     folder = records.path_of(app_dir, version).parent
-    kept = [f"{version}.raw/{a.name}" for a in attachments]  # a folder: *.json beside the records are records
-    if len(set(kept)) != len(kept):
-        raise click.UsageError("--attach: two files of the same name")
     try:
         rec = records.Record(
-            date=parse_date(date_text) if date_text else dt.date.today(), source="olares-pack bench",
-            device=str(device_name), synthetic_model=synthetic_model, engine=doc.get("engine"),
+            date=asked.date, source=records.BENCH_SOURCE, kind="synthetic" if asked.synthetic_model else "measured",
+            tool=tool, model_file=doc.get("model_file"), started=started, ended=ended,
+            device=asked.device, synthetic_model=asked.synthetic_model, engine=doc.get("engine"),
             engine_build=doc.get("engine_build"), method=records.MethodRecord(**doc["method"]),
-            runs=[records.RunFigures(**r) for r in doc["runs"]], soak=soak, note=note, attachments=kept,
+            runs=[records.RunFigures(**r) for r in doc["runs"]], soak=soak, note=asked.note, attachments=asked.kept,
             peak_gpu_mib=(gpu or {}).get("peak_mib") if soak is None else None)
     except (ValidationError, TypeError) as exc:
         raise InputError(f"the result does not make a valid record: {exc}") from None
-    for a, k in zip(attachments, kept, strict=True):
+    for a, k in zip(asked.attachments, asked.kept, strict=True):
         (folder / k).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(a, folder / k)
     path = records.append(app_dir, name, version, rec)
@@ -190,15 +226,17 @@ def _record(app_dir: Path, name: str, version: str, doc: dict[str, Any], device_
 
 
 def _soak(app_dir: Path, name: str, version: str, client: Client, server: Server, method: Method, ctx_size: int | None,
-          steps: int, gen_tokens: int, sampler: GpuSampler | None, record: bool, device_text: str | None,
-          synthetic_model: str | None, note: str, date_text: str | None, fmt: str, apps_dir: Path) -> int:
-    from olares_pack.bench import records, soak
+          steps: int, gen_tokens: int, sampler: GpuSampler | None, asked: _RecordAsked | None, fmt: str,
+          apps_dir: Path) -> int:
+    from olares_pack.bench import records, report, soak
+    from olares_pack.bench.harness import utc_now
     from olares_pack.common import console
 
-    estimate_mib, app_ctx = _estimate(app_dir, version, apps_dir)
+    estimate_mib, app_ctx = soak.estimate(app_dir, version, apps_dir)
     ctx = ctx_size or app_ctx
     if ctx is None:
         raise click.UsageError(f"{name} {version} sets no --ctx-size: give --ctx-size")
+    started = utc_now()
     try:
         with sampler or nullcontext():
             res = soak.fill(client, server, method, ctx, steps, gen_tokens, console.info)
@@ -220,30 +258,12 @@ def _soak(app_dir: Path, name: str, version: str, client: Client, server: Server
         console.out.print(f"GPU memory peak {peak_text}; vram's estimate for {name} {version}: {est_text}", markup=False)
     if res.failure:
         console.error(res.failure)
-    if record:
-        gpu = {"name": sampler.name} if sampler is not None else None
-        server_doc = {"engine": server.kind, "engine_build": server.build, "method": method.to_record(), "runs": [],
-                      **({"gpu": gpu} if gpu else {})}
-        _record(app_dir, name, version, server_doc, device_text, synthetic_model, note, (), date_text, outcome)
+    if asked is not None:
+        server_doc = {"engine": server.kind, "engine_build": server.build, "model_file": server.model_file,
+                      "method": method.to_record(), "runs": []}
+        _record(app_dir, name, version, server_doc, asked, tool=report.TOOL, started=dt.datetime.fromisoformat(started),
+                ended=dt.datetime.fromisoformat(utc_now()), soak=outcome)
     return ExitCode.OK if res.passed else ExitCode.FINDINGS
-
-
-def _estimate(app_dir: Path, version: str, apps_dir: Path) -> tuple[float | None, int | None]:
-    """vram's estimate (Olares One profile) and the --ctx-size of the version."""
-    from olares_pack.apps.manifest import LlamaCppApp
-    from olares_pack.catalogue import records as releases
-    from olares_pack.catalogue.repo import Repo
-    from olares_pack.cli.args import device
-    from olares_pack.vram import budget
-
-    repo = Repo.of_apps(apps_dir)
-    if version in releases.versions(repo, app_dir.name):
-        app = releases.app_of(releases.read(repo, app_dir.name, version))
-    else:
-        app = resolve_app(str(app_dir), apps_dir)
-    est = budget.app_estimate(app, app_dir, device("olares-one", None, None), None)
-    ctx = app.server.ctx_size if isinstance(app, LlamaCppApp) else None
-    return est.total_mib, ctx if isinstance(ctx, int) else None
 
 
 @cli.command("history")
@@ -251,15 +271,18 @@ def _estimate(app_dir: Path, version: str, apps_dir: Path) -> tuple[float | None
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True,
               help="A table per device as text, markdown (for a README) or JSON.")
 @click.option("--picture", type=click.Path(path_type=Path, dir_okay=False),
-              help="Also write the history as an SVG picture (tokens/s and acceptance per version).")
+              help="Also draw the history as SVG (tokens/s and acceptance per version): this file for one device; "
+              "with several, one file per device beside it (NAME.<device>.svg).")
 @click.option("--device", "device_filter", metavar="TEXT", help="Only the devices whose name contains TEXT.")
 @apps_dir_option
 def history_cmd(app_ref: str, fmt: str, picture: Path | None, device_filter: str | None, apps_dir: Path) -> int:
-    """The performance history of APP from its bench records: version, what changed, tokens/s mean
-    (min–max), acceptance, delta to the previous version, stability; one table per device."""
+    """The performance history of APP from its bench records: version, what changed, tokens/s,
+    acceptance, delta to the previous version, stability, and whether the figures were measured,
+    transcribed from published notes, or taken on a synthetic model; one table per device. A
+    published version whose engine changed without a measured record is a row without figures."""
     from rich.table import Table
 
-    from olares_pack.bench import history, records
+    from olares_pack.bench import gaps, history, records
     from olares_pack.bench import picture as pic
     from olares_pack.bench.changed import what_changed
     from olares_pack.catalogue.repo import Repo
@@ -271,8 +294,10 @@ def history_cmd(app_ref: str, fmt: str, picture: Path | None, device_filter: str
     if not versions:
         raise InputError(f"{app.name}: no bench records in {records.path_of(app_dir, 'X').parent} "
                          "(olares-pack bench --record)")
-    changed = what_changed(Repo.of_apps(apps_dir), app_dir, versions)
-    tabs = [t for t in history.tables(app_dir, changed, history.unshipped_versions(app_dir))
+    repo = Repo.of_apps(apps_dir)
+    notes, missing = gaps.release_notes(repo, app_dir)
+    changed = what_changed(repo, app_dir, sorted({*versions, *missing}, key=_semver))
+    tabs = [t for t in history.tables(app_dir, changed, history.unshipped_versions(app_dir), notes, missing)
             if not device_filter or device_filter.lower() in t.device.lower()]
     if not tabs:
         raise InputError(f"{app.name}: no records of a device matching {device_filter!r}")
@@ -286,24 +311,20 @@ def history_cmd(app_ref: str, fmt: str, picture: Path | None, device_filter: str
             for row in t.rows:
                 table.add_row(*history.cells(row))
             console.out.print(table)
+        for line in history.LEGEND:
+            console.out.print(f"- {line}", markup=False, highlight=False)
+        if src := history.sources(tabs):
+            console.out.print("Transcribed figures come from:", markup=False, highlight=False)
+            for line in src:
+                console.out.print(f"- {line}", markup=False, highlight=False)
     if picture is not None:
-        fsio.write_text_atomic(picture, pic.svg(app.name, tabs[0]))
-        console.info(f"wrote {picture} ({tabs[0].device})")
+        for path, t in pic.files(picture, tabs):
+            fsio.write_text_atomic(path, pic.svg(app.name, t))
+            console.info(f"wrote {path} ({t.device})")
     return ExitCode.OK
 
 
-def release_note_for(repo: Repo, app_dir: Path, version: str | None, bump: str | None) -> str:
-    """The measured figures of the version a release is about to publish, against the latest
-    published one (release --changes-from-diff); empty without records."""
+def _semver(v: str) -> object:
     import semver
 
-    from olares_pack.apps.load import load_app
-    from olares_pack.bench.describe import release_note
-    from olares_pack.catalogue import records as releases
-    from olares_pack.catalogue.releases import next_version
-    from olares_pack.catalogue.repo import MANIFEST_FILE
-
-    published = releases.versions(repo, app_dir.name)
-    current = load_app(app_dir / MANIFEST_FILE).version
-    new = version or (next_version(max([current, *published], key=semver.Version.parse), bump) if bump else current)
-    return release_note(app_dir, published[-1] if published else None, new)
+    return semver.Version.parse(v)

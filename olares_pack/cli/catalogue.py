@@ -144,7 +144,7 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
             from olares_pack.diff import changes_since_latest
 
             parsed_changes += changes_since_latest(repo, app_dir)
-            from olares_pack.cli.bench import release_note_for  # the measured delta (issue #37)
+            from olares_pack.bench.describe import release_note_for  # the measured delta (issue #37)
 
             if measured := release_note_for(repo, app_dir, version, bump):
                 notes = f"{notes.rstrip()}\n\n{measured}" if notes.strip() else measured
