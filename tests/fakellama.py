@@ -20,6 +20,7 @@ class FakeLlama:
         self.vllm = vllm
         self.chunks = chunks
         self.requests: list[dict[str, Any]] = []
+        self.gets: list[str] = []  # the paths asked for with GET (a probe is one)
         self.metrics = {"vllm:request_decode_time_seconds_sum": 0.0, "vllm:request_prefill_time_seconds_sum": 0.0,
                         "vllm:spec_decode_num_draft_tokens_total": 0.0, "vllm:spec_decode_num_accepted_tokens_total": 0.0}
         fake = self
@@ -39,10 +40,12 @@ class FakeLlama:
                 self.wfile.write(body)
 
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                fake.gets.append(self.path)
                 if self.path == "/v1/models":
                     self._json({"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "llamacpp"}]})
                 elif self.path == "/props" and not fake.vllm:
-                    self._json({"build_info": "b11434-fake", "default_generation_settings": {}})
+                    self._json({"build_info": "b11434-fake", "model_path": "/models/fake-Q4_K_M.gguf",
+                                "default_generation_settings": {}})
                 elif self.path == "/version" and fake.vllm:
                     self._json({"version": "0.20.0"})
                 elif self.path == "/metrics" and fake.vllm:

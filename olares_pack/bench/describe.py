@@ -146,3 +146,12 @@ def update_manifest_tree(tree: Any, app_dir: Path) -> None:
     new = with_section(text, app_dir, str(tree.get("name")))
     if new != text:
         tree["full_description"] = LiteralScalarString(new)
+
+
+def release_lines(repo: Repo, app_dir: Path, versions: tuple[str, ...]) -> list[str]:
+    """What the release records of these versions say beside the figures: a skipped rehearsal's
+    reason, an unbenched version."""
+    from olares_pack.bench import gaps
+
+    notes, missing = gaps.release_notes(repo, app_dir)
+    return [f"{v}: {text}" for v in versions for text in (notes.get(v), missing.get(v)) if text]

@@ -252,11 +252,25 @@ def plan_release(repo: Repo, app_ref: Path, asked: VersionAsked, entry: EntryAsk
     built = build_packages(app, repo)
     findings = lint_app(app, manifest_path.parent, built, allow)
     rec = make_record(app, built, repo, adds, derived_fields(raw))
+    rec = rec.model_copy(update={"unbenched": _unbenched(repo, manifest_path.parent, rec, published)})
     return ReleasePlan(app, old_text, new_text, manifest_path, findings, False, built, rec,
                        records.path_of(repo, app.name, new_version), ledger_with(repo, rec))
 
 
 ALLOW_VRAM = "vram.budget"
+
+
+def _unbenched(repo: Repo, app_dir: Path, rec: Record, published: list[str]) -> str | None:
+    """The sentence saying the version's engine, image or model file changed since the previous
+    published version and no measured bench record of it exists (bench/gaps.py); None otherwise."""
+    from olares_pack.bench import gaps
+
+    below = [v for v in published if semver.Version.parse(v) < semver.Version.parse(rec.version)]
+    if not below:
+        return None
+    prev = records.read(repo, rec.name, below[-1])
+    return gaps.unbenched(app_dir, rec.version, prev.version, gaps.engine_key(prev.engine, prev.manifest),
+                          gaps.engine_key(rec.engine, rec.manifest))
 
 
 def _note_over_budget(tree: Any, version: str, app: App, app_dir: Path) -> bool:

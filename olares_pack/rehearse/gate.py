@@ -1,5 +1,8 @@
-"""`release`'s rehearsal: the new version installed, and upgraded to from its predecessor on each
-OS line, on a real API server when one is here (built, or given with --kubeconfig).
+"""`release`'s rehearsal: the new version installed, and upgraded to from every older published
+version on each OS line (as `rehearse --from-all`), on a real API server (built here with `make
+control-plane`, or given with --kubeconfig). Without one, `release` refuses; `--skip-rehearsal
+REASON` is the one way past, and the reason is kept in the release record. The record keeps what
+ran: the API server's and Helm's versions, and each step with its outcome.
 
 An install or upgrade the server refuses is an error (an installer's refusal: never allowed). A
 renamed workload or a persistent path that moved is a policy error, unless `--allow` names its
@@ -7,7 +10,6 @@ rule or the version's changelog declares it (names the workload or the path)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 from olares_pack.common.errors import InputError
 
 if TYPE_CHECKING:
+    from olares_pack.catalogue.records import Rehearsal
     from olares_pack.catalogue.releases import ReleasePlan
     from olares_pack.catalogue.repo import Repo
 
@@ -38,25 +41,43 @@ class Outcome:
     message: str
 
 
-def check(repo: Repo, plan: ReleasePlan, allow: tuple[str, ...], kubeconfig: Path | None = None) -> list[Outcome] | None:
-    """The rehearsal's outcomes; None when no control plane is here (nothing is built by release)
-    or OLARES_PACK_REHEARSE=0 turns it off."""
+BUILD_HINT = "make control-plane"  # the Makefile target that builds kube-apiserver, etcd and Helm here
+
+
+class NoControlPlane(Exception):
+    """No API server to rehearse on: `release` refuses (exit 1) and says how to get one."""
+
+
+@dataclass(frozen=True)
+class Rehearsed:
+    outcomes: list[Outcome]
+    record: Rehearsal
+
+
+def skipped(reason: str) -> Rehearsal:
+    from olares_pack.catalogue.records import Rehearsal
+
+    return Rehearsal(skipped=reason)
+
+
+def check(repo: Repo, plan: ReleasePlan, allow: tuple[str, ...], kubeconfig: Path | None = None) -> Rehearsed:
+    """Install the new version, and upgrade to it from every older published version on each line.
+    NoControlPlane when there is nothing to rehearse on; nothing is ever built here."""
     from olares_pack.catalogue import checks, records
     from olares_pack.cluster import controlplane, tools
     from olares_pack.rehearse import flow
 
-    if os.environ.get("OLARES_PACK_REHEARSE") == "0":
-        return None
     helm = tools.helm_path()
     if kubeconfig is None and tools.available() is None:
-        return None
+        raise NoControlPlane(f"no control plane here to rehearse the install and upgrades on: {tools.missing_reason()}")
     if kubeconfig is not None and not helm.is_file():
-        return None
+        raise NoControlPlane(f"helm {tools.HELM_VERSION} is not built here ({helm}): `{BUILD_HINT}` builds it")
     app = plan.app
     new = {b.target: b.data for b in plan.packages}
     published = [v for v in records.versions(repo, app.name) if v != app.version]
     recs = {v: records.read(repo, app.name, v) for v in published}
     lines = {t: [v for v in published if t in recs[v].charts] + [app.version] for t in new}
+    older = [v for v in published if _older(v, app.version)]
 
     def chart_of(version: str, target: str) -> bytes | None:
         if version == app.version:
@@ -68,20 +89,37 @@ def check(repo: Repo, plan: ReleasePlan, allow: tuple[str, ...], kubeconfig: Pat
         avail = tools.available()
         assert avail is not None
         with controlplane.running(avail) as cluster:
-            steps = flow.rehearse(cluster, app.name, app.version, lines, chart_of)
+            steps = flow.rehearse(cluster, app.name, app.version, lines, chart_of, older)
+            where = f"kube-apiserver {cluster.version or tools.KUBE_VERSION} (built here, on loopback)"
     else:
         import secrets
 
         from olares_pack.rehearse import cleanup
 
         run_id = "rh" + secrets.token_hex(3)
-        names = flow.Names(f"alice-{run_id}", f"bob-{run_id}", f"-{run_id}")
+        names = flow.Names.of_run(run_id)
+        cluster = controlplane.from_kubeconfig(kubeconfig, helm)
         try:
-            steps = flow.rehearse(controlplane.from_kubeconfig(kubeconfig, helm), app.name, app.version, lines,
-                                  chart_of, None, names)
+            steps = flow.rehearse(cluster, app.name, app.version, lines, chart_of, older, names, held=True)
         finally:
             cleanup.namespaces(kubeconfig, run_id)
-    return judge(steps, allow, _declared_text(plan))
+        where = f"the cluster of {kubeconfig.name} (--kubeconfig)"
+    outcomes = judge(steps, allow, _declared_text(plan))
+    return Rehearsed(outcomes, record_of(steps, where, f"helm {tools.HELM_VERSION}"))
+
+
+def record_of(steps: list, api_server: str, helm: str) -> Rehearsal:
+    from olares_pack.catalogue.records import Rehearsal, RehearsedPair
+
+    return Rehearsal(api_server=api_server, helm=helm, steps=[
+        RehearsedPair(line=s.line, action=s.action, from_version=s.from_version, version=s.version, user=s.user,
+                      ok=s.ok, error=(s.error or "; ".join(s.refused))[:300]) for s in steps])
+
+
+def _older(a: str, b: str) -> bool:
+    import semver
+
+    return semver.Version.parse(a) < semver.Version.parse(b)
 
 
 def _declared_text(plan: ReleasePlan) -> str:
