@@ -10,6 +10,7 @@ rule or the version's changelog declares it (names the workload or the path)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -122,16 +123,37 @@ def _older(a: str, b: str) -> bool:
     return semver.Version.parse(a) < semver.Version.parse(b)
 
 
-def _declared_text(plan: ReleasePlan) -> str:
-    entry = plan.app.changelog_entry
-    if entry is None:
-        return ""
-    return "\n".join([entry.summary, entry.notes or "", *(c.text for c in entry.changes)])
+def _declared_text(plan: ReleasePlan) -> Callable[[str | None], str]:
+    """What the changelog tells the users of a version upgrading to the new one: the entries of
+    every version after theirs, up to the new one (an upgrade from 1.0.9 reads what 1.0.10 … said)."""
+    import semver
+
+    top = semver.Version.parse(plan.app.version)
+
+    def text(from_version: str | None) -> str:
+        low = semver.Version.parse(from_version) if from_version else top
+        entries = [e for e in plan.app.changelog
+                   if (low < semver.Version.parse(e.version) <= top) or e.version == plan.app.version]
+        return "\n".join(t for e in entries for t in (e.summary, e.notes or "", *(c.text for c in e.changes)))
+
+    return text
 
 
-def judge(steps: list, allow: tuple[str, ...], declared: str) -> list[Outcome]:
+def _said(subject: str, text: str) -> bool:
+    """A changelog names a path by its tail under a user's app data (`<app>/models`): the folder
+    before it differs per user and is not the app's to name."""
+    if not subject:
+        return False
+    tail = subject.split("/Data/", 1)[1] if "/Data/" in subject else subject
+    return subject in text or tail in text
+
+
+def judge(steps: list, allow: tuple[str, ...], declared: str | Callable[[str | None], str]) -> list[Outcome]:
+    """The outcomes of the steps; `declared`: the changelog text that covers a policy finding (one
+    text for every step, or the text for the users of a given older version)."""
     from olares_pack.rehearse import flow
 
+    said_for = declared if callable(declared) else (lambda _v: declared)
     done = sorted({f"{s.line} {s.action} {s.label}" for s in steps})
     out: list[Outcome] = [Outcome("rehearse", "info", f"rehearsed on a real API server: {'; '.join(done)}")]
     refused = flow.failed(steps)
@@ -143,7 +165,7 @@ def judge(steps: list, allow: tuple[str, ...], declared: str) -> list[Outcome]:
                 elif not s.ok:  # a device path its changelog covers: the uninstall-first path works
                     out.append(Outcome(f.rule, "warning", f.message + " (after uninstalling first it installs)"))
             elif f.policy:
-                said = bool(f.subject) and f.subject in declared
+                said = _said(f.subject, said_for(s.from_version))
                 if f.rule in allow or said:
                     why = "allowed" if f.rule in allow else "declared in the changelog"
                     out.append(Outcome(f.rule, "warning", f"{f.message} ({why})"))
