@@ -332,6 +332,9 @@ def test_on_a_cluster_where_the_app_is_installed_nothing_collides_and_nothing_st
     ours = [(rel, d) for rel, d in seen if d["metadata"]["namespace"] != ns]
     assert ours and all(rel != name and "-rh" in rel for rel, _ in ours)  # release names of the run
     assert all(d["spec"]["replicas"] == 0 for _, d in ours)  # nothing scaled up beside the installed app
+    from olares_pack.rehearse import gate
+
+    assert gate._server_version(control_plane.kubeconfig) == "v1.32.2"  # what `release --kubeconfig` records
 
 
 def test_release_rehearses_the_upgrade_from_every_older_version_and_records_it(control_plane, repo: Path,

@@ -104,9 +104,26 @@ def check(repo: Repo, plan: ReleasePlan, allow: tuple[str, ...], kubeconfig: Pat
             steps = flow.rehearse(cluster, app.name, app.version, lines, chart_of, older, names, held=True)
         finally:
             cleanup.namespaces(kubeconfig, run_id)
-        where = f"the cluster of {kubeconfig.name} (--kubeconfig)"
+        where = f"kube-apiserver {_server_version(kubeconfig)} (--kubeconfig {kubeconfig.name})"
     outcomes = judge(steps, allow, _declared_text(plan))
     return Rehearsed(outcomes, record_of(steps, where, f"helm {tools.HELM_VERSION}"))
+
+
+def _server_version(kubeconfig: Path) -> str:
+    """The version a user's cluster reports (kubectl), or "of unknown version" without kubectl."""
+    import json
+    import shutil
+    import subprocess
+
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        return "of unknown version (kubectl is not installed)"
+    done = subprocess.run([kubectl, "--kubeconfig", str(kubeconfig), "version", "-o", "json"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    try:
+        return str(json.loads(done.stdout)["serverVersion"]["gitVersion"])
+    except (ValueError, KeyError, TypeError):
+        return "of unknown version (kubectl version did not say)"
 
 
 def record_of(steps: list, api_server: str, helm: str) -> Rehearsal:
