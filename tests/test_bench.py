@@ -335,6 +335,9 @@ def test_diff_labels_a_delta_between_transcribed_figures(capsys: pytest.CaptureF
     perf = json.loads(capsys.readouterr().out)["performance"]
     assert perf and "72.75 (69.30–75.95) tokens/s (transcribed)" in perf[0]
     assert perf[0].endswith("+2.1 %, +22.7 points — both transcribed")
+    assert main(["diff", NAME, "1.0.9", "1.0.13", "--format", "json"]) == ExitCode.FINDINGS
+    assert json.loads(capsys.readouterr().out)["performance"] == [
+        "performance: 1.0.13 has figures on a synthetic model only (never the app's speed): not compared"]
 
 
 def test_release_writes_the_performance_section_and_cites_the_delta(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

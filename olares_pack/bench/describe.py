@@ -48,8 +48,12 @@ def delta_lines(app_dir: Path, old: str, new: str) -> list[str]:
     measured say what they are, and so does a delta between figures of different kinds."""
     a, b = latest(app_dir, old), latest(app_dir, new)
     if a is None or b is None:
-        missing = " and ".join(v for v, x in ((old, a), (new, b)) if x is None)
-        return [f"performance: no bench record of {missing} (olares-pack bench --record)"]
+        lacking = [v for v, x in ((old, a), (new, b)) if x is None]
+        synthetic = [v for v in lacking if records.read(app_dir, v) is not None]
+        missing = " and ".join(v for v in lacking if v not in synthetic)
+        out = [f"performance: {v} has figures on a synthetic model only (never the app's speed): not compared"
+               for v in synthetic]
+        return out + ([f"performance: no bench record of {missing} (olares-pack bench --record)"] if missing else [])
     if a[0] != b[0]:
         return [f"performance: {old} was measured on {a[0]}, {new} on {b[0]}: not compared"]
     speed, acc = delta_text(b[1], a[1])
