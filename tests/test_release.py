@@ -447,3 +447,17 @@ def test_a_changed_engine_without_a_measurement_is_unbenched_and_a_gap_in_the_hi
     assert "rehearsal skipped: test" in row["note"]
     assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--format", "markdown"]) == 0
     assert "| 1.0.15 | --ctx-size 262144 → 196608 | — | — |" in capsys.readouterr().out
+
+
+def test_an_app_without_any_bench_record_shows_its_unbenched_version(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    name = "vllmqwen36turbo27bone"
+    app_yaml = repo / "apps" / name / "app.yaml"
+    assert main(["history", name, "--apps-dir", str(repo / "apps")]) == ExitCode.INPUT  # nothing to show yet
+    app_yaml.write_text(app_yaml.read_text().replace("max_model_len: 88000", "max_model_len: 64000"))
+    assert main(["release", name, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "s",
+                 "--skip-rehearsal", "test"]) == ExitCode.OK
+    capsys.readouterr()
+    assert main(["history", name, "--apps-dir", str(repo / "apps"), "--format", "json"]) == 0
+    (table,) = json.loads(capsys.readouterr().out)["devices"]
+    assert [(r["version"], r["tokens_per_s"]) for r in table["versions"]] == [("2.5.11", None)]
+    assert table["versions"][0]["note"].startswith("unbenched: engine arguments differ from 2.5.10")

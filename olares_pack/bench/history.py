@@ -19,6 +19,7 @@ from olares_pack.bench import records
 from olares_pack.bench.records import Record
 from olares_pack.bench.stats import Summary, delta_text
 
+NO_DEVICE = "no device (no bench record yet)"
 KIND_LABEL = {"measured": "measured", "transcribed": "transcribed", "synthetic": "synthetic model"}
 LEGEND = [
     "measured: by `olares-pack bench` on the app's own model; tokens/s is the mean (min–max) of the runs, as the "
@@ -115,6 +116,8 @@ def tables(app_dir: Path, changed: dict[str, str] | None = None, unshipped: froz
         assert bf is not None
         for rec in records.current(bf):
             by_device.setdefault(device_label(rec), {}).setdefault(version, []).append(rec)
+    if not by_device and gaps:
+        by_device[NO_DEVICE] = {}
     real = [d for d, vs in by_device.items() if not any(r.synthetic_model for v in vs.values() for r in v)]
     out = []
     for device, versions in by_device.items():

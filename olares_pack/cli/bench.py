@@ -291,11 +291,11 @@ def history_cmd(app_ref: str, fmt: str, picture: Path | None, device_filter: str
     app_dir = app_folder(app_ref, apps_dir)
     app = resolve_app(app_ref, apps_dir)
     versions = records.versions(app_dir)
-    if not versions:
-        raise InputError(f"{app.name}: no bench records in {records.path_of(app_dir, 'X').parent} "
-                         "(olares-pack bench --record)")
     repo = Repo.of_apps(apps_dir)
     notes, missing = gaps.release_notes(repo, app_dir)
+    if not versions and not missing:
+        raise InputError(f"{app.name}: no bench records in {records.path_of(app_dir, 'X').parent} "
+                         "(olares-pack bench --record)")
     changed = what_changed(repo, app_dir, sorted({*versions, *missing}, key=_semver))
     tabs = [t for t in history.tables(app_dir, changed, history.unshipped_versions(app_dir), notes, missing)
             if not device_filter or device_filter.lower() in t.device.lower()]
