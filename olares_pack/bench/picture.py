@@ -104,13 +104,13 @@ def svg(app: str, table: Table) -> str:
                f'<text x="{LEFT + 16}" y="{ly}" fill="{TEXT}" font-size="11">measured tokens/s (whisker: min–max)</text>')
     kinds = {r.kind for r in rows}
     if "transcribed" in kinds:
-        out.append(f'<rect x="{LEFT + 230}" y="{ly - 10}" width="12" height="12" fill="url(#transcribed)" stroke="{BAR}"/>'
-                   f'<text x="{LEFT + 246}" y="{ly}" fill="{TEXT}" font-size="11">transcribed from published notes</text>')
+        out.append(f'<rect x="{LEFT + 240}" y="{ly - 10}" width="12" height="12" fill="url(#transcribed)" stroke="{BAR}"/>'
+                   f'<text x="{LEFT + 256}" y="{ly}" fill="{TEXT}" font-size="11">transcribed from published notes</text>')
     if "synthetic" in kinds:
-        out.append(f'<rect x="{LEFT + 230}" y="{ly - 10}" width="12" height="12" fill="{SYNTHETIC}"/>'
-                   f'<text x="{LEFT + 246}" y="{ly}" fill="{TEXT}" font-size="11">synthetic model: not the app\'s speed</text>')
-    out.append(f'<circle cx="{LEFT + 470}" cy="{ly - 4}" r="4" fill="{LINE}"/>'
-               f'<text x="{LEFT + 478}" y="{ly}" fill="{TEXT}" font-size="11">draft acceptance (right scale)</text>')
+        out.append(f'<rect x="{LEFT + 240}" y="{ly - 10}" width="12" height="12" fill="{SYNTHETIC}"/>'
+                   f'<text x="{LEFT + 256}" y="{ly}" fill="{TEXT}" font-size="11">synthetic model: not the app\'s speed</text>')
+    out.append(f'<circle cx="{LEFT + 504}" cy="{ly - 4}" r="4" fill="{LINE}"/>'
+               f'<text x="{LEFT + 512}" y="{ly}" fill="{TEXT}" font-size="11">draft acceptance (right scale)</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
