@@ -19,7 +19,7 @@ from fakellama import FakeLlama
 from olares_pack import __version__
 from olares_pack.bench import describe, records
 from olares_pack.cli import main
-from olares_pack.common.errors import ExitCode
+from olares_pack.common.errors import ExitCode, InputError
 
 NAME = "llamacppqwen36mtpone"
 
@@ -128,6 +128,13 @@ def test_vllm_figures_come_from_usage_and_metrics(repo: Path, capsys: pytest.Cap
     assert [r["tokens_per_s"] for r in doc["runs"]] == pytest.approx([88.0, 90.0], rel=1e-9)
     assert doc["summary"]["acceptance"] == pytest.approx(490 / 630)
     assert "cache_prompt" not in fake.requests[0]
+    # its figures are read again from vLLM's counters when the result is imported
+    from olares_pack.bench import report
+
+    assert report.check_imported(json.loads(json.dumps(doc)), "vllm.json").tool == doc["tool"]
+    doc["runs"][1]["timings"]["decode_s"] *= 2
+    with pytest.raises(InputError, match="runs.1: tokens_per_s"):
+        report.check_imported(doc, "vllm.json")
 
 
 def test_record_appends_and_build_check_guards_it(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
