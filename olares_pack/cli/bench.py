@@ -61,7 +61,9 @@ if TYPE_CHECKING:
               help="For --record: a raw output to commit beside the record (copied there). Repeatable.")
 @click.option("--date", "date_text", metavar="YYYY-MM-DD", help="For --record: the measurement's date (default: today).")
 @click.option("--from-json", "from_json", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="Do not measure: take the result `python3 -m olares_pack.bench` or `bench --format json` wrote.")
+              help="Do not measure: record (with --record) the result `python3 -m olares_pack.bench` or `bench "
+              "--format json` wrote elsewhere, once its runs agree with their server timings and its summary with its "
+              "runs (exit 2 otherwise, nothing written).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="The per-run table, or the result as JSON (what --from-json reads).")
 @apps_dir_option
