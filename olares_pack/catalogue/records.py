@@ -160,7 +160,10 @@ def parse(data: bytes, path: Path, name: str | None = None, version: str | None 
 def dumps(rec: Record) -> str:
     # fields added later are left out where unset, so an older record reads back to the same text
     later = {k for k in ("rehearsal", "unbenched") if getattr(rec, k) is None}
-    return jsontext.dumps(rec.model_dump(mode="json", exclude=later))
+    data = rec.model_dump(mode="json", exclude=later)
+    if rec.rehearsal is not None:  # a skipped rehearsal is its reason alone
+        data["rehearsal"] = rec.rehearsal.model_dump(mode="json", exclude_none=True)
+    return jsontext.dumps(data)
 
 
 def app_of(rec: Record) -> App:
