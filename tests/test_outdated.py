@@ -50,8 +50,7 @@ class Upstream:
         return f"{self.host}/{path}"
 
 
-@pytest.fixture(scope="module")
-def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
+def upstream_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
     """The fork's repository (its one tag), upstream llama.cpp's (build tags of two schemes and
     `latest`), and a repository of commit-named tags that only their creation dates order."""
     if MISSING:
@@ -86,8 +85,7 @@ def hub_history(fake: FakeHub, gguf: bytes) -> None:
     fake.renames[OLD_REPO] = NEW_REPO
 
 
-@pytest.fixture
-def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
+def local_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
     with serve() as (fake, url):
         gguf = tmp_path / "m.gguf"
         write_hybrid(gguf)
@@ -99,6 +97,11 @@ def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
         monkeypatch.delenv("REGISTRY_AUTH_FILE", raising=False)
         monkeypatch.delenv("DOCKER_AUTH_CONFIG", raising=False)
         yield fake
+
+
+# fixtures test_propose.py shares (registered there under the same names)
+_upstream = pytest.fixture(scope="module", name="upstream")(upstream_registry)
+_hub = pytest.fixture(name="hub")(local_hub)
 
 
 def catalogue_at_1_0_8(root: Path, fork: str) -> Path:
@@ -180,7 +183,7 @@ def test_tags_follow_the_scheme_by_number_or_by_creation_date(upstream: Upstream
         newer, how = tags.newer_tags(client, upstream.repo("ggml-org/llama.cpp"), "server-cuda-b9101", page_size=1)
         assert [(t.tag, t.build) for t in newer] == [("server-cuda-b9254", "b9254"), ("server-cuda-b9409", "b9409")]
         assert newer[0].digest == upstream.digests["ggml-org/llama.cpp:server-cuda-b9254"]
-        assert how == "tags server-cuda-b{build} by build number"
+        assert how == "tags server-cuda-{build} by build number"
         # all six tags, one per page: the Link header was followed to the end
         assert len(client.list_tags(oci.ImageName.parse(upstream.repo("ggml-org/llama.cpp")), page_size=1)) == 6
         dated, how = tags.newer_tags(client, upstream.repo("acme/dated"), "master-aaaaaaa")

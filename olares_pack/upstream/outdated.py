@@ -23,7 +23,7 @@ from olares_pack.upstream import flags, tags
 from olares_pack.vram import gguf_meta
 
 # the tag scheme of upstream llama.cpp's CUDA server images (ghcr.io/ggml-org/llama.cpp)
-UPSTREAM_SCHEME = "server-cuda-b{build}"
+UPSTREAM_SCHEME = "server-cuda-{build}"
 COMMIT = re.compile(r"[0-9a-f]{40}")
 QUANT = re.compile(r"\.gguf$")
 

@@ -294,17 +294,17 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
         titles.append(f"model repository {state.name}")
     file_name = m.files[0].name
     if asked.quant and asked.quant != file_name:
-        if m.file is None:
-            raise InputError(f"{manifest_path}: model.files lists {len(m.files)} files: --quant picks the one file of "
-                             "model.file only")
+        if len(m.files) != 1:
+            raise InputError(f"{manifest_path}: model.files lists {len(m.files)} files: --quant replaces a model of one file")
         if state.pin.file(asked.quant) is None:
             ggufs = sorted(f.path for f in state.pin.files if f.path.endswith(".gguf"))
             raise InputError(f"{asked.quant} is not in {state.name} at {state.pin.commit} (its GGUF files: "
                              f"{', '.join(ggufs) or 'none'}). Nothing was written.")
-        model["file"] = asked.quant
-        for key in ("size", "sha256"):
-            if key in model:
-                del model[key]
+        where, key = (model, "file") if m.file is not None else (model["files"][0], "name")
+        where[key] = asked.quant
+        for stale in ("size", "sha256"):  # the old file's: pin writes the new one's
+            if stale in where:
+                del where[stale]
         changes.append(("model", f"{asked.quant} replaces {file_name}"))
         titles.append(asked.quant)
         file_name = asked.quant

@@ -1,7 +1,7 @@
 """Which tags of an image repository are newer than the app's, following the tag's own scheme.
 
 A tag that names a llama.cpp build (`server-cuda13-b11434`, `b9101`) has a scheme: the same text
-with another build number (`server-cuda13-b<N>`); newer tags of that scheme order by the number.
+with another build (`server-cuda13-{build}`); newer tags of that scheme order by the number.
 Any other tag (`master-ad27757`, `0.1.0`) has a shape (its digit runs and hex runs generalised) and
 newer tags of that shape order by their image's `created` date (image-spec config), read from the
 registry.
@@ -29,13 +29,13 @@ class Tag:
 
 
 def scheme(tag: str) -> str | None:
-    """`server-cuda13-b11434` -> `server-cuda13-b{build}`; None when the tag names no build."""
+    """`server-cuda13-b11434` -> `server-cuda13-{build}`; None when the tag names no build."""
     build = registry.tag_build(tag)
     if build is None:
         return None
     m = re.search(rf"(?:^|(?<=[-_.])){build}(?=$|[-_.])", tag)
     assert m is not None
-    return tag[:m.start()] + "b{build}" + tag[m.end():]
+    return tag[:m.start()] + "{build}" + tag[m.end():]
 
 
 def shape(tag: str) -> str:
@@ -45,8 +45,8 @@ def shape(tag: str) -> str:
 
 
 def of_scheme(tags: list[str], pattern: str) -> dict[str, str]:
-    """build -> tag for the tags that follow `pattern` (`server-cuda13-b{build}`)."""
-    head, _, tail = pattern.partition("b{build}")
+    """build -> tag for the tags that follow `pattern` (`server-cuda13-{build}`)."""
+    head, _, tail = pattern.partition("{build}")
     rx = re.compile(re.escape(head) + r"(b[0-9]+)" + re.escape(tail) + "$")
     return {m.group(1): t for t in tags if (m := rx.match(t))}
 
