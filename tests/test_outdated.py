@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import APPS
+from conftest import APPS, ROOT
 from fakehub import FakeHub, serve
 from registry import MISSING, REQUIRED, SKIP_REASON, Layout, Registry, free_port, run_registry
 from test_vram import write_hybrid
@@ -129,6 +129,22 @@ def catalogue_at_1_0_8(root: Path, fork: str) -> Path:
     return root / "apps"
 
 
+DOC = ROOT / "docs" / "how-to" / "watch-upstream.md"
+SHOWN_HOST = "127.0.0.1:5000"  # the registry's port as the how-to page shows it
+
+
+def docs_block(name: str, actual: str, update: bool) -> None:
+    """The how-to page shows this output of the replay: compared (or, with --update-golden, rewritten)."""
+    text = DOC.read_text()
+    marker = f"<!-- replay:{name} -->\n```text\n"
+    start = text.index(marker) + len(marker)
+    end = text.index("```\n", start)
+    if update:
+        DOC.write_text(text[:start] + actual + text[end:])
+    else:
+        assert text[start:end] == actual, f"docs/how-to/watch-upstream.md ({name}) differs from the replay's output"
+
+
 def outdated(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict, str]:  # type: ignore[type-arg]
     code = main(["outdated", *args, "--format", "json"])
     out, err = capsys.readouterr()
@@ -141,7 +157,7 @@ def outdated(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict,
 
 @needs_registry
 def test_replay_1_0_8_names_the_rename_the_default_and_the_moved_repository(
-        upstream: Upstream, hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        upstream: Upstream, hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str], update_golden: bool) -> None:
     apps = catalogue_at_1_0_8(tmp_path / "repo", upstream.repo("aamsellem/llamacpp-mtp"))
     args = [APP, "--apps-dir", str(apps), "--upstream-image", upstream.repo("ggml-org/llama.cpp"), "--page-size", "2"]
     code, doc, err = outdated(capsys, *args)
@@ -172,6 +188,11 @@ def test_replay_1_0_8_names_the_rename_the_default_and_the_moved_repository(
     # stable: the same bytes again
     code2, doc2, _ = outdated(capsys, *args)
     assert (code2, doc2) == (code, doc)
+    # the table, as the how-to page shows it
+    text_args = ["--upstream-image", upstream.repo("ggml-org/llama.cpp")]
+    assert main(["outdated", "--apps-dir", str(apps), *text_args]) == ExitCode.FINDINGS
+    shown = f"$ olares-pack outdated {' '.join(text_args)}\n" + capsys.readouterr().out
+    docs_block("outdated", shown.replace(upstream.host, SHOWN_HOST), update_golden)
 
 
 # ---------------------------------------------------------------- tags

@@ -17,8 +17,10 @@ from test_outdated import (
     NEW_REPO,
     OLD_REPO,
     QUANT,
+    SHOWN_HOST,
     Upstream,
     catalogue_at_1_0_8,
+    docs_block,
     local_hub,
     needs_registry,
     upstream_registry,
@@ -43,7 +45,7 @@ def propose(apps: Path, up: Upstream, *args: str) -> list[str]:
 
 @needs_registry
 def test_replay_1_0_8_proposes_draft_mtp_the_new_repository_and_says_why(
-        upstream: Upstream, hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        upstream: Upstream, hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str], update_golden: bool) -> None:
     apps = catalogue_at_1_0_8(tmp_path / "repo", upstream.repo("aamsellem/llamacpp-mtp"))
     before = (apps / APP / "app.yaml").read_text()
     code = main(propose(apps, upstream))
@@ -81,6 +83,11 @@ def test_replay_1_0_8_proposes_draft_mtp_the_new_repository_and_says_why(
     assert "Changes from llamacppqwen36mtpone 1.0.8 to llamacppqwen36mtpone 1.0.9 (draft)" in err
     assert "- arguments: `--spec-type` mtp → draft-mtp" in err
     assert "not yet measured" in err
+    # as the how-to page shows them
+    shown = (f"$ olares-pack propose {APP} --upstream-image {upstream.repo('ggml-org/llama.cpp')} --date 2026-05-22\n"
+             + err + out)
+    docs_block("propose", shown.replace(upstream.host, SHOWN_HOST), update_golden)
+    docs_block("changelog", after[after.index("  - version: 1.0.9\n"):].replace(upstream.host, SHOWN_HOST), update_golden)
 
 
 @needs_registry
@@ -120,3 +127,16 @@ def test_an_unreachable_registry_writes_nothing(hub: FakeHub, tmp_path: Path, ca
     code = main(["propose", APP, "--apps-dir", str(apps), "--upstream-image", f"{closed}/ggml-org/llama.cpp"])
     assert code == ExitCode.INPUT and "cannot reach the registry" in capsys.readouterr().err
     assert snapshot(tmp_path / "repo") == state
+
+
+@needs_registry
+def test_a_removed_flag_in_extra_args_takes_its_successor(upstream: Upstream, hub: FakeHub, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    apps = catalogue_at_1_0_8(tmp_path / "repo", upstream.repo("aamsellem/llamacpp-mtp"))
+    path = apps / APP / "app.yaml"
+    path.write_text(path.read_text().replace("  extra_args: []\n", "  extra_args:\n  - --draft-min\n  - '2'\n"))
+    assert main(propose(apps, upstream, "--engine-build", "b9254")) == ExitCode.OK, capsys.readouterr().err
+    doc = yaml.safe_load(path.read_text())
+    assert doc["server"]["extra_args"] == ["--spec-draft-n-min", "2"]
+    assert any(c["text"].startswith("--draft-min → --spec-draft-n-min: --draft-min was removed upstream")
+               for c in doc["changelog"][-1]["changes"])

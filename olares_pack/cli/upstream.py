@@ -96,7 +96,6 @@ def propose_cmd(app_ref: str, engine_build: str | None, image_tag: str | None, m
     import difflib
 
     from olares_pack.common import console
-    from olares_pack.lint.output import print_findings
     from olares_pack.remote import oci
     from olares_pack.upstream import propose
 
@@ -113,8 +112,8 @@ def propose_cmd(app_ref: str, engine_build: str | None, image_tag: str | None, m
             console.info(f"  {kind}: {text}")
         errors = [f for f in prop.findings if f.severity == "error"]
         console.info(f"lint: {len(errors)} error(s), {len(prop.findings) - len(errors)} other finding(s)")
-        if errors:
-            print_findings(errors, sorted({f.chart for f in errors}))
+        for f in sorted(prop.findings, key=lambda f: (f.severity != "error", f.chart, f.rule, f.message)):
+            console.info(f"  {f.severity} {f.rule} ({f.chart}): {f.message}")
         if prop.verdict is not None:
             console.info(f"GPU memory on llama.cpp {prop.build}: {prop.verdict.line()}")
         elif prop.verdict_note:
