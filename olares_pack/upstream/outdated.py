@@ -132,6 +132,9 @@ def image_items(app: App, rep: AppReport, client: oci.RegistryClient, opts: Opti
                 rep.items.append(Item(app.name, "image", "tag-moved", f"{name}:{img.tag}", img.digest, now,
                                       f"{name.registry} manifests/{img.tag}",
                                       f"{name}:{img.tag} now names {now}, not the pinned {img.digest}"))
+    except oci.TagNotFound as exc:  # the repository answers, without the app's tag
+        rep.items.append(Item(app.name, "image", "tag-gone", f"{name}:{img.tag}", img.tag, None,
+                              f"{name.registry} manifests/{img.tag}", str(exc)))
     except RegistryError as exc:
         rep.items.append(Item(app.name, "image", "unreachable", str(name), img.tag, None, name.registry, str(exc)))
     if app.engine.kind == "llamacpp" and not is_upstream(img.repository, opts):

@@ -292,7 +292,7 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
         changes.append(("model", f"Hugging Face repository renamed upstream: {m.repo} → {state.name} (the hub "
                                  f"redirects the old name to it)"))
         titles.append(f"model repository {state.name}")
-    file_name = m.files[0].name
+    file_name = m.files[0].name if m.files else None
     if asked.quant and asked.quant != file_name:
         if len(m.files) != 1:
             raise InputError(f"{manifest_path}: model.files lists {len(m.files)} files: --quant replaces a model of one file")
@@ -308,7 +308,7 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
         changes.append(("model", f"{asked.quant} replaces {file_name}"))
         titles.append(asked.quant)
         file_name = asked.quant
-    elif state.pin.file(file_name) is None:
+    elif file_name is not None and state.pin.file(file_name) is None:
         raise InputError(f"{file_name} is not in {state.name} at {state.pin.commit}: give --quant FILE. Nothing was written.")
     pinned = outdated.pinned_commit(app, app_dir)
     if state.pin.commit != pinned:
