@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -199,7 +200,7 @@ def test_replay_1_0_8_names_the_rename_the_default_and_the_moved_repository(
 
 
 @needs_registry
-def test_tags_follow_the_scheme_by_number_or_by_creation_date(upstream: Upstream) -> None:
+def test_tags_follow_the_scheme_by_number_or_by_creation_date(upstream: Upstream, monkeypatch: pytest.MonkeyPatch) -> None:
     with oci.RegistryClient(credentials=lambda _: None) as client:
         newer, how = tags.newer_tags(client, upstream.repo("ggml-org/llama.cpp"), "server-cuda-b9101", page_size=1)
         assert [(t.tag, t.build) for t in newer] == [("server-cuda-b9254", "b9254"), ("server-cuda-b9409", "b9409")]
@@ -211,6 +212,11 @@ def test_tags_follow_the_scheme_by_number_or_by_creation_date(upstream: Upstream
         assert [(t.tag, t.created) for t in dated] == [("master-bbbbbbb", "2026-06-01T00:00:00.123456789Z")]
         assert "by image creation date" in how  # v1 is of another shape; master-ccccccc is older
         assert tags.newer_tags(client, upstream.repo("aamsellem/llamacpp-mtp"), "0.1.0")[0] == []
+        # only the newest tags' digests are asked: one HEAD each
+        monkeypatch.setattr(tags, "WITH_DIGEST", 1)
+        capped, _ = tags.newer_tags(client, upstream.repo("ggml-org/llama.cpp"), "server-cuda-b9101")
+        assert [(t.tag, t.digest) for t in capped] == [
+            ("server-cuda-b9254", None), ("server-cuda-b9409", upstream.digests["ggml-org/llama.cpp:server-cuda-b9409"])]
 
 
 @needs_registry
@@ -356,7 +362,7 @@ def test_the_bundled_apps(upstream: Upstream, hub: FakeHub, tmp_path: Path, caps
     for name in (APP, "vllmqwen36turbo27bone"):
         path = apps / name / "app.yaml"
         text = path.read_text().replace("repository: docker.io/aamsellem/", f"repository: {upstream.host}/aamsellem/")
-        path.write_text(text.replace("\nmodel:\n", "\n  shared: false\n\nmodel:\n", 1))
+        path.write_text(text)
     lay.multiarch("master-ad27757", created="2026-05-21T00:00:00Z", text="master-ad27757")
     upstream.reg.push(tmp_path / "layout", "master-ad27757", "aamsellem/llama-cpp-mtp")
     code, doc, _ = outdated(capsys, "--apps-dir", str(apps), "--upstream-image", upstream.repo("ggml-org/llama.cpp"))
@@ -375,4 +381,20 @@ def test_the_bundled_apps(upstream: Upstream, hub: FakeHub, tmp_path: Path, caps
     drafted = yaml.safe_load((apps / "vllmqwen36turbo27bone" / "app.yaml").read_text())
     assert drafted["engine"]["image"]["tag"] == "0.21.0-genesis-v1" and drafted["version"] == "2.5.11"
     assert drafted["model"]["revision"] == "3c" * 20
+    # the llama.cpp app to a given upstream build: its comments kept, its arguments need no change
+    # between ad27757 (2026-05-21) and b9409 (2026-05-29)
+    before = (apps / APP / "app.yaml").read_text()
+    assert main(["propose", APP, "--engine-build", "b9409", "--apps-dir", str(apps), "--upstream-image",
+                 upstream.repo("ggml-org/llama.cpp"), "--date", "2026-06-03"]) == ExitCode.OK, capsys.readouterr().err
+    after = (apps / APP / "app.yaml").read_text()
+    comments = [line[line.index("#"):] for line in before.splitlines() if "#" in line and not line.lstrip().startswith("- {")]
+    assert comments and all(any(c in line for line in after.splitlines()) for c in comments)
+    assert re.search(r"\n  build: b9409 +# flag registry: olares_pack/engines/data/llamacpp-history.yaml\n", after)
+    assert "    type: draft-mtp\n" in after and "1.0.15" in after
+    # a second proposal over an unreleased draft is refused, writing nothing
+    state = (apps / APP / "app.yaml").read_bytes()
+    assert main(["propose", APP, "--apps-dir", str(apps), "--upstream-image", upstream.repo("ggml-org/llama.cpp")]) \
+        == ExitCode.INPUT
+    assert "version 1.0.15 is not published yet" in capsys.readouterr().err
+    assert (apps / APP / "app.yaml").read_bytes() == state
 

@@ -26,6 +26,7 @@ from olares_pack.vram import gguf_meta
 UPSTREAM_SCHEME = "server-cuda-{build}"
 COMMIT = re.compile(r"[0-9a-f]{40}")
 QUANT = re.compile(r"\.gguf$")
+NOT_OUTDATED = {"not-checked"}  # items that say what was not looked at, not what upstream has
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class AppReport:
     def status(self) -> str:
         if self.unreachable:
             return "unreachable"
-        return "outdated" if self.items else "up to date"
+        return "outdated" if any(i.kind not in NOT_OUTDATED for i in self.items) else "up to date"
 
     def to_dict(self) -> dict[str, object]:
         return {"app": self.app, "version": self.version, "status": self.status,
@@ -115,13 +116,20 @@ def image_items(app: App, rep: AppReport, client: oci.RegistryClient, opts: Opti
     progress(f"{app.name}: {name} tags")
     try:
         newer, how = tags.newer_tags(client, img.repository, img.tag, page_size=opts.page_size)
-        for t in newer:
+        if len(newer) > tags.WITH_DIGEST:
+            older = newer[:-tags.WITH_DIGEST]
+            rep.items.append(Item(app.name, "image", "newer-tags", f"{name}:{img.tag}", img.tag,
+                                  f"{older[0].tag} … {older[-1].tag}", f"{name.registry} tags/list ({how})",
+                                  f"{len(older)} more newer tags before the {tags.WITH_DIGEST} shown: "
+                                  + ", ".join(t.tag for t in older[-10:]) + (" …" if len(older) > 10 else "")))
+        for t in newer[-tags.WITH_DIGEST:]:
             rep.items.append(Item(app.name, "image", "newer-tag", f"{name}:{img.tag}", img.tag, f"{t.tag}@{t.digest}",
                                   f"{name.registry} tags/list ({how})",
                                   f"{name}:{t.tag} ({t.digest}" + (f", created {t.created}" if t.created else "")
                                   + ") is newer than " + img.tag, t.build))
+        for t in newer:
             if t.build:
-                found.append((t.build, img.repository, t.tag, t.digest))
+                found.append((t.build, img.repository, t.tag, t.digest or ""))
         if img.digest:
             now = client.head_digest(name, img.tag)
             if now is None:

@@ -18,12 +18,15 @@ from olares_pack.remote import oci
 
 # the most tags of one shape whose config is read to order them by date
 DATED_MAX = 40
+# the newest tags whose digest is asked (a HEAD each): an app many builds behind does not cost
+# hundreds of requests
+WITH_DIGEST = 5
 
 
 @dataclass(frozen=True)
 class Tag:
     tag: str
-    digest: str
+    digest: str | None  # asked for the newest WITH_DIGEST only
     build: str | None  # the llama.cpp build the tag names
     created: str | None  # the image config's `created`, when read
 
@@ -52,8 +55,9 @@ def of_scheme(tags: list[str], pattern: str) -> dict[str, str]:
 
 
 def newer_tags(client: oci.RegistryClient, repository: str, tag: str, *, page_size: int = 1000) -> tuple[list[Tag], str]:
-    """The tags of `repository` newer than `tag` in its scheme, oldest first, each with its digest;
-    and how they were ordered (for the report). RegistryError when the registry cannot be read."""
+    """The tags of `repository` newer than `tag` in its scheme, oldest first, the newest WITH_DIGEST
+    with their digest; and how they were ordered (for the report). RegistryError when the registry
+    cannot be read, TagNotFound when it has no `tag`."""
     image = oci.ImageName.parse(repository)
     tags = client.list_tags(image, page_size=page_size)
     pattern = scheme(tag)
@@ -61,7 +65,8 @@ def newer_tags(client: oci.RegistryClient, repository: str, tag: str, *, page_si
         mine = registry.build_number(registry.tag_build(tag) or "")
         found = sorted(((registry.build_number(b), b, t) for b, t in of_scheme(tags, pattern).items()
                         if registry.build_number(b) > mine))
-        out = [Tag(t, _digest(client, image, t), b, None) for _, b, t in found]
+        out = [Tag(t, _digest(client, image, t) if i >= len(found) - WITH_DIGEST else None, b, None)
+               for i, (_, b, t) in enumerate(found)]
         return out, f"tags {pattern} by build number"
     same = sorted(t for t in tags if shape(t) == shape(tag) and t != tag)[-DATED_MAX:]
     created = client.config(image, tag).get("created")
@@ -74,7 +79,9 @@ def newer_tags(client: oci.RegistryClient, repository: str, tag: str, *, page_si
         when = _when(c)
         if when is not None and when > since:
             dated.append((when, str(c), t))
-    out = [Tag(t, _digest(client, image, t), registry.tag_build(t), c) for _, c, t in sorted(dated)]
+    ordered = sorted(dated)
+    out = [Tag(t, _digest(client, image, t) if i >= len(ordered) - WITH_DIGEST else None, registry.tag_build(t), c)
+           for i, (_, c, t) in enumerate(ordered)]
     return out, f"tags shaped {shape(tag)} by image creation date (after {created})"
 
 
