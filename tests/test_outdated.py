@@ -398,3 +398,17 @@ def test_the_bundled_apps(upstream: Upstream, hub: FakeHub, tmp_path: Path, caps
     assert "version 1.0.15 is not published yet" in capsys.readouterr().err
     assert (apps / APP / "app.yaml").read_bytes() == state
 
+
+
+def test_the_hub_states_a_repository_can_be_in(hub: FakeHub) -> None:
+    from olares_pack.remote import hub as hf
+
+    moved = hf.repo_state(OLD_REPO, "main", since=C1)
+    assert (moved.status, moved.name, moved.pin.commit if moved.pin else None) == ("moved", NEW_REPO, C2)
+    assert [c.title for c in moved.commits] == ["Rename to Qwen3.6-27B-MTP-GGUF, add UD-Q4_K_XL"]
+    assert hf.repo_state(NEW_REPO, "main").status == "ok"
+    assert hf.repo_state("unsloth/absent", "main").status == "gone"
+    assert hf.repo_state(NEW_REPO, "v404").status == "no-revision"
+    hub.repos[NEW_REPO].gated = True
+    gated = hf.repo_state(NEW_REPO, "main")
+    assert gated.status == "gated" and gated.pin is not None and "granted access" in gated.detail
