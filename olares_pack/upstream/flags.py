@@ -80,14 +80,19 @@ def first_build(date: str, upto: str | None) -> str | None:
     return None
 
 
+def app_build(app: App) -> str | None:
+    """The llama.cpp build the app runs: engine.build, else the one its image tag names."""
+    return app.engine.build or registry.tag_build(app.engine.image.tag)
+
+
 def passed(app: App) -> dict[str, Arg]:
     """The engine arguments of `app` by canonical flag, read with its own build's registry."""
     from olares_pack.common.errors import InputError
 
     try:  # a build the history file names (forks too): its --help, rolled back to its date
-        reg = registry.load(ENGINE, app.engine.build)
+        reg = registry.load(ENGINE, app_build(app))
     except InputError:
-        reg = registry.resolve(ENGINE, app.engine.build, "engine.build").registry
+        reg = registry.resolve(ENGINE, app_build(app), "engine.build").registry
     return dict(normalize_llama(build_argv(app), reg, app.env).args)
 
 
@@ -98,12 +103,12 @@ def _family(flag: str) -> str:
 def changes(app: App, target: str) -> list[FlagChange]:
     """What moving `app` from its build to `target` changes for its arguments (InputError when a
     build is unknown)."""
-    start = build_date(app.engine.build)
+    start = build_date(app_build(app))
     end = build_date(target)
     if start is None or end is None:
         from olares_pack.common.errors import InputError
 
-        which = app.engine.build if start is None else target
+        which = app_build(app) if start is None else target
         raise InputError(f"llama.cpp build {which!r} is not in the flag registry (known: "
                          f"{', '.join(registry.table_builds(ENGINE))}, and {', '.join(sorted(registry.builds(ENGINE)))})")
     args = passed(app)

@@ -112,7 +112,7 @@ def image_items(app: App, rep: AppReport, client: oci.RegistryClient, opts: Opti
     img = app.engine.image
     name = oci.ImageName.parse(img.repository)
     found: list[tuple[str, str, str, str]] = []
-    build = app.engine.build or registry.tag_build(img.tag)
+    build = flags.app_build(app)
     progress(f"{app.name}: {name} tags")
     try:
         newer, how = tags.newer_tags(client, img.repository, img.tag, page_size=opts.page_size)
@@ -180,14 +180,15 @@ def flag_items(app: App, rep: AppReport, found: list[tuple[str, str, str, str]])
         rep.items.append(Item(app.name, "flags", "unknown-build", newest[0], app.engine.build, newest[0], src,
                               f"llama.cpp {newest[0]} is newer than the flag registry (newest {top}): what it changes "
                               "is not known (docs/developer/engine-registry.md: regenerate it)", newest[0]))
-    if not known or flags.build_date(app.engine.build) is None:
-        if flags.build_date(app.engine.build) is None:
-            rep.items.append(Item(app.name, "flags", "unknown-build", str(app.engine.build), app.engine.build, None, src,
-                                  f"the app's build {app.engine.build!r} is not in the flag registry: set engine.build"))
+    mine = flags.app_build(app)
+    if not known or flags.build_date(mine) is None:
+        if flags.build_date(mine) is None:
+            rep.items.append(Item(app.name, "flags", "unknown-build", str(mine), mine, None, src,
+                                  f"the app's build {mine!r} is not in the flag registry: set engine.build"))
         return
     target = max(known, key=lambda f: registry.build_number(f[0]))[0]
     for c in flags.changes(app, target):
-        rep.items.append(Item(app.name, "flags", c.kind, c.flag, c.value, c.new, f"{src}, {app.engine.build} → {target}",
+        rep.items.append(Item(app.name, "flags", c.kind, c.flag, c.value, c.new, f"{src}, {mine} → {target}",
                               c.message(), c.build))
 
 

@@ -260,7 +260,7 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
     titles: list[str] = []
 
     image = choose_image(app, asked, client, opts)
-    build = app.engine.build
+    build = flags.app_build(app)
     if image is not None and (image.repository, image.tag, image.digest) != (app.engine.image.repository,
                                                                              app.engine.image.tag, app.engine.image.digest):
         node = tree["engine"]["image"]
@@ -269,7 +269,7 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
         _set_after(node, "digest", image.digest, "tag")
         changes.append(("image", f"{image.repository}:{image.tag} ({image.digest}) replaces "
                                  f"{app.engine.image.repository}:{app.engine.image.tag} ({image.why})"))
-        if app.engine.kind == "llamacpp" and image.build and image.build != app.engine.build:
+        if app.engine.kind == "llamacpp" and image.build and image.build != build:
             arg_changes, refused = translate(app, tree, image.build)
             if refused:
                 raise InputError(f"{app.name}: cannot move to llama.cpp {image.build}: " + "; ".join(refused)
