@@ -51,6 +51,12 @@ class Upstream:
         return f"{self.host}/{path}"
 
 
+def next_patch(name: str) -> str:
+    """The version after the newest published one of a bundled app."""
+    major, minor, patch = map(int, records.versions(Repo.of_apps(APPS), name)[-1].split("."))
+    return f"{major}.{minor}.{patch + 1}"
+
+
 def upstream_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
     """The fork's repository (its one tag), upstream llama.cpp's (build tags of two schemes and
     `latest`), and a repository of commit-named tags that only their creation dates order."""
@@ -268,7 +274,7 @@ def test_nothing_newer_exits_0(upstream: Upstream, hub: FakeHub, tmp_path: Path,
     code, doc, _ = outdated(capsys, "--apps-dir", str(apps), "--upstream-image", upstream.repo("ggml-org/llama.cpp"))
     assert doc["apps"][0]["status"] == "up to date" and doc["apps"][0]["items"] == [] and code == ExitCode.OK
     main(["outdated", "--apps-dir", str(apps), "--upstream-image", upstream.repo("ggml-org/llama.cpp")])
-    assert capsys.readouterr().out == "x 1.0.14: up to date\n"
+    assert capsys.readouterr().out == f"x {yaml.safe_load(text)['version']}: up to date\n"
 
 
 # ---------------------------------------------------------------- unreachable, gone, bad input
@@ -379,7 +385,7 @@ def test_the_bundled_apps(upstream: Upstream, hub: FakeHub, tmp_path: Path, caps
     assert main(["propose", "vllmqwen36turbo27bone", "--image-tag", "0.21.0-genesis-v1", "--apps-dir", str(apps),
                  "--date", "2026-06-03"]) == ExitCode.OK, capsys.readouterr().err
     drafted = yaml.safe_load((apps / "vllmqwen36turbo27bone" / "app.yaml").read_text())
-    assert drafted["engine"]["image"]["tag"] == "0.21.0-genesis-v1" and drafted["version"] == "2.5.11"
+    assert drafted["engine"]["image"]["tag"] == "0.21.0-genesis-v1" and drafted["version"] == next_patch("vllmqwen36turbo27bone")
     assert drafted["model"]["revision"] == "3c" * 20
     # the llama.cpp app to a given upstream build: its comments kept, its arguments need no change
     # between ad27757 (2026-05-21) and b9409 (2026-05-29)
@@ -390,12 +396,12 @@ def test_the_bundled_apps(upstream: Upstream, hub: FakeHub, tmp_path: Path, caps
     comments = [line[line.index("#"):] for line in before.splitlines() if "#" in line and not line.lstrip().startswith("- {")]
     assert comments and all(any(c in line for line in after.splitlines()) for c in comments)
     assert re.search(r"\n  build: b9409 +# flag registry: olares_pack/engines/data/llamacpp-history.yaml\n", after)
-    assert "    type: draft-mtp\n" in after and "1.0.15" in after
+    assert "    type: draft-mtp\n" in after and f"\nversion: {next_patch(APP)}\n" in after
     # a second proposal over an unreleased draft is refused, writing nothing
     state = (apps / APP / "app.yaml").read_bytes()
     assert main(["propose", APP, "--apps-dir", str(apps), "--upstream-image", upstream.repo("ggml-org/llama.cpp")]) \
         == ExitCode.INPUT
-    assert "version 1.0.15 is not published yet" in capsys.readouterr().err
+    assert f"version {next_patch(APP)} is not published yet" in capsys.readouterr().err
     assert (apps / APP / "app.yaml").read_bytes() == state
 
 
