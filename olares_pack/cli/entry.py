@@ -16,6 +16,7 @@ from olares_pack.cli import (
     lint,  # noqa: F401 - registers its commands
     market,  # noqa: F401 - registers its commands
     rehearse,  # noqa: F401 - registers its commands
+    upstream,  # noqa: F401 - registers its commands
     vram,  # noqa: F401 - registers its commands
 )
 from olares_pack.cli.group import cli, session
