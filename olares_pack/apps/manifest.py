@@ -330,6 +330,26 @@ class ByteRange(_Range):
         return v
 
 
+class GpuEnvelope(Model_):
+    """The GPU envelope as a chart declares it, request and limit apart (an imported chart's
+    `requiredGpu: 1Gi`, `limitedGpu: 24Gi`: the app always schedules, the engine may use 24 GiB)."""
+
+    request: str = Field(description="requiredGpu as written: memory (1Gi) or a count of GPUs (1)", min_length=1)
+    limit: str | None = Field(None, description="limitedGpu as written; absent: none declared")
+    container: Literal["gpumem", "whole", "none"] = Field(
+        "gpumem", description="what the engine container asks: gpumem (HAMi memory, gpu_memory_mib), whole (nvidia.com/gpu: 1), none")
+
+    @field_validator("request", "limit")
+    @classmethod
+    def _quantity(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                quantity.parse(v)
+            except quantity.QuantityError as exc:
+                raise ValueError(str(exc)) from None
+        return v
+
+
 class Resources(Model_):
     """The engine container's requests/limits, which are also the manifest envelope."""
 
@@ -338,6 +358,7 @@ class Resources(Model_):
     disk: ByteRange = Field(description="bytes with a unit (25Gi)")
     gpu_memory_mib: Annotated[StrictInt, Field(gt=0, le=MAX_GPU_MIB)] | Literal["auto"] | None = Field(
         default=None, description="nvidia.com/gpumem, whole MiB; auto: derived from the GPU memory estimate")
+    gpu: GpuEnvelope | None = Field(None, description="the GPU envelope as declared, request and limit apart (imported charts); absent: gpu_memory_mib is both")
 
 
 class Entrance(Model_):
@@ -518,6 +539,19 @@ class AppTexts(Model_):
         return self
 
 
+class AcceptedDifference(Model_):
+    kind: str = Field(description="the kind of difference (olares_pack.equivalence.KINDS), e.g. manifest.form")
+    where: str = Field(description="where it is: the workload and container, or the manifest field")
+
+
+class ImportProof(Model_):
+    """How an imported chart became this typed app: the version of the chart its render was
+    compared with, and the differences a maintainer accepted (`import --structured --accept`)."""
+
+    original: str = Field(description="the imported chart's version the typed render was compared with")
+    accepted: list[AcceptedDifference] = Field(description="differences from it taken on purpose", default_factory=list)
+
+
 class AppManifestBase(AppTexts):
     modes: list[Mode] = Field(description="compute modes (spec.accelerator): nvidia; llama.cpp apps may add cpu", default_factory=lambda: ["nvidia"], min_length=1)
     model: HFModel = Field(description="the weights on Hugging Face")
@@ -525,6 +559,7 @@ class AppManifestBase(AppTexts):
     entrance: Entrance = Field(description="the app's entrance")
     env: dict[str, str] = Field(description="extra engine environment (OLARES_* names are reserved)", default_factory=dict)
     probes: Probes = Field(description="the engine's probes (per-user form)", default_factory=Probes)
+    imported: ImportProof | None = Field(None, description="set by `import --structured`: the chart version the typed render was proven equivalent to, and the differences accepted")
 
     @field_validator("env")
     @classmethod

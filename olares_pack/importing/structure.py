@@ -97,11 +97,29 @@ def _resources(container: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any
         "disk": {"request": str(env.get("requiredDisk") or "10Gi"), "limit": str(env.get("limitedDisk") or env.get("requiredDisk") or "10Gi")},
     }
     gpumem = lim.get("nvidia.com/gpumem") or req.get("nvidia.com/gpumem")
+    declared = _gpu_declared(spec)
+    if declared is not None:
+        # The envelope as declared, request and limit apart: a chart that asks 1Gi so that it
+        # always schedules and lets the engine use 24Gi keeps both (the limit is what the engine gets).
+        whole = lim.get("nvidia.com/gpu") or req.get("nvidia.com/gpu")
+        out["gpu"] = {"request": declared[0], "limit": declared[1],
+                      "container": "whole" if whole is not None else "gpumem" if gpumem is not None else "none"}
     if gpumem is not None and str(gpumem).isdigit():
         out["gpu_memory_mib"] = int(gpumem)
-    elif env.get("requiredGPUMemory") or env.get("requiredGpu"):
-        out["gpu_memory_mib"] = int(quantity.parse(env.get("requiredGPUMemory") or env.get("requiredGpu")) / (1 << 20))
+    elif declared is not None:
+        mib = max(int(quantity.parse(q) / (1 << 20)) for q in declared if q)
+        out["gpu_memory_mib"] = mib if mib > 0 else "auto"  # a count of GPUs (requiredGpu: 1) names no memory
     return out
+
+
+def _gpu_declared(spec: dict[str, Any]) -> tuple[str, str | None] | None:
+    """(requiredGpu, limitedGpu) as the manifest writes them: 0.12.0 per mode, 0.10.0 flat."""
+    for part in [*(r for r in spec.get("resources") or [] if isinstance(r, dict) and r.get("mode") != "cpu"), spec]:
+        req = part.get("requiredGPUMemory") or part.get("requiredGpu") or part.get("requiredGPU")
+        lim = part.get("limitedGPUMemory") or part.get("limitedGpu") or part.get("limitedGPU")
+        if req not in (None, ""):
+            return str(req), None if lim in (None, "") else str(lim)
+    return None
 
 
 def _probes(container: dict[str, Any]) -> dict[str, Any]:
@@ -132,7 +150,8 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
     inv = invs[0]
     container = _container(objects, inv)
     repo, tag = registry.image_parts(inv.image, as_written=True)
-    engine: dict[str, Any] = {"kind": inv.kind, "image": {"repository": repo.lower(), "tag": tag or "latest",
+    # An import keeps the chart's form: one engine per user who installs it, its own entrances.
+    engine: dict[str, Any] = {"kind": inv.kind, "shared": False, "image": {"repository": repo.lower(), "tag": tag or "latest",
                                                           "digest": inv.image.split("@", 1)[1] if "@" in inv.image else None}}
     if inv.kind == "llamacpp":
         engine["build"] = inv.build or registry.tag_build(tag)

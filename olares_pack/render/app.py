@@ -100,7 +100,8 @@ class Envelope:
     limited_memory: str
     required_disk: str
     limited_disk: str
-    gpu_memory: str | None
+    gpu_memory: str | None  # the request
+    gpu_limit: str | None  # the limit; None: none declared
 
 
 def envelopes(app: App, *, shared: bool = False) -> list[Envelope]:
@@ -109,7 +110,10 @@ def envelopes(app: App, *, shared: bool = False) -> list[Envelope]:
     s = llmbase.sized(app) if shared else None
     out = []
     for mode in app.modes:
-        gpu = quantity.mib_string(r.gpu_memory_mib) if mode != "cpu" and r.gpu_memory_mib else None
+        gpu = quantity.mib_string(r.gpu_memory_mib) if mode != "cpu" and isinstance(r.gpu_memory_mib, int) else None
+        gpu_limit = gpu
+        if r.gpu is not None and mode != "cpu":  # declared apart (an imported chart's envelope)
+            gpu, gpu_limit = r.gpu.request, r.gpu.limit
         out.append(
             Envelope(
                 mode=mode,
@@ -120,6 +124,7 @@ def envelopes(app: App, *, shared: bool = False) -> list[Envelope]:
                 required_disk=r.disk.request,
                 limited_disk=r.disk.limit,
                 gpu_memory=gpu,
+                gpu_limit=gpu_limit,
             )
         )
     return out
