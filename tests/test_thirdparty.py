@@ -18,10 +18,12 @@ from test_import import rendered_pods
 
 from olares_pack import olares
 from olares_pack.apps.load import load_app, validate_data
+from olares_pack.apps.manifest import ChartApp
 from olares_pack.charts import package
 from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode, InputError
 from olares_pack.engines.detect import find_engines
+from olares_pack.equivalence import KINDS
 from olares_pack.importing import hfurls, importer
 from olares_pack.market.server import Source
 from olares_pack.render import app as render
@@ -36,6 +38,11 @@ AWQ, OMNI = "vllmqwen3awqentryone", "vllmomniqwen25threebone"
 def run_import(root: Path, *sources: Path, extra: tuple[str, ...] = ()) -> int:
     (root / "apps").mkdir(parents=True, exist_ok=True)
     return main(["import", *map(str, sources), "--apps-dir", str(root / "apps"), "--date", DATE, *extra])
+
+
+# What the typed form reads is tested here, not whether it renders the same app: these charts'
+# typed renders differ (download step, entrances, …), so every kind of difference is accepted.
+ACCEPT_ALL = tuple(f"--accept={k}" for k in sorted(KINDS) if k != "undecidable")
 
 
 def report(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict]:
@@ -105,7 +112,7 @@ def test_a_long_name_or_title_is_refused_only_for_the_current_line(tmp_path: Pat
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """What release reads (app.yaml): a name or title over 30 characters with targets [legacy] is
     valid; adding the current target is an error that names the 1.12.6+ installer."""
-    report(tmp_path, capsys, "--structured")
+    report(tmp_path, capsys, "--structured", *ACCEPT_ALL)
     data = yaml.safe_load((tmp_path / "apps" / LONG / "app.yaml").read_text())
     assert data["targets"] == ["legacy"] and data["engine"]["kind"] == "llamacpp"
     validate_data(data, "app.yaml")
@@ -121,7 +128,11 @@ def test_a_long_name_or_title_is_refused_only_for_the_current_line(tmp_path: Pat
 
 def test_structured_reads_hugging_face_downloads_and_vllm_behind_an_entrypoint(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rows = report(tmp_path, capsys, "--structured")
+    kept = report(tmp_path / "k", capsys, "--structured")
+    # without --accept, none of them is typed: each typed render differs from its chart, and says how
+    assert all(not r["structured"]["typed"] and r["structured"]["differences"] for r in kept.values())
+    assert all(isinstance(load_app(tmp_path / "k" / "apps" / a), ChartApp) for a in kept)
+    rows = report(tmp_path, capsys, "--structured", *ACCEPT_ALL)
     assert not [n for r in rows.values() for n in r["notes"] if n.startswith("--structured: kept as written")]
     long = yaml.safe_load((tmp_path / "apps" / LONG / "app.yaml").read_text())
     # the URL sits in a ConfigMap the init container reads through envFrom
@@ -135,7 +146,7 @@ def test_structured_reads_hugging_face_downloads_and_vllm_behind_an_entrypoint(
     assert omni["server"]["extra_args"] == ["--omni"]
     # an inline $HF_ENDPOINT/<repo>/resolve/... (curl in an init container) is read too
     capsys.readouterr()
-    assert run_import(tmp_path / "g", LEGACY / "gpuvtwo", extra=("--structured",)) == 0
+    assert run_import(tmp_path / "g", LEGACY / "gpuvtwo", extra=("--structured", *ACCEPT_ALL)) == 0
     g = yaml.safe_load((tmp_path / "g" / "apps" / "gpuvtwo" / "app.yaml").read_text())
     assert g["model"]["repo"] == "Qwen/Qwen3-8B-GGUF" and g["model"]["files"][0]["name"] == "Qwen3-8B-Q4_K_M.gguf"
 
