@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         repo = Repo.at(Path(tmp))
         plan = importer.plan(repo, found, dt.date(2026, 1, 1), structured=True, accept=tuple(args.accept))
+        app_yaml = {p.parent.name: str(d) for p, d in plan.writes.items() if p.name == "app.yaml"}
     rows = [r for r in plan.rows() if r.get("structured") is not None]
     refused = [r for r in plan.rows() if r.get("structured") is None and r["status"] in ("refused", "skipped")]
     typed = [r for r in rows if r["structured"]["typed"]]
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {n:3d}  {kind}", file=out)
     print(f"typed apps whose GPU limit is lower than the original's: {len(lower)}", file=out)
     if not args.no_upgrade:
-        _upgrades(typed, found, out)
+        _upgrades(typed, plan, app_yaml, out)
     if args.json:
         print(json.dumps(rows, indent=1, ensure_ascii=False, default=str), file=out)
     return 0
@@ -86,21 +87,31 @@ def _reason(s: dict) -> str:
     return "the typed form cannot hold it: " + reason.split(":", 1)[-1].strip()[:90] if "(typed)" in reason else reason[:110]
 
 
-def _upgrades(typed: list[dict], found: list, out) -> None:  # noqa: ANN001 - a script
+def _upgrades(typed: list[dict], plan, app_yaml: dict[str, str], out) -> None:  # noqa: ANN001 - a script
+    from olares_pack.cluster import controlplane, tools
     from olares_pack.importing import upgrade_check
 
     if not typed:
         print("upgrade original -> typed on the API server: nothing typed to rehearse", file=out)
         return
     if not upgrade_check.available():
-        print("upgrade original -> typed on the API server: skipped (no control plane: make control-plane)", file=out)
+        print(f"upgrade original -> typed on the API server: skipped ({tools.missing_reason()})", file=out)
         return
-    results = upgrade_check.rehearse_rows(typed, found)
-    ok = sum(1 for r in results.values() if r is None)
+    results = {}
+    newest = {}
+    for r in plan.results:
+        if getattr(r, "structured", None) and r.structured["typed"]:
+            newest[r.name] = r
+    with controlplane.running(tools.available()) as cluster:
+        for name, imp in sorted(newest.items()):
+            original = (imp.chart_version, imp.found.package or b"")
+            results[name] = upgrade_check.problems(cluster, name, imp.line, original,
+                                                   upgrade_check.typed_chart(app_yaml[name], imp.line))
+    ok = sum(1 for p in results.values() if not p)
     print(f"upgrade original -> typed on the API server: {ok} of {len(results)} accepted", file=out)
-    for name, problem in sorted(results.items()):
-        if problem:
-            print(f"  {name}: {problem}", file=out)
+    for name, problems in sorted(results.items()):
+        for p in problems:
+            print(f"  {name}: {p}", file=out)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,101 @@
+"""The semantic comparison (olares_pack/equivalence.py) that decides whether `import --structured`
+writes a typed app: what it calls the same, what it calls different, and what it cannot decide."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, serving
+from test_import import CHARTS, empty_repo, run_import
+
+from olares_pack import equivalence
+from olares_pack.charts.source import packaged
+from olares_pack.market.server import Source
+
+
+def chart_files(name: str) -> dict[str, str]:
+    return dict(packaged(CHARTS / name).files)
+
+
+def kinds(diffs: list[equivalence.Difference]) -> set[str]:
+    return {d.kind for d in diffs}
+
+
+def test_a_chart_is_equivalent_to_itself_and_a_changed_argument_is_not() -> None:
+    files = chart_files("vllmserve")
+    assert equivalence.compare_charts("vllmserve", files, files) == []
+    changed = dict(files)
+    changed["values.yaml"] = files["values.yaml"].replace("maxModelLen: 32768", "maxModelLen: 16384")
+    diffs = equivalence.compare_charts("vllmserve", files, changed)
+    assert kinds(diffs) == {"container.args"}
+    assert "32768" in json.dumps(diffs[0].original) and "16384" in json.dumps(diffs[0].other)
+
+
+def _manifest() -> dict:
+    return {"olaresManifest.version": "0.10.0", "apiVersion": "v2", "metadata": {"title": "X", "description": "d"},
+            "entrances": [{"name": "x", "host": "x", "port": 8000, "title": "X", "authLevel": "internal"}],
+            "spec": {"requiredGpu": "1Gi", "limitedGpu": "24Gi", "requiredCpu": 4, "limitedCpu": 16},
+            "permission": {"appData": True}, "options": {"apiTimeout": 0}}
+
+
+def test_the_shared_form_and_a_lower_gpu_limit_are_differences() -> None:
+    a = _manifest()
+    b = copy.deepcopy(a)
+    b["spec"]["onlyAdmin"] = True
+    b["sharedEntrances"] = [{"name": "api", "host": "api", "port": 0, "title": "API"}]
+    b["spec"]["limitedGpu"] = "1Gi"
+    found = kinds(equivalence.compare_manifests(a, b))
+    assert {"manifest.form", "manifest.entrances", "manifest.envelope", "manifest.gpu-limit-lower"} <= found
+    # the same quantity written another way is the same envelope
+    c = copy.deepcopy(a)
+    c["spec"].update(limitedGpu="24576Mi", requiredCpu="4000m")
+    assert equivalence.compare_manifests(a, c) == []
+
+
+def _deployment(env: list[dict], env_from: list[dict] | None = None, init: list[dict] | None = None) -> dict:
+    c = {"name": "engine", "image": "docker.io/org/llama:1", "args": ["--ctx-size", "$(CTX)"], "env": env,
+         "envFrom": env_from or []}
+    return {"kind": "Deployment", "metadata": {"name": "x"},
+            "spec": {"template": {"spec": {"containers": [c], "initContainers": init or []}}}}
+
+
+def test_a_value_read_from_a_configmap_is_the_same_value_written_inline() -> None:
+    cm = {"kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"CTX": "8192"}}
+    from_cm = [cm, _deployment([], [{"configMapRef": {"name": "cfg"}}])]
+    inline = [_deployment([{"name": "CTX", "value": "8192"}])]
+    assert equivalence.compare_objects(from_cm, inline) == []
+    other = [_deployment([{"name": "CTX", "value": "4096"}])]
+    assert kinds(equivalence.compare_objects(from_cm, other)) == {"container.env", "container.args"}
+    # a download step the original does not run is a container added
+    fetched = [_deployment([{"name": "CTX", "value": "8192"}], init=[{"name": "download", "image": "busybox"}])]
+    assert kinds(equivalence.compare_objects(inline, fetched)) == {"container.added"}
+
+
+def test_a_chart_that_does_not_render_is_undecidable_never_equivalent() -> None:
+    files = chart_files("vllmserve")
+    broken = dict(files)
+    broken["templates/deployment.yaml"] = files["templates/deployment.yaml"] + "\n{{ .Values.nothing.here }}\n"
+    assert kinds(equivalence.compare_charts("vllmserve", files, broken)) == {"undecidable"}
+    assert equivalence.remaining(equivalence.compare_charts("vllmserve", files, broken), ["undecidable"])  # never accepted
+
+
+def test_olares_packs_own_charts_import_typed_and_their_users_upgrade_to_the_typed_render(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], control_plane) -> None:  # noqa: ANN001 - a Cluster
+    """The bundled catalogue read from its URL is proven equivalent, so typed; the original chart
+    installed on the real API server upgrades to the typed render (the users' upgrade)."""
+    from olares_pack.importing import upgrade_check
+
+    root = empty_repo(tmp_path)
+    with serving(Source(ROOT, ROOT / "market-index.json")) as url:
+        assert run_import(root, url, extra=("--structured", "--format", "json")) == 0
+    rows = json.loads(capsys.readouterr().out)["charts"]
+    typed = {r["app"] for r in rows if (r.get("structured") or {}).get("typed")}
+    assert {"llamacppqwen36mtpone", "vllmqwen36turbo27bone"} <= typed
+    name = "vllmqwen36turbo27bone"
+    app_yaml = (root / "apps" / name / "app.yaml").read_text()
+    pkg = sorted((ROOT / "packages" / "current").glob(f"{name}-*.tgz"))[-1]
+    original = (pkg.name.removeprefix(f"{name}-").removesuffix(".tgz"), pkg.read_bytes())
+    assert upgrade_check.problems(control_plane, name, "current", original, upgrade_check.typed_chart(app_yaml, "current")) == []
