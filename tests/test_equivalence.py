@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import ROOT, serving
 from test_import import CHARTS, empty_repo, run_import
 
@@ -99,3 +100,21 @@ def test_olares_packs_own_charts_import_typed_and_their_users_upgrade_to_the_typ
     pkg = sorted((ROOT / "packages" / "current").glob(f"{name}-*.tgz"))[-1]
     original = (pkg.name.removeprefix(f"{name}-").removesuffix(".tgz"), pkg.read_bytes())
     assert upgrade_check.problems(control_plane, name, "current", original, upgrade_check.typed_chart(app_yaml, "current")) == []
+
+
+def test_a_forks_kv_cache_type_is_typed_as_lint_reads_it() -> None:
+    """turbo3 on a turboquant fork's image, or on an image of no known origin (lint warns there),
+    is a typed value; on upstream's image it is refused."""
+    from olares_pack.apps.load import validate_data
+    from olares_pack.common.errors import InputError
+
+    data = yaml.safe_load((ROOT / "apps" / "llamacppqwen36mtpone" / "app.yaml").read_text())
+    data["server"]["cache_type"] = {"k": "turbo3", "v": "turbo4"}
+    for repository in ("docker.io/org/llama-turboquant", "docker.io/aamsellem/llamacpp-atomic-mtp"):
+        image = {"repository": repository, "tag": "b9000"}
+        app = validate_data({**data, "engine": {**data["engine"], "image": image}}, "app.yaml")
+        assert (app.server.cache_type.k, app.server.cache_type.v) == ("turbo3", "turbo4")
+    upstream = {"repository": "ghcr.io/ggml-org/llama.cpp", "tag": "server-cuda-b9000"}
+    with pytest.raises(InputError) as exc:
+        validate_data({**data, "engine": {**data["engine"], "image": upstream}}, "app.yaml")
+    assert "--cache-type-k 'turbo3': not a KV cache type of llama.cpp" in str(exc.value)

@@ -48,7 +48,10 @@ TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 
 FileSize = Annotated[StrictInt, Field(gt=0, le=1 << 45)]  # bytes: 32 TiB, above any model file
 
-CacheType = Literal["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]
+UPSTREAM_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+# upstream's types, or a fork's own (turbo3 …) that the fork registry lists for the engine's image
+# (engines/data/llamacpp-history.yaml `forks`); LlamaCppApp checks which.
+CacheType = Annotated[str, Field(pattern=r"^[a-z0-9_]{1,16}$")]
 Target = Literal["current", "legacy"]
 Mode = Literal["nvidia", "cpu"]
 
@@ -621,6 +624,30 @@ class AppManifestBase(AppTexts):
 class LlamaCppApp(AppManifestBase):
     engine: Engine = Field(description="the engine: image, build, shared or per-user form")
     server: LlamaServer = Field(description="llama-server settings")
+
+    @model_validator(mode="after")
+    def _fork_cache_types(self) -> LlamaCppApp:
+        from fnmatch import fnmatch
+
+        from olares_pack.engines import registry
+
+        ref = f"{self.engine.image.repository}:{self.engine.image.tag}"
+        caches = [("--cache-type-k", self.server.cache_type.k), ("--cache-type-v", self.server.cache_type.v)]
+        if self.server.speculative and self.server.speculative.draft_cache_type:
+            d = self.server.speculative.draft_cache_type
+            caches += [("--cache-type-k", d.k), ("--cache-type-v", d.v)]
+        # as lint reads them: a fork's own values are accepted, and an image of no known origin (no
+        # upstream image pattern) may be a fork whose values are not registered (lint warns)
+        repo = self.engine.image.repository
+        upstream = any(fnmatch(repo, pat) or fnmatch(ref, pat) for pat in registry.upstream_images("llamacpp"))
+        for flag, value in caches:
+            if value in UPSTREAM_CACHE_TYPES or not upstream:
+                continue
+            if not any(value in fork.values.get(flag, ()) and any(fnmatch(repo, pat) or fnmatch(ref, pat) for pat in fork.images)
+                       for fork in registry.forks("llamacpp").values()):
+                raise ValueError(f"{flag} {value!r}: not a KV cache type of llama.cpp ({', '.join(UPSTREAM_CACHE_TYPES)}) "
+                                 f"nor of a fork whose images match {ref} (the fork registry)")
+        return self
 
     @model_validator(mode="after")
     def _needs_file(self) -> LlamaCppApp:
