@@ -99,7 +99,7 @@ def _envelopes(m: dict[str, Any]) -> dict[str, dict[str, str]]:
     spec keys (mode "any")."""
     spec = m.get("spec") if isinstance(m.get("spec"), dict) else {}
     out: dict[str, dict[str, str]] = {}
-    per_mode = [r for r in spec.get("resources") or [] if isinstance(r, dict)]
+    per_mode = [r for r in spec.get("resources") or spec.get("accelerator") or [] if isinstance(r, dict)]
     for r in per_mode or [spec]:
         mode = str(r.get("mode", "any"))
         env = {}
@@ -108,7 +108,16 @@ def _envelopes(m: dict[str, Any]) -> dict[str, dict[str, str]]:
                 canon = key.replace("Gpu", "GPU").replace("GPUMemory", "GPU")
                 env[canon] = _quantity(r[key])
         out[mode] = env
+    if len(out) == 1 and "any" not in out and not per_mode:
+        return {"any": next(iter(out.values()))}
     return out
+
+
+def _same_envelopes(a: dict[str, dict[str, str]], b: dict[str, dict[str, str]]) -> bool:
+    """One flat envelope (0.10.0 keys, any mode) is the same as one mode's envelope that says the same."""
+    if a == b:
+        return True
+    return len(a) == 1 and len(b) == 1 and next(iter(a.values())) == next(iter(b.values())) and "any" in {*a, *b}
 
 
 def _quantity(v: Any) -> str:
@@ -146,7 +155,7 @@ def compare_manifests(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
         if _entrances(a.get(key)) != _entrances(b.get(key)):
             out.append(Difference("manifest.entrances", f"{where} {key}", _entrances(a.get(key)), _entrances(b.get(key))))
     ea, eb = _envelopes(a), _envelopes(b)
-    if ea != eb:
+    if not _same_envelopes(ea, eb):
         out.append(Difference("manifest.envelope", f"{where} envelope", ea, eb))
         lim_a = [quantity.parse_or_none(e.get("limitedGPU")) for e in ea.values()]
         lim_b = [quantity.parse_or_none(e.get("limitedGPU") or e.get("requiredGPU")) for e in eb.values()]
@@ -209,7 +218,7 @@ def _resources(c: dict[str, Any]) -> dict[str, dict[str, str]]:
             if res.get(part)}
 
 
-def _probe(p: Any) -> Any:
+def _probe(p: Any, ports: dict[str, int]) -> Any:
     if not isinstance(p, dict):
         return None
     defaults = {"initialDelaySeconds": 0, "periodSeconds": 10, "timeoutSeconds": 1, "failureThreshold": 3,
@@ -219,6 +228,8 @@ def _probe(p: Any) -> Any:
         if how in p:
             h = dict(p[how] or {})
             h.pop("scheme", None) if h.get("scheme") == "HTTP" else None
+            if isinstance(h.get("port"), str):  # a named port is the number the container gives it
+                h["port"] = ports.get(h["port"], h["port"])
             out[how] = h
     return out
 
@@ -249,10 +260,18 @@ def _container_facts(c: dict[str, Any], pod: dict[str, Any], cms: dict[str, dict
     env = _env(c, cms)
     command, args = _argv(c, env)
     image = str(c.get("image", ""))
-    return {"image": image.removeprefix("docker.io/"), "command": command, "args": args, "env": env,
+    # the process's argv is command + args (a command word moved to args is the same process); a
+    # different program is a command difference, the same program with other words an args one
+    argv = [*command, *args]
+    return {"image": image.removeprefix("docker.io/"), "command": argv[:1] if command else [],
+            "args": argv if command else args, "env": env,
             "ports": sorted((int(p.get("containerPort", 0)), str(p.get("protocol", "TCP"))) for p in c.get("ports") or []),
             "mounts": _mounts(c, volumes), "resources": _resources(c),
-            "probes": {k: _probe(c.get(k)) for k in ("startupProbe", "livenessProbe", "readinessProbe") if c.get(k)}}
+            "probes": {k: _probe(c.get(k), _port_names(c)) for k in ("startupProbe", "livenessProbe", "readinessProbe") if c.get(k)}}
+
+
+def _port_names(c: dict[str, Any]) -> dict[str, int]:
+    return {str(p["name"]): int(p.get("containerPort", 0)) for p in c.get("ports") or [] if p.get("name")}
 
 
 _FACT_KIND = {"image": "container.image", "command": "container.command", "args": "container.args",
@@ -315,6 +334,8 @@ def compare_objects(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[Di
                         keys = sorted(k for k in set(va) | set(vb) if va.get(k) != vb.get(k))
                         va, vb = {k: va.get(k) for k in keys}, {k: vb.get(k) for k in keys}
                     out.append(Difference(kind, f"{ka} container {na}", va, vb))
+    names_a = {k: v for w in wa.values() for c in _containers(w).values() for k, v in _port_names(c).items()}
+    names_b = {k: v for w in wb.values() for c in _containers(w).values() for k, v in _port_names(c).items()}
     sa = {_name(o): o for o in a if o.get("kind") == "Service"}
     sb = {_name(o): o for o in b if o.get("kind") == "Service"}
     for k in sorted(set(sa) | set(sb)):
@@ -323,14 +344,19 @@ def compare_objects(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[Di
         elif k not in sa:
             out.append(Difference("service.added", k, None, "present"))
         else:
-            pa, pb = _service_ports(sa[k]), _service_ports(sb[k])
+            pa, pb = _service_ports(sa[k], names_a), _service_ports(sb[k], names_b)
             if pa != pb:
                 out.append(Difference("service.ports", k, pa, pb))
     return out
 
 
-def _service_ports(o: dict[str, Any]) -> list[tuple[int, str]]:
-    return sorted((int(p.get("port", 0)), str(p.get("targetPort", p.get("port", "")))) for p in (o.get("spec") or {}).get("ports") or [])
+def _service_ports(o: dict[str, Any], names: dict[str, int]) -> list[tuple[int, str]]:
+    """(port, target) pairs; a named target port is the number the pods give that name."""
+    out = []
+    for p in (o.get("spec") or {}).get("ports") or []:
+        target = p.get("targetPort", p.get("port", ""))
+        out.append((int(p.get("port", 0)), str(names.get(target, target) if isinstance(target, str) else target)))
+    return sorted(out)
 
 
 # ---------------------------------------------------------------- charts and apps

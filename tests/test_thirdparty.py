@@ -45,6 +45,13 @@ def run_import(root: Path, *sources: Path, extra: tuple[str, ...] = ()) -> int:
 ACCEPT_ALL = tuple(f"--accept={k}" for k in sorted(KINDS) if k != "undecidable")
 
 
+def importer_objects(files: dict[str, str], name: str) -> list[dict]:
+    from olares_pack.equivalence import manifest_of
+    from olares_pack.render.imported import objects_of
+
+    return objects_of(name, files, manifest_of(files, name))
+
+
 def report(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict]:
     capsys.readouterr()
     assert run_import(root, THIRD, extra=(*extra, "--format", "json")) == 0
@@ -132,6 +139,9 @@ def test_structured_reads_hugging_face_downloads_and_vllm_behind_an_entrypoint(
     # without --accept, none of them is typed: each typed render differs from its chart, and says how
     assert all(not r["structured"]["typed"] and r["structured"]["differences"] for r in kept.values())
     assert all(isinstance(load_app(tmp_path / "k" / "apps" / a), ChartApp) for a in kept)
+    # the vLLM image's entrypoint script is the program the typed form starts too: not a difference
+    assert not [d for d in kept[AWQ]["structured"]["differences"] if d["kind"] == "container.command"]
+    assert not [d for d in kept[AWQ]["structured"]["differences"] if d["kind"] == "manifest.gpu-limit-lower"]
     rows = report(tmp_path, capsys, "--structured", *ACCEPT_ALL)
     assert not [n for r in rows.values() for n in r["notes"] if n.startswith("--structured: kept as written")]
     long = yaml.safe_load((tmp_path / "apps" / LONG / "app.yaml").read_text())
@@ -141,6 +151,10 @@ def test_structured_reads_hugging_face_downloads_and_vllm_behind_an_entrypoint(
     assert long["server"]["cache_type"] == {"k": "q4_0", "v": "q4_0"}
     awq = yaml.safe_load((tmp_path / "apps" / AWQ / "app.yaml").read_text())
     assert (awq["engine"]["kind"], awq["model"]["repo"], awq["server"]["max_model_len"]) == ("vllm", "Qwen/Qwen3-8B-AWQ", 32768)
+    assert awq["engine"]["command"] == ["/entrypoint.sh"] and awq["engine"]["shared"] is False
+    typed = load_app(tmp_path / "apps" / AWQ)
+    engine = find_engines(importer_objects(render.render(typed, olares.get(typed.targets[0])), AWQ))
+    assert [e.kind for e in engine] == ["vllm"]
     omni = yaml.safe_load((tmp_path / "apps" / OMNI / "app.yaml").read_text())
     assert (omni["engine"]["kind"], omni["model"]["repo"]) == ("vllm", "Qwen/Qwen2.5-Omni-3B")
     assert omni["server"]["extra_args"] == ["--omni"]

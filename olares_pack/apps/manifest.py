@@ -262,11 +262,20 @@ class Engine(Model_):
     # One engine for every user of the device, behind llm-init (the official llmbase pattern);
     # false: today's per-user chart (one engine per user who installs it).
     shared: Flag = Field(True, description="true: one engine for every user of the device (the shared form); false: one engine per user who installs the app")
+    # The program that starts the engine when the image's entrypoint is not it: `vllm-omni`, a
+    # wrapper script that patches the engine before it starts (/entrypoint.sh), /app/llama-server.
+    command: list[Annotated[str, Field(min_length=1)]] | None = Field(None, description="per-user form: the container's command, the program that receives the engine's arguments (e.g. [vllm-omni], [/entrypoint.sh]); absent: the image's entrypoint")
     llm_init: Image = Field(description="shared form, current target: the llm-init image (downloads the model, progress page, API proxy)", default_factory=lambda: Image(**LLM_INIT_IMAGE))
     chown_image: Image = Field(description="shared form, current target: the image of llm-init's init step that hands its folders to its user", default_factory=lambda: Image(**CHOWN_IMAGE))
     # The v2 shared form's per-user proxy (legacy target); null: PROXY_IMAGE unpinned. Optional
     # rather than defaulted so that records published before it resolve the same.
     proxy_image: Image | None = Field(None, description="legacy target's shared form: each user's proxy image; null: the official v2 client's docker.io/beclab/aboveos-bitnami-openresty:1.25.3-2, unpinned")
+
+    @model_validator(mode="after")
+    def _command_per_user(self) -> Engine:
+        if self.command is not None and self.shared:
+            raise ValueError("engine.command is for the per-user form (shared: false): the shared form's wrapper starts the engine")
+        return self
 
     @property
     def proxy(self) -> Image:

@@ -56,6 +56,21 @@ def _container(objects: list[dict[str, Any]], inv: Invocation) -> dict[str, Any]
     return container(objects, inv.workload, inv.container)
 
 
+def _program(container: dict[str, Any], inv: Invocation) -> list[str] | None:
+    """The words before the engine's arguments in an exec-form command (`vllm-omni` of `vllm-omni
+    serve`, `/entrypoint.sh`, `/app/llama-server`); None when the image's entrypoint starts the
+    engine or a shell script does (its text is not held by the typed form)."""
+    words = [str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]]
+    if not container.get("command") or len(words) <= len(inv.argv):
+        return None
+    if words[0].split("/")[-1] in ("sh", "bash", "ash", "dash"):
+        return None
+    program = words[: len(words) - len(inv.argv)]
+    if inv.kind == "llamacpp" and program[-1].split("/")[-1] != "llama-server":
+        return None
+    return program
+
+
 def _download_env(objects: list[dict[str, Any]]) -> dict[str, str]:
     return {k: str(v) for k, v in download_env(objects).items()}
 
@@ -153,6 +168,8 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
     # An import keeps the chart's form: one engine per user who installs it, its own entrances.
     engine: dict[str, Any] = {"kind": inv.kind, "shared": False, "image": {"repository": repo.lower(), "tag": tag or "latest",
                                                           "digest": inv.image.split("@", 1)[1] if "@" in inv.image else None}}
+    if (program := _program(container, inv)) is not None:
+        engine["command"] = program
     if inv.kind == "llamacpp":
         engine["build"] = inv.build or registry.tag_build(tag)
         args, server, used = _llama_server(inv, engine["build"])
