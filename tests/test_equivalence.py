@@ -118,3 +118,22 @@ def test_a_forks_kv_cache_type_is_typed_as_lint_reads_it() -> None:
     with pytest.raises(InputError) as exc:
         validate_data({**data, "engine": {**data["engine"], "image": upstream}}, "app.yaml")
     assert "--cache-type-k 'turbo3': not a KV cache type of llama.cpp" in str(exc.value)
+
+
+def test_diff_names_the_workload_differences_import_compares(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`diff` shares the comparison: a mount moved to another volume is a `workloads` change."""
+    from olares_pack.cli import main
+
+    a, b = tmp_path / "a" / "vllmserve", tmp_path / "b" / "vllmserve"
+    for dest in (a, b):
+        for path, text in chart_files("vllmserve").items():
+            (dest / path).parent.mkdir(parents=True, exist_ok=True)
+            (dest / path).write_text(text)
+    deployment = b / "templates" / "deployment.yaml"
+    deployment.write_text(deployment.read_text().replace("{{ .Values.userspace.appCommon }}/huggingface",
+                                                         "{{ .Values.userspace.appData }}/huggingface"))
+    capsys.readouterr()
+    assert main(["diff", str(a), str(b), "--format", "json", "--target", "legacy"]) == 1
+    changes = json.loads(capsys.readouterr().out)["changes"]
+    assert [c["section"] for c in changes] == ["workloads"]
+    assert "(container.mounts)" in changes[0]["key"] and "appcommon" in json.dumps(changes[0]["old"]).lower()
