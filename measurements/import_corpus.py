@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out = sys.stdout
     print(f"charts: {len(found)} found, {len(rows)} imported with --structured, {len(refused)} not imported", file=out)
-    print(f"typed and equivalent: {len(typed)}" + (f" ({sum(accepted.values())} accepted differences: "
+    print(f"typed (equivalent, or differing only in --accept'ed kinds): {len(typed)}" + (f" ({sum(accepted.values())} accepted differences: "
                                                   f"{dict(sorted(accepted.items()))})" if accepted else ""), file=out)
     for name in sorted(r["app"] for r in typed):
         print(f"  {name}", file=out)

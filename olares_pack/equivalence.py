@@ -37,6 +37,7 @@ KINDS: dict[str, str] = {
     "manifest.texts": "texts differ (title, description, icon, categories, developer, links, license)",
     "workload.missing": "a workload of the original is not in the other render",
     "workload.added": "the other render runs a workload the original does not",
+    "workload.selector": "a workload's pod selector differs: immutable, the users' upgrade is refused",
     "container.missing": "a container of the original is not in the other render",
     "container.added": "the other render runs a container the original does not (e.g. a download step or a proxy)",
     "container.image": "a container runs another image",
@@ -311,6 +312,10 @@ def compare_objects(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[Di
         if ka is None:
             out.append(Difference("workload.added", kb, None, "present"))
             continue
+        sel_a = ((wa[ka].get("spec") or {}).get("selector") or {})
+        sel_b = ((wb[kb].get("spec") or {}).get("selector") or {})
+        if sel_a != sel_b and wa[ka].get("kind") in ("Deployment", "StatefulSet", "DaemonSet"):
+            out.append(Difference("workload.selector", ka, sel_a, sel_b))
         ca, cb = _containers(wa[ka]), _containers(wb[kb])
         pairs = [(n, n) for n in ca if n in cb]
         rest_a = [n for n in ca if n not in cb and not n.startswith("init:")]

@@ -137,3 +137,31 @@ def test_diff_names_the_workload_differences_import_compares(tmp_path: Path, cap
     changes = json.loads(capsys.readouterr().out)["changes"]
     assert [c["section"] for c in changes] == ["workloads"]
     assert "(container.mounts)" in changes[0]["key"] and "appcommon" in json.dumps(changes[0]["old"]).lower()
+
+
+def test_a_typed_import_keeps_the_selector_so_its_users_upgrade_is_accepted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], control_plane) -> None:  # noqa: ANN001 - a Cluster
+    """A Deployment's selector is immutable: the typed render selects the pods as the chart did
+    (`selector`), and the original installed on the real API server upgrades to it."""
+    from olares_pack.importing import upgrade_check
+
+    root = empty_repo(tmp_path)
+    accept = tuple(f"--accept={k}" for k in sorted(equivalence.KINDS) if k not in ("undecidable", "workload.selector"))
+    assert run_import(root, str(CHARTS / "vllmserve"), extra=("--structured", "--format", "json", *accept)) == 0
+    row = json.loads(capsys.readouterr().out)["charts"][0]
+    assert row["structured"]["typed"], row["structured"]
+    app_yaml = (root / "apps" / "vllmserve" / "app.yaml").read_text()
+    assert yaml.safe_load(app_yaml)["selector"] == {"app": "vllmserve"}
+    original = ("2.0.3", packaged(CHARTS / "vllmserve").package)
+    typed = upgrade_check.typed_chart(app_yaml, "current")
+    assert upgrade_check.problems(control_plane, "vllmserve", "current", original, typed) == []
+    # without the kept selector the server refuses the upgrade, and the comparison says why first
+    data = yaml.safe_load(app_yaml)
+    del data["selector"]
+    refused = upgrade_check.typed_chart(yaml.safe_dump(data), "current")
+    problems = upgrade_check.problems(control_plane, "vllmserve", "current", original, refused)
+    assert problems and "spec.selector" in problems[0]
+    from olares_pack.importing.importer import render_app
+
+    diffs = equivalence.compare_charts("vllmserve", chart_files("vllmserve"), render_app(data, "current"))
+    assert "workload.selector" in kinds(diffs)

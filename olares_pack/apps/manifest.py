@@ -571,6 +571,10 @@ class AppManifestBase(AppTexts):
     entrance: Entrance = Field(description="the app's entrance")
     env: dict[str, str] = Field(description="extra engine environment (OLARES_* names are reserved)", default_factory=dict)
     probes: Probes = Field(description="the engine's probes (per-user form)", default_factory=Probes)
+    # A Deployment's selector is immutable: an app that replaces a chart installed under the same
+    # release name must select its pods as that chart did, or every user's upgrade is refused.
+    selector: dict[Annotated[str, Field(min_length=1, max_length=317)], Annotated[str, Field(max_length=63)]] | None = Field(
+        None, description="per-user form: the engine Deployment's pod selector (matchLabels), kept from an imported chart so that its users' upgrade is accepted; absent: app.kubernetes.io/name: <name>")
     imported: ImportProof | None = Field(None, description="set by `import --structured`: the chart version the typed render was proven equivalent to, and the differences accepted")
 
     @field_validator("env")
@@ -584,6 +588,15 @@ class AppManifestBase(AppTexts):
         return v
 
     _modes = field_validator("modes")(classmethod(lambda cls, v: _unique(v)))
+
+    @model_validator(mode="after")
+    def _selector_per_user(self) -> AppManifestBase:
+        if self.selector is not None:
+            if self.engine.shared:  # type: ignore[attr-defined]
+                raise ValueError("selector is for the per-user form (engine.shared: false): the shared form keeps the installed selector itself")
+            if self.selector.get("app.kubernetes.io/name", self.name) != self.name:
+                raise ValueError(f"selector: app.kubernetes.io/name is the app's name ({self.name}), the label its Service selects")
+        return self
 
     @model_validator(mode="after")
     def _cross(self) -> AppManifestBase:

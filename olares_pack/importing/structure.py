@@ -185,8 +185,14 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
             "engine": engine, "server": server,
             "model": _model(args.values(), download, args.positional, hfurls.downloads(objects, inv.workload)),
             **_chart_fields(app, container, consumed)}
+    workload = next((o for o in objects if f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}" == inv.workload), {})
+    selector = ((workload.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    if selector and selector != {"app.kubernetes.io/name": app.name}:
+        data["selector"] = {str(k): str(v) for k, v in selector.items()}  # immutable: the users' upgrade needs it
     notes: list[str] = []
     data = llmbase_import.extras(data, app, objects, inv, notes)
+    if data["engine"].get("shared"):
+        data.pop("selector", None)  # the shared form keeps the installed selector itself (Helm lookup)
     typed = validate_data(data, f"{app.name} (typed)")
     if extra:
         notes.append(f"engine arguments the typed settings do not hold, kept as server.extra_args: {' '.join(extra)}")
