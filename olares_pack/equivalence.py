@@ -300,10 +300,50 @@ def _containers(o: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _engines(objs: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
+    from olares_pack.engines.detect import find_engines
+
+    return {(i.workload, i.container): i for i in find_engines(objs)}
+
+
+def _engine_words(inv: Any, build_from: Any) -> tuple[list[str], dict[str, str], list[str]] | None:
+    """An engine's arguments as the engine reads them: canonical flags and values (their order does
+    not matter to llama-server or vLLM), positional words in order, and the words before them (the
+    program). None when they cannot be read."""
+    from olares_pack.engines import registry
+    from olares_pack.engines.normalize import normalize_generic, normalize_llama
+
+    try:
+        if inv.kind == "llamacpp":
+            _, tag = registry.image_parts(build_from.image, as_written=True)
+            build = build_from.build or registry.tag_build(tag)
+            args = normalize_llama(inv.argv, registry.resolve("llamacpp", build, "image tag").registry, inv.env)
+        else:
+            args = normalize_generic(inv.argv[1:] if inv.argv[:1] == ["serve"] else inv.argv)
+    except Exception:  # noqa: BLE001 - arguments the registry cannot read are compared as written
+        return None
+    flags = {k: v for k, v in args.values().items()}
+    return [*inv.argv[:1]] if inv.kind == "vllm" else [], flags, list(args.positional)
+
+
+def _same_engine_args(ia: Any, ib: Any, fa: dict[str, Any], fb: dict[str, Any]) -> bool:
+    """Two engine containers whose processes differ only in the order of the engine's flags."""
+    if ia is None or ib is None or ia.kind != ib.kind:
+        return False
+    wa, wb = _engine_words(ia, ia), _engine_words(ib, ia)
+    if wa is None or wb is None or wa != wb:
+        return False
+    # the words before the engine's arguments (the program, a wrapper's own words) as written
+    full_a, full_b = [*fa["args"]], [*fb["args"]]
+    pre_a, pre_b = full_a[: max(len(full_a) - len(ia.argv), 0)], full_b[: max(len(full_b) - len(ib.argv), 0)]
+    return pre_a == pre_b and fa["command"] == fb["command"]
+
+
 def compare_objects(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[Difference]:
     """The Kubernetes objects of the original (a) against the other render's (b), semantically."""
     out: list[Difference] = []
     cms_a, cms_b = configmaps(a), configmaps(b)
+    eng_a, eng_b = _engines(a), _engines(b)
     wa, wb = _workloads(a), _workloads(b)
     for ka, kb in _pair_workloads(wa, wb):
         if kb is None:
@@ -332,7 +372,11 @@ def compare_objects(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[Di
         for na, nb in pairs:
             fa = _container_facts(ca[na], _pod(wa[ka]), cms_a)
             fb = _container_facts(cb[nb], _pod(wb[kb]), cms_b)
+            same_args = fa["args"] != fb["args"] and _same_engine_args(
+                eng_a.get((ka, na)), eng_b.get((kb, nb)), fa, fb)
             for key, kind in _FACT_KIND.items():
+                if key == "args" and same_args:
+                    continue
                 if fa[key] != fb[key]:
                     va, vb = fa[key], fb[key]
                     if isinstance(va, dict) and isinstance(vb, dict):  # only what differs

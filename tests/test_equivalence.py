@@ -165,3 +165,17 @@ def test_a_typed_import_keeps_the_selector_so_its_users_upgrade_is_accepted(
 
     diffs = equivalence.compare_charts("vllmserve", chart_files("vllmserve"), render_app(data, "current"))
     assert "workload.selector" in kinds(diffs)
+
+
+def test_the_engines_flags_in_another_order_are_the_same_process_another_value_is_not() -> None:
+    def engine(args: list[str]) -> list[dict]:
+        c = {"name": "engine", "image": "docker.io/vllm/vllm-openai:v0.11.0", "command": ["vllm"], "args": args}
+        return [{"kind": "Deployment", "metadata": {"name": "x"}, "spec": {"template": {"spec": {"containers": [c]}}}}]
+
+    a = engine(["serve", "org/model", "--max-model-len", "8192", "--port", "8000"])
+    b = engine(["serve", "org/model", "--port", "8000", "--max-model-len", "8192"])
+    assert equivalence.compare_objects(a, b) == []
+    c = engine(["serve", "org/model", "--port", "8000", "--max-model-len", "4096"])
+    assert kinds(equivalence.compare_objects(a, c)) == {"container.args"}
+    d = engine(["serve", "org/other", "--max-model-len", "8192", "--port", "8000"])  # the positional model
+    assert kinds(equivalence.compare_objects(a, d)) == {"container.args"}
