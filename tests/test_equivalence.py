@@ -103,8 +103,8 @@ def test_olares_packs_own_charts_import_typed_and_their_users_upgrade_to_the_typ
 
 
 def test_a_forks_kv_cache_type_is_typed_as_lint_reads_it() -> None:
-    """turbo3 on a turboquant fork's image, or on an image of no known origin (lint warns there),
-    is a typed value; on upstream's image it is refused."""
+    """turbo3 (a fork's KV cache type in the fork registry) on a fork's image, or on an image of
+    no known origin (lint warns there), is a typed value; on upstream's image it is refused."""
     from olares_pack.apps.load import validate_data
     from olares_pack.common.errors import InputError
 
@@ -117,7 +117,7 @@ def test_a_forks_kv_cache_type_is_typed_as_lint_reads_it() -> None:
     upstream = {"repository": "ghcr.io/ggml-org/llama.cpp", "tag": "server-cuda-b9000"}
     with pytest.raises(InputError) as exc:
         validate_data({**data, "engine": {**data["engine"], "image": upstream}}, "app.yaml")
-    assert "--cache-type-k 'turbo3': not a KV cache type of llama.cpp" in str(exc.value)
+    assert "--cache-type-k 'turbo3': a fork's KV cache type" in str(exc.value)
 
 
 def test_diff_names_the_workload_differences_import_compares(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

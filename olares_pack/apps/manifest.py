@@ -49,7 +49,7 @@ TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 FileSize = Annotated[StrictInt, Field(gt=0, le=1 << 45)]  # bytes: 32 TiB, above any model file
 
 UPSTREAM_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
-# upstream's types, or a fork's own (turbo3 …) that the fork registry lists for the engine's image
+# upstream's types, or a fork's own (turbo3 …) that the fork registry lists, on an image not upstream's
 # (engines/data/llamacpp-history.yaml `forks`); LlamaCppApp checks which.
 CacheType = Annotated[str, Field(pattern=r"^[a-z0-9_]{1,16}$")]
 Target = Literal["current", "legacy"]
@@ -159,9 +159,24 @@ class HFModel(Model_):
 # ---------------------------------------------------------------- server settings
 
 
+def fork_cache_types() -> tuple[str, ...]:
+    from olares_pack.engines import registry
+
+    return tuple(sorted({v for f in registry.forks("llamacpp").values() for flag in ("--cache-type-k", "--cache-type-v")
+                         for v in f.values.get(flag, ())}))
+
+
 class CacheTypes(Model_):
     k: CacheType = Field("f16", description="KV cache type of K (--cache-type-k)")
     v: CacheType = Field("f16", description="KV cache type of V (--cache-type-v)")
+
+    @field_validator("k", "v")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in UPSTREAM_CACHE_TYPES and v not in fork_cache_types():
+            raise ValueError(f"{v!r} is not a KV cache type: llama.cpp's {', '.join(UPSTREAM_CACHE_TYPES)}, or a "
+                             f"fork's {', '.join(fork_cache_types())} (the fork registry)")
+        return v
 
 
 class Speculative(Model_):
@@ -658,17 +673,13 @@ class LlamaCppApp(AppManifestBase):
         if self.server.speculative and self.server.speculative.draft_cache_type:
             d = self.server.speculative.draft_cache_type
             caches += [("--cache-type-k", d.k), ("--cache-type-v", d.v)]
-        # as lint reads them: a fork's own values are accepted, and an image of no known origin (no
-        # upstream image pattern) may be a fork whose values are not registered (lint warns)
+        # as lint reads them: a fork's own values are accepted on an image that is not upstream's
         repo = self.engine.image.repository
         upstream = any(fnmatch(repo, pat) or fnmatch(ref, pat) for pat in registry.upstream_images("llamacpp"))
         for flag, value in caches:
-            if value in UPSTREAM_CACHE_TYPES or not upstream:
-                continue
-            if not any(value in fork.values.get(flag, ()) and any(fnmatch(repo, pat) or fnmatch(ref, pat) for pat in fork.images)
-                       for fork in registry.forks("llamacpp").values()):
-                raise ValueError(f"{flag} {value!r}: not a KV cache type of llama.cpp ({', '.join(UPSTREAM_CACHE_TYPES)}) "
-                                 f"nor of a fork whose images match {ref} (the fork registry)")
+            if value not in UPSTREAM_CACHE_TYPES and upstream:
+                raise ValueError(f"{flag} {value!r}: a fork's KV cache type, and {ref} is upstream llama.cpp's image "
+                                 f"(which takes {', '.join(UPSTREAM_CACHE_TYPES)})")
         return self
 
     @model_validator(mode="after")
