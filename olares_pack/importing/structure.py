@@ -113,10 +113,11 @@ def _resources(container: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any
     }
     gpumem = lim.get("nvidia.com/gpumem") or req.get("nvidia.com/gpumem")
     declared = _gpu_declared(spec)
-    if declared is not None:
+    whole = lim.get("nvidia.com/gpu") or req.get("nvidia.com/gpu")
+    if declared is not None and (whole is not None or declared[1] is None
+                                 or quantity.parse(declared[0]) != quantity.parse(declared[1])):
         # The envelope as declared, request and limit apart: a chart that asks 1Gi so that it
         # always schedules and lets the engine use 24Gi keeps both (the limit is what the engine gets).
-        whole = lim.get("nvidia.com/gpu") or req.get("nvidia.com/gpu")
         out["gpu"] = {"request": declared[0], "limit": declared[1],
                       "container": "whole" if whole is not None else "gpumem" if gpumem is not None else "none"}
     if gpumem is not None and str(gpumem).isdigit():
@@ -165,8 +166,12 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
     inv = invs[0]
     container = _container(objects, inv)
     repo, tag = registry.image_parts(inv.image, as_written=True)
-    # An import keeps the chart's form: one engine per user who installs it, its own entrances.
-    engine: dict[str, Any] = {"kind": inv.kind, "shared": False, "image": {"repository": repo.lower(), "tag": tag or "latest",
+    # An import keeps the chart's form: one engine per user who installs it (its own entrances), or
+    # the v2 shared form (a shared server sub-chart, sharedEntrances).
+    m = app.chart.manifest
+    shared = bool(m.get("sharedEntrances")) or any(isinstance(c, dict) and c.get("shared")
+                                                   for c in (m.get("spec") or {}).get("subCharts") or [])
+    engine: dict[str, Any] = {"kind": inv.kind, "shared": shared, "image": {"repository": repo.lower(), "tag": tag or "latest",
                                                           "digest": inv.image.split("@", 1)[1] if "@" in inv.image else None}}
     if (program := _program(container, inv)) is not None:
         engine["command"] = program
