@@ -179,3 +179,28 @@ def test_the_engines_flags_in_another_order_are_the_same_process_another_value_i
     assert kinds(equivalence.compare_objects(a, c)) == {"container.args"}
     d = engine(["serve", "org/other", "--max-model-len", "8192", "--port", "8000"])  # the positional model
     assert kinds(equivalence.compare_objects(a, d)) == {"container.args"}
+
+
+def test_command_and_selector_belong_to_the_per_user_form() -> None:
+    from olares_pack.apps.load import validate_data
+    from olares_pack.common.errors import InputError
+
+    data = yaml.safe_load((ROOT / "apps" / "llamacppqwen36mtpone" / "app.yaml").read_text())
+    per_user = {**data, "engine": {**data["engine"], "shared": False, "command": ["/app/llama-server"]},
+                "selector": {"io.kompose.service": "llamacppqwen36mtpone"}}
+    app = validate_data(per_user, "app.yaml")
+    from olares_pack import olares
+    from olares_pack.render import app as render
+    from olares_pack.render.imported import objects_of
+
+    files = render.render(app, olares.CURRENT)
+    objs = objects_of(app.name, files, equivalence.manifest_of(files, app.name))
+    deployment = next(o for o in objs if o["kind"] == "Deployment")
+    assert deployment["spec"]["selector"]["matchLabels"] == {"io.kompose.service": "llamacppqwen36mtpone"}
+    assert deployment["spec"]["template"]["metadata"]["labels"]["io.kompose.service"] == "llamacppqwen36mtpone"
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["command"] == ["/app/llama-server"]
+    for shared in ({"engine": {**data["engine"], "command": ["/app/llama-server"]}},
+                   {"selector": {"io.kompose.service": "x"}}):
+        with pytest.raises(InputError) as exc:
+            validate_data({**data, **shared}, "app.yaml")
+        assert "per-user form" in str(exc.value)
