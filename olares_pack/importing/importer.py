@@ -634,7 +634,9 @@ def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published:
         except (InputError, ValueError) as exc:
             diffs.append(equivalence.Difference("undecidable", f"typed render for {line}", str(exc).splitlines()[0], None))
             continue
-        diffs += equivalence.compare_charts(app.name, newest.found.files, files)
+        # the chart the typed app replaces: the source's own, or with --upgrade its 0.12.0 conversion
+        original = newest.found.files if line == newest.line else chartrender.render(app, olares.get(line))
+        diffs += equivalence.compare_charts(app.name, original, files)
     left = equivalence.remaining(diffs, accept)
     taken = [d for d in diffs if d not in left]
     newest.notes += [f"--structured: {n}" for n in notes]

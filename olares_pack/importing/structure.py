@@ -130,7 +130,8 @@ def _resources(container: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any
 
 def _gpu_declared(spec: dict[str, Any]) -> tuple[str, str | None] | None:
     """(requiredGpu, limitedGpu) as the manifest writes them: 0.12.0 per mode, 0.10.0 flat."""
-    for part in [*(r for r in spec.get("resources") or [] if isinstance(r, dict) and r.get("mode") != "cpu"), spec]:
+    modes = [r for r in [*(spec.get("accelerator") or []), *(spec.get("resources") or [])] if isinstance(r, dict)]
+    for part in [*(r for r in modes if r.get("mode") != "cpu"), spec]:
         req = part.get("requiredGPUMemory") or part.get("requiredGpu") or part.get("requiredGPU")
         lim = part.get("limitedGPUMemory") or part.get("limitedGpu") or part.get("limitedGPU")
         if req not in (None, ""):
