@@ -220,3 +220,14 @@ def test_an_upgraded_app_reaches_1_12_7_with_its_featured_image(tmp_path: Path, 
         old = Device(url, "1.12.5")
         assert old.sync() and old.install(AWQ) == "1.0.0"
     assert package.read_archive_split((tmp_path / "packages" / "legacy" / f"{AWQ}-1.0.0.tgz").read_bytes())[0] == AWQ
+
+
+def test_structured_after_upgrade_reads_the_gpu_of_the_converted_chart(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """--upgrade --structured: the typed form reads the 0.12.0 chart's accelerator envelope and is
+    compared with that chart (the one it replaces), not with the 0.10.0 original."""
+    rows = report(tmp_path, capsys, "--upgrade", "--structured")
+    for app in (AWQ, OMNI):
+        s = rows[app]["structured"]
+        assert s["reason"].startswith("the typed render differs"), s["reason"]
+        assert not [d for d in s["differences"] if d["kind"] in ("manifest.version", "manifest.gpu-limit-lower")]
