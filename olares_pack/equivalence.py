@@ -14,6 +14,7 @@ compared; what a user reaches (entrance hosts and ports, Service names and ports
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -264,7 +265,7 @@ def _container_facts(c: dict[str, Any], pod: dict[str, Any], cms: dict[str, dict
     # the process's argv is command + args (a command word moved to args is the same process); a
     # different program is a command difference, the same program with other words an args one
     argv = [*command, *args]
-    return {"image": image.removeprefix("docker.io/"), "command": argv[:1] if command else [],
+    return {"image": _image(image), "command": argv[:1] if command else [],
             "args": argv if command else args, "env": env,
             "ports": sorted((int(p.get("containerPort", 0)), str(p.get("protocol", "TCP"))) for p in c.get("ports") or []),
             "mounts": _mounts(c, volumes), "resources": _resources(c),
@@ -322,8 +323,30 @@ def _engine_words(inv: Any, build_from: Any) -> tuple[list[str], dict[str, str],
             args = normalize_generic(inv.argv[1:] if inv.argv[:1] == ["serve"] else inv.argv)
     except Exception:  # noqa: BLE001 - arguments the registry cannot read are compared as written
         return None
-    flags = {k: v for k, v in args.values().items()}
+    flags = {k: _number_text(v) for k, v in args.values().items()}
     return [*inv.argv[:1]] if inv.kind == "vllm" else [], flags, list(args.positional)
+
+
+def _number_text(v: str) -> str:
+    """A flag's number as the engine's parser reads it (0.60 and 0.6 are one value to argparse and
+    to llama.cpp's std::stof); any other value as written."""
+    if not re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)", v):
+        return v
+    f = float(v)
+    return str(int(f)) if f.is_integer() and "." not in v else repr(f)
+
+
+def _image(ref: str) -> str:
+    """An image reference as the runtime pulls it: by digest when it has one (a tag beside a
+    digest is not read), docker.io/ implied."""
+    ref = ref.removeprefix("docker.io/")
+    if "@" in ref:
+        name, digest = ref.split("@", 1)
+        last = name.rsplit("/", 1)
+        if ":" in last[-1]:
+            name = name[: name.rfind(":")]
+        return f"{name}@{digest}"
+    return ref
 
 
 def _same_engine_args(ia: Any, ib: Any, fa: dict[str, Any], fb: dict[str, Any]) -> bool:

@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from olares_pack.apps.changelog import CHANGE_KINDS
+from olares_pack.apps.kept import KubeObject, OlaresKept, Workload
 from olares_pack.common import quantity
 from olares_pack.common.fields import (
     MAX_BYTES,
@@ -138,6 +139,13 @@ class HFModel(Model_):
     size: FileSize | None = Field(default=None, description="bytes")
     sha256: str | None = Field(description="the file's sha256; with size, the engine starts only on these exact bytes (shared form: checked once per file before the engine starts)", default=None, pattern=r"^[0-9a-f]{64}$")
     files: list[ModelFile] = Field(description="several files, each with name, size and sha256 (a model split in parts); a vLLM model without file or files is fetched whole", default_factory=list)
+    # Who fetches the weights. olares-pack: its download step (verified, resumable) into its model
+    # store. engine: the engine itself (llama.cpp's --hf-repo/--hf-file, vLLM from the hub), no
+    # step of olares-pack's. chart: the chart's own step, kept in `workload.init_containers`.
+    # Optional rather than defaulted so that records published before it resolve the same.
+    fetch: Literal["olares-pack", "engine", "chart"] | None = Field(
+        None, description="who fetches the weights: absent or olares-pack (its download step), engine (the engine downloads them itself) or chart (the chart's own step, kept in workload.init_containers)")
+    path: str | None = Field(None, description="fetch: chart: where the engine reads the weights (llama.cpp's --model file, vLLM's model folder)", pattern=r"^\S+$")
 
     @model_validator(mode="after")
     def _one_form(self) -> HFModel:
@@ -147,6 +155,8 @@ class HFModel(Model_):
             self.files = [ModelFile(name=self.file, size=self.size, sha256=self.sha256)]
         elif self.size is not None or self.sha256 is not None:
             raise ValueError("size and sha256 belong to file; with several files give them per file")
+        if (self.path is not None) != (self.fetch == "chart"):
+            raise ValueError("model.path is where the chart's own step puts the weights: give it with fetch: chart, and only then")
         return self
 
     _caps = field_validator("capabilities")(classmethod(lambda cls, v: _unique(v)))
@@ -231,6 +241,11 @@ class LlamaServer(_ExtraArgs):
     jinja: Flag | None = Field(None, description="--jinja (true) or --no-jinja (false); absent: the build's default")
     speculative: Speculative | None = Field(None, description="speculative decoding (--spec-type and its draft settings)")
     chat_template_kwargs: dict[str, Any] = Field(description="--chat-template-kwargs, rendered as JSON", default_factory=dict)
+    # An imported chart that does not state a flag leaves it to the build's default: rendering it
+    # would start another process. Its typed value is then olares-pack's reading of that default.
+    unset: list[Literal["--host", "--port", "--parallel", "--ctx-size", "--n-gpu-layers", "--flash-attn", "--cache-type-k",
+                        "--cache-type-v"]] | None = Field(
+        None, description="flags left to the engine build's default and not rendered (an imported chart that does not state them); their typed values are olares-pack's reading of that default")
 
     _fa = field_validator("flash_attn", mode="before")(classmethod(lambda cls, v: _on_off(v)))
 
@@ -591,6 +606,11 @@ class AppManifestBase(AppTexts):
     selector: dict[Annotated[str, Field(min_length=1, max_length=317)], Annotated[str, Field(max_length=63)]] | None = Field(
         None, description="per-user form: the engine Deployment's pod selector (matchLabels), kept from an imported chart so that its users' upgrade is accepted; absent: app.kubernetes.io/name: <name>")
     imported: ImportProof | None = Field(None, description="set by `import --structured`: the chart version the typed render was proven equivalent to, and the differences accepted")
+    # What an imported chart says beyond the engine (apps/kept.py): the typed render writes these
+    # as the chart did, so that it makes the same app; absent, olares-pack writes its own.
+    olares: OlaresKept | None = Field(None, description="OlaresManifest fields as an imported chart states them (apiVersion, entrances, permission, options, envs, locale)")
+    workload: Workload | None = Field(None, description="per-user form: the engine Deployment as an imported chart writes it beyond the engine's image, command and arguments (env, mounts, probes, resources, the chart's fetch step, sidecars, volumes)")
+    objects: list[KubeObject] | None = Field(None, description="per-user form with workload: the chart's other objects as written (Services, ConfigMaps, …), in place of olares-pack's Service and ConfigMap")
 
     @field_validator("env")
     @classmethod
@@ -603,6 +623,22 @@ class AppManifestBase(AppTexts):
         return v
 
     _modes = field_validator("modes")(classmethod(lambda cls, v: _unique(v)))
+
+    @model_validator(mode="after")
+    def _kept_per_user(self) -> AppManifestBase:
+        if self.workload is None:
+            if self.objects:
+                raise ValueError("objects are the other objects of a kept workload: give workload too")
+            if self.model.fetch == "chart":
+                raise ValueError("model.fetch: chart needs workload (its init_containers hold the chart's step)")
+            return self
+        if self.engine.shared:  # type: ignore[attr-defined]
+            raise ValueError("workload is for the per-user form (engine.shared: false)")
+        if self.env:
+            raise ValueError("with workload, the engine's environment is workload.engine.env (env is empty)")
+        if "cpu" in self.modes:
+            raise ValueError("workload is kept as the chart renders it for the GPU: modes is [nvidia]")
+        return self
 
     @model_validator(mode="after")
     def _selector_per_user(self) -> AppManifestBase:

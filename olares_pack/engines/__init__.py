@@ -25,12 +25,36 @@ def snapshot_cache(app: App) -> str:
 
 def build_argv(app: App) -> list[str]:
     # By engine.kind (the union's tag) rather than isinstance: reading argv needs no model classes.
+    m = app.model
     if app.engine.kind == "llamacpp":
-        return llamacpp.build_argv(app.server, f"{model_dir(app)}/{app.model.files[0].name}")  # type: ignore[arg-type]
+        if m.fetch == "engine":  # llama-server downloads it itself (-hf)
+            argv = llamacpp.build_argv(app.server, "")  # type: ignore[arg-type]
+            argv = ["--hf-repo", m.repo, "--hf-file", m.files[0].name, *argv[2:]]
+        else:
+            path = m.path if m.fetch == "chart" else f"{model_dir(app)}/{m.files[0].name}"
+            argv = llamacpp.build_argv(app.server, path)  # type: ignore[arg-type]
+        return _without(argv, app.server.unset or [])  # type: ignore[union-attr]
+    if m.fetch == "chart":
+        return vllm.build_argv(app.server, m.path, download_dir=None, revision=None)  # type: ignore[arg-type]
+    if m.fetch == "engine":  # vLLM fetches the repository from the hub itself
+        return vllm.build_argv(app.server, m.repo, download_dir=None,  # type: ignore[arg-type]
+                               revision=None if m.revision == "main" else m.revision)
     if app.model.files:
         return vllm.build_argv(app.server, model_dir(app), download_dir=None, revision=None)  # type: ignore[arg-type]
     return vllm.build_argv(app.server, app.model.repo, download_dir=snapshot_cache(app),  # type: ignore[arg-type]
                            revision=app.model.revision)
+
+
+def _without(argv: list[str], flags: list[str]) -> list[str]:
+    """argv less the typed flags (each with its value) left to the build's default."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in flags:
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
 
 
 def normalized_flags(app: App) -> dict[str, str]:

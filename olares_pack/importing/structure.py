@@ -21,7 +21,7 @@ from olares_pack.common.errors import InputError
 from olares_pack.engines import registry
 from olares_pack.engines.detect import Invocation, find_engines
 from olares_pack.engines.normalize import NormalizedArgs, normalize_generic, normalize_llama
-from olares_pack.importing import hfurls
+from olares_pack.importing import hfurls, keep
 
 # llama.cpp flags the typed settings hold (canonical names of the registry), and their fields.
 _LLAMA = {"--alias": "alias", "--host": "host", "--port": "port", "--parallel": "parallel", "--ctx-size": "ctx_size",
@@ -181,9 +181,14 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
         args, server, used = _llama_server(inv, engine["build"])
     else:
         args, server, used = _vllm_server(inv)
-    extra = [a.spelled for k, a in sorted(args.args.items()) if k not in used]
-    server["extra_args"] = [w for s in extra for w in s.split(" ", 1)]
     download = _download_env(objects) or llmbase_import.download_env(objects)
+    # flags the typed settings do not hold, as written; one the registry does not know keeps its
+    # value (its spelling is the flag alone); one read from the environment stays there
+    extra = [(a.spelled if k not in args.unknown or a.value == "true" else f"{k} {a.value}")
+             for k, a in sorted(args.args.items()) if k not in used and not a.spelled.startswith("env ")]
+    if inv.kind == "vllm" and not download and "--download-dir" in args.args:
+        extra.append(args.args["--download-dir"].spelled)  # where vLLM itself caches what it fetches
+    server["extra_args"] = [w for s in extra for w in s.split(" ", 1)]
     consumed = {k for k in inv.env if k.startswith("LLAMA_ARG_")}
     if download:
         consumed.add("HF_HUB_OFFLINE")  # the typed render sets it whenever a download step fetches the model
@@ -197,6 +202,15 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
         data["selector"] = {str(k): str(v) for k, v in selector.items()}  # immutable: the users' upgrade needs it
     notes: list[str] = []
     data = llmbase_import.extras(data, app, objects, inv, notes)
+    if not data["engine"].get("shared") and not download and not llmbase_import.is_llmbase(app):
+        # A chart of its own: the typed form keeps what it says beyond the engine (apps/kept.py),
+        # so that the typed render makes the same app; the model is fetched as the chart does.
+        data["model"] = _kept_model(data["model"], inv, args)
+        data |= keep.kept(app, inv.workload, inv.container)
+        data["env"] = {}
+        data.pop("probes", None)
+        data["resources"] = _envelope_resources(app.chart.manifest.get("spec") or {}, data["resources"])
+        notes.append("the chart's workload, objects and manifest fields kept as typed fields (workload, objects, olares)")
     if data["engine"].get("shared"):
         data.pop("selector", None)  # the shared form keeps the installed selector itself (Helm lookup)
     typed = validate_data(data, f"{app.name} (typed)")
@@ -223,6 +237,10 @@ def _llama_server(inv: Invocation, build: str) -> tuple[NormalizedArgs, dict[str
         server["speculative"] = {field: _number(flags[f]) if field != "type" else flags[f] for f, field in _SPEC.items() if f in flags}
     if "--chat-template-kwargs" in flags:
         server["chat_template_kwargs"] = json.loads(flags["--chat-template-kwargs"])
+    stated = {"--host", "--port", "--parallel", "--ctx-size", "--gpu-layers", "--flash-attn", "--cache-type-k", "--cache-type-v"}
+    unset = sorted({"--gpu-layers": "--n-gpu-layers"}.get(f, f) for f in stated - set(flags))
+    if unset:
+        server["unset"] = unset
     used = {*_LLAMA, *_SPEC, "--cache-type-k", "--cache-type-v", "--chat-template-kwargs", "--model", "--hf-repo", "--hf-file"}
     return args, server, used
 
@@ -255,3 +273,43 @@ def _chart_fields(app: ChartApp, container: dict[str, Any], consumed: set[str]) 
             "probes": _probes(container),
             "modes": sorted({str(a.get("mode")) for a in spec.get("accelerator") or [] if a.get("mode") in ("nvidia", "cpu")})
             or ["nvidia"]}
+
+
+_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _kept_model(model: dict[str, Any], inv: Invocation, args: NormalizedArgs) -> dict[str, Any]:
+    """Who fetches the model of a chart of its own: the engine (llama.cpp's --hf-repo, vLLM given a
+    repository id) or the chart's own step (the engine reads a path: model.path)."""
+    flags = args.values()
+    if inv.kind == "llamacpp":
+        if flags.get("--hf-repo"):
+            return {**model, "fetch": "engine"}
+        if not flags.get("--model"):
+            raise InputError("llama-server is given no --model and no --hf-repo")
+        return {**model, "fetch": "chart", "path": flags["--model"]}
+    served = args.positional[0] if args.positional else flags.get("--model", "")
+    if _REPO_ID.fullmatch(served):
+        return {**model, "repo": served, "fetch": "engine", "revision": flags.get("--revision", "main")}
+    if not served.startswith("/"):
+        raise InputError(f"vLLM serves {served!r}: neither a repository id nor a path")
+    return {**model, "fetch": "chart", "path": served}
+
+
+def _envelope_resources(spec: dict[str, Any], resources: dict[str, Any]) -> dict[str, Any]:
+    """The typed resources of a chart whose container resources are kept as written: the
+    manifest's envelope as declared (the installer's view), request and limit apart."""
+    modes = [r for r in [*(spec.get("accelerator") or []), *(spec.get("resources") or [])] if isinstance(r, dict)]
+    env = next((r for r in modes if r.get("mode") != "cpu"), spec)
+
+    def pair(req: str, lim: str, default: str) -> dict[str, str]:
+        r = env.get(req) or default
+        return {"request": str(r), "limit": str(env.get(lim) or r)}
+
+    out = {**resources, "cpu": pair("requiredCpu", "limitedCpu", resources["cpu"]["request"]),
+           "memory": pair("requiredMemory", "limitedMemory", resources["memory"]["request"]),
+           "disk": pair("requiredDisk", "limitedDisk", resources["disk"]["request"])}
+    declared = _gpu_declared(spec)
+    if declared is not None:
+        out["gpu"] = {"request": declared[0], "limit": declared[1], "container": "none"}
+    return out

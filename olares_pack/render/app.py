@@ -17,7 +17,7 @@ from olares_pack.apps.manifest import App, ChartApp, LlamaCppApp
 from olares_pack.common import quantity
 from olares_pack.common.yamlsrc import safe_load
 from olares_pack.olares import TargetProfile
-from olares_pack.render import generation, llmbase, sharedv2
+from olares_pack.render import generation, kept, llmbase, sharedv2
 
 # Download init container: small, and never above the engine container (the pod's effective
 # request is the larger of the two, and the installer only sums the primary containers).
@@ -86,6 +86,7 @@ def _environment() -> jinja2.Environment:
     env.filters["q"] = _yaml_str
     env.filters["hq"] = _helm_str
     env.filters["block"] = _block
+    env.globals["kept_yaml"] = kept.manifest_block
     return env
 
 
@@ -164,6 +165,7 @@ def context(app: App, target: TargetProfile) -> dict[str, Any]:
     shared = llmbase.active(app, target)
     return {
         "llm": llmbase.context(app) if shared else None,
+        "kept": app.olares,
         "v2": sharedv2.context(app) if sharedv2.active(app, target) else None,
         "app": app,
         "target": target,
@@ -275,6 +277,14 @@ def render(app: App, target: TargetProfile) -> dict[str, str]:
         ctx = {**ctx, **ctx["llm"]}
     if ctx["v2"]:
         files = _render_v2(env, ctx)
+    elif app.workload is not None:
+        # an imported chart's workload and objects, kept: olares-pack's own ones are not written
+        files = {path: env.get_template(tpl).render(ctx) for path, tpl in chart_files.items()
+                 if path not in ("templates/deployment.yaml", "templates/service.yaml", "templates/configmap.yaml",
+                                 "templates/secret.yaml")}
+        files["templates/deployment.yaml"] = kept.deployment(app, engines.build_argv(app))
+        if app.objects:
+            files["templates/objects.yaml"] = kept.objects(app)
     else:
         files = {path: env.get_template(tpl).render(ctx) for path, tpl in chart_files.items()}
     for loc in app.all_locales:
