@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from olares_pack.engines import llamacpp, vllm
@@ -55,6 +56,24 @@ def _without(argv: list[str], flags: list[str]) -> list[str]:
         out.append(argv[i])
         i += 1
     return out
+
+
+_PASSES_ARGS = re.compile(r'"\$[@*]"|\$[@*]')
+
+
+def passes_args(script: str) -> bool:
+    """A shell script that hands its arguments to the program it runs ("$@")."""
+    return bool(_PASSES_ARGS.search(script))
+
+
+def container_args(app: App) -> list[str]:
+    """The engine container's args: the engine's argv, less the `serve` a wrapper script names
+    itself (`sh -c '... exec vllm serve "$@"'`)."""
+    argv = build_argv(app)
+    cmd = app.engine.command or []
+    if len(cmd) >= 3 and passes_args(cmd[2]) and re.search(r"\bserve\s+\"?\$[@*]", cmd[2]) and argv[:1] == ["serve"]:
+        return argv[1:]
+    return argv
 
 
 def normalized_flags(app: App) -> dict[str, str]:

@@ -18,6 +18,7 @@ from olares_pack.apps.manifest import App, ChartApp
 from olares_pack.charts.objects import container, download_env
 from olares_pack.common import quantity
 from olares_pack.common.errors import InputError
+from olares_pack import engines
 from olares_pack.engines import registry
 from olares_pack.engines.detect import Invocation, find_engines
 from olares_pack.engines.normalize import NormalizedArgs, normalize_generic, normalize_llama
@@ -64,6 +65,10 @@ def _program(container: dict[str, Any], inv: Invocation) -> list[str] | None:
     if not container.get("command") or len(words) <= len(inv.argv):
         return None
     if words[0].split("/")[-1] in ("sh", "bash", "ash", "dash"):
+        # `sh -c 'STEP && exec vllm serve "$@"' NAME ARG...`: the wrapper is the program, its
+        # arguments the engine's (a script that runs the engine with its own words is not)
+        if len(words) >= 4 and words[1] in ("-c", "-ec", "-xc", "-exc") and engines.passes_args(words[2]):
+            return words[:4]
         return None
     program = words[: len(words) - len(inv.argv)]
     if inv.kind == "llamacpp" and program[-1].split("/")[-1] != "llama-server":
@@ -189,6 +194,8 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
     if inv.kind == "vllm" and not download and "--download-dir" in args.args:
         extra.append(args.args["--download-dir"].spelled)  # where vLLM itself caches what it fetches
     server["extra_args"] = [w for s in extra for w in s.split(" ", 1)]
+    if inv.kind == "llamacpp":
+        server["extra_args"] += args.positional  # words no flag takes (a fork's flag read as a switch), in order
     consumed = {k for k in inv.env if k.startswith("LLAMA_ARG_")}
     if download:
         consumed.add("HF_HUB_OFFLINE")  # the typed render sets it whenever a download step fetches the model

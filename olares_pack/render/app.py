@@ -154,7 +154,7 @@ def _download_files(app: App) -> str:
 
 
 def context(app: App, target: TargetProfile) -> dict[str, Any]:
-    argv = engines.build_argv(app)
+    argv = engines.container_args(app)
     args = [_helm_str(a) for a in argv]
     if "cpu" in app.modes and isinstance(app, LlamaCppApp):
         # cpu mode keeps every layer on the host: swap the --n-gpu-layers value at install time.
@@ -282,7 +282,7 @@ def render(app: App, target: TargetProfile) -> dict[str, str]:
         files = {path: env.get_template(tpl).render(ctx) for path, tpl in chart_files.items()
                  if path not in ("templates/deployment.yaml", "templates/service.yaml", "templates/configmap.yaml",
                                  "templates/secret.yaml")}
-        files["templates/deployment.yaml"] = kept.deployment(app, engines.build_argv(app))
+        files["templates/deployment.yaml"] = kept.deployment(app, engines.container_args(app))
         if app.objects:
             files["templates/objects.yaml"] = kept.objects(app)
     else:
