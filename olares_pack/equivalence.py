@@ -324,7 +324,10 @@ def _engine_words(inv: Any, build_from: Any) -> tuple[list[str], dict[str, str],
     except Exception:  # noqa: BLE001 - arguments the registry cannot read are compared as written
         return None
     flags = {k: _number_text(v) for k, v in args.values().items()}
-    return [*inv.argv[:1]] if inv.kind == "vllm" else [], flags, list(args.positional)
+    positional = list(args.positional)
+    if inv.kind == "vllm" and not positional and "--model" in flags:
+        positional = [flags.pop("--model")]  # `vllm serve --model X` is `vllm serve X`
+    return [*inv.argv[:1]] if inv.kind == "vllm" else [], flags, positional
 
 
 def _number_text(v: str) -> str:

@@ -196,6 +196,8 @@ class OlaresKept(_K8s):
     options: dict[OptionKey, Any] | None = Field(None, description="options as written (dependencies, apiTimeout, policies, …)")
     envs: list[EnvSetting] | None = Field(None, description="envs as written (what the install dialog shows and the chart reads)")
     locale: list[str] | None = Field(None, description="spec.locale as written; [] when the chart lists none")
+    undeclared: list[Literal["limitedCpu", "limitedMemory", "limitedDisk"]] | None = Field(
+        None, description="envelope limits the chart does not declare (not written; the installer then applies none)")
 
     @field_validator("entrances")
     @classmethod

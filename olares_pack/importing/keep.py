@@ -136,4 +136,7 @@ def olares_fields(app: ChartApp) -> dict[str, Any]:
                            "options": m.get("options") or {},
                            "envs": m.get("envs") or [],
                            "locale": spec.get("locale") or []}
+    declared = next((r for r in [*(spec.get("accelerator") or []), *(spec.get("resources") or [])]
+                     if isinstance(r, dict) and r.get("mode") != "cpu"), spec)
+    out["undeclared"] = [k for k in ("limitedCpu", "limitedMemory", "limitedDisk") if declared.get(k) in (None, "")] or None
     return {k: v for k, v in out.items() if v is not None}

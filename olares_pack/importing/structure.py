@@ -13,12 +13,12 @@ import json
 import re
 from typing import Any
 
+from olares_pack import engines
 from olares_pack.apps.load import validate_data
 from olares_pack.apps.manifest import App, ChartApp
 from olares_pack.charts.objects import container, download_env
 from olares_pack.common import quantity
 from olares_pack.common.errors import InputError
-from olares_pack import engines
 from olares_pack.engines import registry
 from olares_pack.engines.detect import Invocation, find_engines
 from olares_pack.engines.normalize import NormalizedArgs, normalize_generic, normalize_llama
@@ -99,8 +99,9 @@ def _model(flags: dict[str, str], download: dict[str, str], positional: list[str
     for path in [flags.get("--model", ""), *positional]:
         if m := _HF_PATH.search(path):
             return {"repo": m.group(1), "revision": m.group(2), "file": m.group(3)}
-    if positional and re.fullmatch(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+", positional[0]):
-        return {"repo": positional[0], "revision": flags.get("--revision", "main")}
+    for served in [*positional[:1], flags.get("--model", "")]:  # vLLM: `serve REPO` or `serve --model REPO`
+        if re.fullmatch(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+", served):
+            return {"repo": served, "revision": flags.get("--revision", "main")}
     if (found := hfurls.model(fetched or [], flags.get("--model", ""))) is not None:
         return found
     raise InputError("the model's Hugging Face repo is not in the chart (no download step, -hf, hf-files/ path "
