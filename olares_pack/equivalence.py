@@ -359,8 +359,20 @@ def _same_engine_args(ia: Any, ib: Any, fa: dict[str, Any], fb: dict[str, Any]) 
     wa, wb = _engine_words(ia, ia), _engine_words(ib, ia)
     if wa is None or wb is None or wa != wb:
         return False
+    from olares_pack import engines
+
     # the words before the engine's arguments (the program, a wrapper's own words) as written
     full_a, full_b = [*fa["args"]], [*fb["args"]]
+    if engines.is_shell(full_a) or engines.is_shell(full_b):
+        # a script that holds the engine's invocation: the same script up to the program, the
+        # same words after it (the engine's, compared above); any other script is compared whole
+        if not (engines.is_shell(full_a) and engines.is_shell(full_b)) or full_a[:2] != full_b[:2]:
+            return False
+        if not engines.passes_args(full_a[2]) or not engines.passes_args(full_b[2]):
+            if len(full_a) != 3 or len(full_b) != 3:
+                return False
+            head_a, head_b = engines.script_head(full_a[2], ia.kind), engines.script_head(full_b[2], ib.kind)
+            return head_a is not None and head_a == head_b and fa["command"] == fb["command"]
     pre_a, pre_b = full_a[: max(len(full_a) - len(ia.argv), 0)], full_b[: max(len(full_b) - len(ib.argv), 0)]
     return pre_a == pre_b and fa["command"] == fb["command"]
 

@@ -295,6 +295,9 @@ class Engine(Model_):
     # The program that starts the engine when the image's entrypoint is not it: `vllm-omni`, a
     # wrapper script that patches the engine before it starts (/entrypoint.sh), /app/llama-server.
     command: list[Annotated[str, Field(min_length=1)]] | None = Field(None, description="per-user form: the container's command, the program that receives the engine's arguments (e.g. [vllm-omni], [/entrypoint.sh]); absent: the image's entrypoint")
+    # A shell script that prepares the engine's start (a download, a migration) and then runs it:
+    # kept as the chart writes it up to the program, the typed arguments rendered after it.
+    script: str | None = Field(None, description="per-user form, with command [sh, -c]: the chart's shell script up to the program that starts the engine (`...\nexec /app/llama-server`); the render appends the typed arguments", min_length=1)
     llm_init: Image = Field(description="shared form, current target: the llm-init image (downloads the model, progress page, API proxy)", default_factory=lambda: Image(**LLM_INIT_IMAGE))
     chown_image: Image = Field(description="shared form, current target: the image of llm-init's init step that hands its folders to its user", default_factory=lambda: Image(**CHOWN_IMAGE))
     # The v2 shared form's per-user proxy (legacy target); null: PROXY_IMAGE unpinned. Optional
@@ -305,6 +308,13 @@ class Engine(Model_):
     def _command_per_user(self) -> Engine:
         if self.command is not None and self.shared:
             raise ValueError("engine.command is for the per-user form (shared: false): the shared form's wrapper starts the engine")
+        if self.script is not None:
+            from olares_pack import engines
+
+            if not (self.command and len(self.command) == 2 and engines.is_shell([*self.command, self.script])):
+                raise ValueError("engine.script runs in a shell: engine.command is [sh, -c] (or bash)")
+            if engines.script_head(self.script, self.kind) != self.script:
+                raise ValueError(f"engine.script must end with the program that starts {self.kind} (e.g. exec /app/llama-server)")
         return self
 
     @property

@@ -36,6 +36,7 @@ MULTILINE = (
     ("changelog", "*", "notes"),
     ("changelog", "*", "locales", "*", "notes"),
     ("engine", "command", "*"),  # a wrapper's shell script (`sh -c '...'`), rendered Helm-escaped
+    ("engine", "script"),
 )
 # Rendered through the Helm-escaping filter, so template delimiters are literal text there.
 ESCAPED = (("server", "extra_args"), ("server", "chat_template_kwargs"), ("server", "speculative_config"),

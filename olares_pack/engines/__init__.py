@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from typing import TYPE_CHECKING
 
 from olares_pack.engines import llamacpp, vllm
@@ -66,10 +67,49 @@ def passes_args(script: str) -> bool:
     return bool(_PASSES_ARGS.search(script))
 
 
+SHELLS = ("sh", "bash", "ash", "dash")
+_SHELL_WORD = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+
+
+def is_shell(words: list[str]) -> bool:
+    """`sh -c SCRIPT ...` (any shell, -c with other options)."""
+    return len(words) >= 3 and words[0].split("/")[-1] in SHELLS and words[1].startswith("-") and "c" in words[1]
+
+
+def script_head(script: str, kind: str) -> str | None:
+    """A wrapper script up to the program that starts the engine (`...\nexec /app/llama-server`,
+    `... vllm serve`), when that invocation is the script's last command; else None."""
+    pat = r"\S*llama-server\b" if kind == "llamacpp" else r"\S*\b(?:vllm|vllm-omni)\s+serve\b"
+    found = list(re.finditer(pat, script))
+    if not found:
+        return None
+    head = script[: found[-1].end()]
+    try:
+        tail = list(shlex.shlex(script[found[-1].end():].replace("\\\n", " "), posix=True, punctuation_chars=True))
+    except ValueError:
+        return None
+    if any(t and set(t) <= set(";&|()<>") for t in tail) or "\n" in script[found[-1].end():].replace("\\\n", " ").strip():
+        return None  # another command after the engine's
+    return head
+
+
+def _shell_arg(word: str) -> str:
+    """A word for the end of a shell script: a bare variable as the chart wrote it (it may expand
+    to several words or none), any other word double-quoted (its variables still expand)."""
+    if _SHELL_WORD.fullmatch(word):
+        return word
+    return '"' + re.sub(r'(["\\`])', r"\\\1", word) + '"'
+
+
 def container_args(app: App) -> list[str]:
     """The engine container's args: the engine's argv, less the `serve` a wrapper script names
-    itself (`sh -c '... exec vllm serve "$@"'`)."""
+    itself (`sh -c '... exec vllm serve "$@"'`); with engine.script, that script ending with the
+    engine's invocation, the typed arguments."""
     argv = build_argv(app)
+    script = getattr(app.engine, "script", None)
+    if script is not None:
+        words = argv[1:] if argv[:1] == ["serve"] and re.search(r"\bserve$", script) else argv
+        return [script + " " + " ".join(_shell_arg(w) for w in words) + "\n"]
     cmd = app.engine.command or []
     if len(cmd) >= 3 and passes_args(cmd[2]) and re.search(r"\bserve\s+\"?\$[@*]", cmd[2]) and argv[:1] == ["serve"]:
         return argv[1:]

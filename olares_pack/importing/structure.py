@@ -76,6 +76,16 @@ def _program(container: dict[str, Any], inv: Invocation) -> list[str] | None:
     return program
 
 
+def _script(container: dict[str, Any], inv: Invocation) -> tuple[list[str], str] | None:
+    """`sh -c SCRIPT` whose last command starts the engine: the shell and the script up to the
+    program (engine.command, engine.script)."""
+    words = [str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]]
+    if len(words) != 3 or not engines.is_shell(words):
+        return None
+    head = engines.script_head(words[2], inv.kind)
+    return (words[:2], head) if head is not None else None
+
+
 def _download_env(objects: list[dict[str, Any]]) -> dict[str, str]:
     return {k: str(v) for k, v in download_env(objects).items()}
 
@@ -182,6 +192,8 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
                                                           "digest": inv.image.split("@", 1)[1] if "@" in inv.image else None}}
     if (program := _program(container, inv)) is not None:
         engine["command"] = program
+    elif (wrapper := _script(container, inv)) is not None:
+        engine["command"], engine["script"] = wrapper
     if inv.kind == "llamacpp":
         engine["build"] = inv.build or registry.tag_build(tag)
         args, server, used = _llama_server(inv, engine["build"])

@@ -69,7 +69,7 @@ def deployment(app: App, argv: list[str]) -> str:
     container: dict[str, Any] = {"name": engine.pop("name"), "image": app.engine.image.ref}
     if app.engine.command:
         container["command"] = _escaped(list(app.engine.command), kept=False)
-    container["args"] = _escaped(list(argv), kept=False)
+    container["args"] = _escaped(list(argv), kept=False)  # engines.container_args
     container |= _escaped(engine)
     containers = [_escaped(k8s(c)) for c in w.sidecars]
     containers.insert(min(w.engine_index, len(containers)), container)
