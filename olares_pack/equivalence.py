@@ -331,8 +331,14 @@ def _engine_words(inv: Any, build_from: Any) -> tuple[list[str], dict[str, str],
 
 
 def _number_text(v: str) -> str:
-    """A flag's number as the engine's parser reads it (0.60 and 0.6 are one value to argparse and
-    to llama.cpp's std::stof); any other value as written."""
+    """A flag's value as the engine's parser reads it: a number (0.60 and 0.6 are one value to
+    argparse and to llama.cpp's std::stof), a JSON value (spacing and key order are not read); any
+    other value as written."""
+    if v[:1] in ("{", "["):  # a JSON value (--chat-template-kwargs, --speculative-config): parsed by the engine
+        try:
+            return json.dumps(json.loads(v), sort_keys=True, separators=(",", ":"))
+        except ValueError:
+            return v
     if not re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)", v):
         return v
     f = float(v)
