@@ -180,13 +180,6 @@ class CacheTypes(Model_):
     k: CacheType = Field("f16", description="KV cache type of K (--cache-type-k)")
     v: CacheType = Field("f16", description="KV cache type of V (--cache-type-v)")
 
-    @field_validator("k", "v")
-    @classmethod
-    def _known(cls, v: str) -> str:
-        if v not in UPSTREAM_CACHE_TYPES and v not in fork_cache_types():
-            raise ValueError(f"{v!r} is not a KV cache type: llama.cpp's {', '.join(UPSTREAM_CACHE_TYPES)}, or a "
-                             f"fork's {', '.join(fork_cache_types())} (the fork registry)")
-        return v
 
 
 class Speculative(Model_):
@@ -722,10 +715,16 @@ class LlamaCppApp(AppManifestBase):
         # as lint reads them: a fork's own values are accepted on an image that is not upstream's
         repo = self.engine.image.repository
         upstream = any(fnmatch(repo, pat) or fnmatch(ref, pat) for pat in registry.upstream_images("llamacpp"))
+        # a registered fork's image takes upstream's types and its own; an image of no known origin any
+        fork = next((f for f in registry.forks("llamacpp").values()
+                     if any(fnmatch(repo, pat) or fnmatch(ref, pat) for pat in f.images)), None)
         for flag, value in caches:
             if value not in UPSTREAM_CACHE_TYPES and upstream:
                 raise ValueError(f"{flag} {value!r}: a fork's KV cache type, and {ref} is upstream llama.cpp's image "
                                  f"(which takes {', '.join(UPSTREAM_CACHE_TYPES)})")
+            if fork is not None and value not in UPSTREAM_CACHE_TYPES and value not in fork.values.get(flag, ()):
+                raise ValueError(f"{flag} {value!r} is not a KV cache type of {ref} (the fork {fork.name} takes "
+                                 f"{', '.join([*UPSTREAM_CACHE_TYPES, *fork.values.get(flag, ())])})")
         return self
 
     @model_validator(mode="after")

@@ -194,6 +194,10 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
         engine["command"] = program
     elif (wrapper := _script(container, inv)) is not None:
         engine["command"], engine["script"] = wrapper
+    elif not shared and not llmbase_import.is_llmbase(app) and engines.is_shell([str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]]):
+        raise InputError(f"{inv.workload} container {inv.container}: a shell script starts the engine, and its "
+                         "invocation is not the script's last command naming the program (a program in a variable, "
+                         "another command after it): the typed form cannot say where its arguments go")
     if inv.kind == "llamacpp":
         engine["build"] = inv.build or registry.tag_build(tag)
         args, server, used = _llama_server(inv, engine["build"])
