@@ -136,12 +136,17 @@ def test_a_long_name_or_title_is_refused_only_for_the_current_line(tmp_path: Pat
 def test_structured_reads_hugging_face_downloads_and_vllm_behind_an_entrypoint(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kept = report(tmp_path / "k", capsys, "--structured")
-    # without --accept, none of them is typed: each typed render differs from its chart, and says how
-    assert all(not r["structured"]["typed"] and r["structured"]["differences"] for r in kept.values())
-    assert all(isinstance(load_app(tmp_path / "k" / "apps" / a), ChartApp) for a in kept)
-    # the vLLM image's entrypoint script is the program the typed form starts too: not a difference
-    assert not [d for d in kept[AWQ]["structured"]["differences"] if d["kind"] == "container.command"]
-    assert not [d for d in kept[AWQ]["structured"]["differences"] if d["kind"] == "manifest.gpu-limit-lower"]
+    # without --accept, each is typed: what the charts say beyond the engine (their own fetch step,
+    # a wrapper script, env, probes, manifest options) is kept, and the typed render makes the same app
+    assert all(r["structured"]["typed"] and not r["structured"]["differences"] and not r["structured"]["accepted"]
+               for r in kept.values()), {a: r["structured"] for a, r in kept.items()}
+    assert not [a for a in kept if isinstance(load_app(tmp_path / "k" / "apps" / a), ChartApp)]
+    awq = yaml.safe_load((tmp_path / "k" / "apps" / AWQ / "app.yaml").read_text())
+    # the vLLM image's entrypoint script is the program the typed form starts too
+    assert awq["engine"]["command"][0].endswith(".sh") and awq["model"]["fetch"] in ("engine", "chart")
+    omni = yaml.safe_load((tmp_path / "k" / "apps" / OMNI / "app.yaml").read_text())
+    # a bash script that runs the engine last: kept up to the program, the typed arguments after it
+    assert omni["engine"]["command"] == ["/bin/bash", "-c"] and omni["engine"]["script"].endswith("/opt/entrypoint.sh serve")
     rows = report(tmp_path, capsys, "--structured", *ACCEPT_ALL)
     assert not [n for r in rows.values() for n in r["notes"] if n.startswith("--structured: kept as written")]
     long = yaml.safe_load((tmp_path / "apps" / LONG / "app.yaml").read_text())
@@ -229,5 +234,4 @@ def test_structured_after_upgrade_reads_the_gpu_of_the_converted_chart(tmp_path:
     rows = report(tmp_path, capsys, "--upgrade", "--structured")
     for app in (AWQ, OMNI):
         s = rows[app]["structured"]
-        assert s["reason"].startswith("the typed render differs"), s["reason"]
-        assert not [d for d in s["differences"] if d["kind"] in ("manifest.version", "manifest.gpu-limit-lower")]
+        assert s["typed"] and not s["differences"], s

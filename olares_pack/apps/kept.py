@@ -120,7 +120,7 @@ class Workload(_K8s):
     name: str | None = Field(None, description="the Deployment's name; absent: the app's", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=253)
     labels: dict[str, str] = Field(default_factory=dict, description="the Deployment's labels")
     annotations: dict[str, str] = Field(default_factory=dict, description="the Deployment's annotations")
-    replicas: StrictInt | None = Field(None, description="its replicas as written; absent: the installer's workloads value")
+    replicas: StrictInt | None = Field(None, description="its replicas as written; absent: .Values.workloads.<app>.replicaCount (1; the installer's stop and resume set it)")
     strategy: dict[str, Any] | None = Field(None, description="its update strategy")
     revisionHistoryLimit: StrictInt | None = Field(None, description="how many old ReplicaSets are kept")
     pod_labels: dict[str, str] = Field(default_factory=dict, description="the pod's labels")

@@ -79,7 +79,8 @@ def is_shell(words: list[str]) -> bool:
 def script_head(script: str, kind: str) -> str | None:
     """A wrapper script up to the program that starts the engine (`...\nexec /app/llama-server`,
     `... vllm serve`), when that invocation is the script's last command; else None."""
-    pat = r"\S*llama-server\b" if kind == "llamacpp" else r"\S*\b(?:vllm|vllm-omni)\s+serve\b"
+    # vLLM: `vllm serve`, `vllm-omni serve`, or an image's entrypoint script handed `serve` (detect.py)
+    pat = r"\S*llama-server\b" if kind == "llamacpp" else r"\S*\b(?:vllm|vllm-omni)\s+serve\b|\S+\.sh\s+serve\b"
     found = list(re.finditer(pat, script))
     if not found:
         return None

@@ -110,7 +110,8 @@ def kept(app: ChartApp, workload: str, container: str) -> dict[str, Any]:
     out_w: dict[str, Any] = {
         "name": None if meta.get("name") == app.name else meta.get("name"),
         "labels": meta.get("labels") or {}, "annotations": meta.get("annotations") or {},
-        "replicas": spec.get("replicas"), "strategy": spec.get("strategy"),
+        # one replica is what the installer's workloads value gives (the render wires it, for stop/resume)
+        "replicas": None if spec.get("replicas") in (None, 1) else spec.get("replicas"), "strategy": spec.get("strategy"),
         "revisionHistoryLimit": spec.get("revisionHistoryLimit"),
         "pod_labels": tmeta.get("labels") or {}, "pod_annotations": tmeta.get("annotations") or {},
         "pod": {k: v for k, v in pod.items() if k not in _WORKLOAD_KEYS},
