@@ -204,3 +204,97 @@ def test_command_and_selector_belong_to_the_per_user_form() -> None:
         with pytest.raises(InputError) as exc:
             validate_data({**data, **shared}, "app.yaml")
         assert "per-user form" in str(exc.value)
+
+
+# ---------------------------------------------------------------- a chart of its own, kept as typed fields
+
+
+def _typed_llamashell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    """llamashell imported with --structured: a llama.cpp fork started by a bash script that fetches
+    the model first (its repository and file in a ConfigMap), an nginx sidecar, a per-user model
+    folder, the user's Hugging Face token."""
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(CHARTS / "llamashell"), extra=("--structured", "--format", "json")) == 0
+    row = json.loads(capsys.readouterr().out)["charts"][0]
+    assert row["structured"]["typed"] and row["structured"]["differences"] == [], row["structured"]
+    return yaml.safe_load((root / "apps" / "llamashell" / "app.yaml").read_text())
+
+
+def test_a_chart_of_its_own_is_typed_with_what_it_says_beyond_the_engine(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _typed_llamashell(tmp_path, capsys)
+    # the engine's settings are typed, read through the script's variables and the ConfigMap
+    assert (data["server"]["alias"], data["server"]["ctx_size"], data["server"]["gpu_layers"]) == ("qwen3-8b", 32768, 99)
+    assert data["server"]["chat_template_kwargs"] == {"enable_thinking": False}
+    # the chart fetches the model itself: no step of olares-pack's, the script kept up to the program
+    assert (data["model"]["repo"], data["model"]["fetch"], data["model"]["path"]) == (
+        "example-org/Qwen3-8B-GGUF", "chart", "$MODELS_DIR/Qwen3-8B-Q4_K_M.gguf")
+    assert data["engine"]["command"] == ["/bin/bash", "-c"] and data["engine"]["script"].endswith("exec /app/llama-server")
+    # the installer's values stay Helm expressions: each user's install gets its own
+    w = data["workload"]
+    assert w["volumes"][0]["hostPath"]["path"] == "{{ .Values.userspace.appData }}/models"
+    assert w["labels"]["owner"] == "{{ .Values.bfl.username }}"
+    assert w["engine"]["env"] == [{"name": "HF_TOKEN", "value": '{{ .Values.olaresEnv.HF_TOKEN | default "" }}'}]
+    assert [c["name"] for c in w["sidecars"]] == ["nginx"] and w.get("engine_index", 0) == 0
+    assert sorted(o["metadata"]["name"] for o in data["objects"]) == ["llamashell", "llamashell-env", "llamashell-nginx"]
+    # the manifest as the chart states it, the GPU envelope request and limit apart
+    assert data["olares"]["options"]["apiTimeout"] == 3600 and data["olares"]["undeclared"] == ["limitedDisk"]
+    assert (data["resources"]["gpu"]["request"], data["resources"]["gpu"]["limit"]) == ("1Gi", "16Gi")
+
+
+def test_a_kept_chart_renders_each_users_own_paths_and_settings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from olares_pack.importing.importer import render_app
+    from olares_pack.render.imported import objects_of
+
+    data = _typed_llamashell(tmp_path, capsys)
+    original, typed = chart_files("llamashell"), render_app(data, "current")
+    manifest = equivalence.manifest_of(original, "llamashell")
+    got = {}
+    for side, files in (("original", original), ("typed", typed)):
+        objs = objects_of("llamashell", files, manifest, owner="bob", olares_env={"HF_TOKEN": "hf_bob"})
+        dep = next(o for o in objs if o["kind"] == "Deployment")
+        pod = dep["spec"]["template"]["spec"]
+        got[side] = (pod["volumes"][0]["hostPath"]["path"], dep["metadata"]["labels"]["owner"],
+                     pod["containers"][0]["env"][0]["value"], dep["metadata"]["namespace"])
+    assert got["typed"] == got["original"] == (
+        "/olares/rootfs/userspace/pvc-appdata-bob/Data/llamashell/models", "bob", "hf_bob", "llamashell-bob")
+
+
+def test_a_kept_script_or_typed_setting_changed_is_a_difference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from olares_pack.importing.importer import render_app
+
+    data = _typed_llamashell(tmp_path, capsys)
+    original = chart_files("llamashell")
+    assert equivalence.compare_charts("llamashell", original, render_app(data, "current")) == []
+    # the script before the engine fetches another revision: the same engine flags, not the same app
+    other = copy.deepcopy(data)
+    other["engine"]["script"] = other["engine"]["script"].replace("resolve/main", "resolve/v2")
+    assert kinds(equivalence.compare_charts("llamashell", original, render_app(other, "current"))) == {"container.args"}
+    other = copy.deepcopy(data)
+    other["server"]["ctx_size"] = 16384
+    assert kinds(equivalence.compare_charts("llamashell", original, render_app(other, "current"))) == {"container.args"}
+    other = copy.deepcopy(data)
+    other["workload"]["sidecars"][0]["image"] = "nginx:1.27"
+    assert kinds(equivalence.compare_charts("llamashell", original, render_app(other, "current"))) == {"container.image"}
+
+
+def test_a_kept_string_is_text_unless_it_names_an_installer_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from olares_pack.importing.importer import render_app
+    from olares_pack.render.imported import objects_of
+
+    data = _typed_llamashell(tmp_path, capsys)
+    data["workload"]["engine"]["env"].append({"name": "SECRET_TRY", "value": "{{ .Values.os.appSecret }}"})
+    files = render_app(data, "current")
+    objs = objects_of("llamashell", files, equivalence.manifest_of(files, "llamashell"))
+    env = next(o for o in objs if o["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {e["name"]: e["value"] for e in env}["SECRET_TRY"] == "{{ .Values.os.appSecret }}"
+
+
+def test_the_kept_charts_users_upgrade_is_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   control_plane) -> None:  # noqa: ANN001 - a Cluster
+    from olares_pack.importing import upgrade_check
+
+    data = _typed_llamashell(tmp_path, capsys)
+    original = ("1.4.0", packaged(CHARTS / "llamashell").package)
+    typed = upgrade_check.typed_chart(yaml.safe_dump(data), "current")
+    assert upgrade_check.problems(control_plane, "llamashell", "current", original, typed) == []

@@ -620,6 +620,14 @@ def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published:
         newest.structured = {"typed": False, "reason": reason, "differences": [], "accepted": []}
         return app_data
     data = records.resolved_manifest(typed)
+    # what the typed app keeps of the chart, as the chart writes it: no field it does not set
+    from olares_pack.apps.kept import k8s
+
+    for key in ("workload", "olares"):
+        if getattr(typed, key, None) is not None:
+            data[key] = k8s(getattr(typed, key))
+    if getattr(typed, "objects", None):
+        data["objects"] = [k8s(o) for o in typed.objects]  # type: ignore[union-attr]
     entries = list(typed.changelog)
     if typed.version in published:  # a published version keeps its record: the typed form is the next version
         version = str(semver.Version.parse(max([typed.version, *published], key=semver.Version.parse)).bump_patch())
