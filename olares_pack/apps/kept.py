@@ -163,21 +163,21 @@ class EnvSetting(_K8s):
     """One entry of OlaresManifest `envs` (what the install dialog shows), as written."""
 
     envName: str = Field(description="the variable's name")
-    required: StrictBool | None = None
-    type: str | None = None
-    editable: StrictBool | None = None
-    applyOnChange: StrictBool | None = None
-    default: Any = None
-    value: Any = None
-    description: str | None = None
-    regex: str | None = None
-    options: list[Any] | None = None
-    remoteOptions: str | None = None
-    valueFrom: dict[str, Any] | None = None
-    multiSelect: StrictBool | None = None
-    splitter: str | None = None
-    title: str | None = None
-    allowUnset: StrictBool | None = None
+    required: StrictBool | None = Field(None, description="the install dialog requires a value")
+    type: str | None = Field(None, description="its type (string, int, bool, url, …)")
+    editable: StrictBool | None = Field(None, description="the user may change it after install")
+    applyOnChange: StrictBool | None = Field(None, description="a change is applied to the running app")
+    default: Any = Field(None, description="its default value")
+    value: Any = Field(None, description="a fixed value")
+    description: str | None = Field(None, description="what it is, for the dialog")
+    regex: str | None = Field(None, description="a pattern the value must match")
+    options: list[Any] | None = Field(None, description="the values offered ({title, value})")
+    remoteOptions: str | None = Field(None, description="a URL the offered values are read from")
+    valueFrom: dict[str, Any] | None = Field(None, description="a system env it takes its value from (envName)")
+    multiSelect: StrictBool | None = Field(None, description="several options may be chosen")
+    splitter: str | None = Field(None, description="what separates several chosen values")
+    title: str | None = Field(None, description="its title in the dialog")
+    allowUnset: StrictBool | None = Field(None, description="the value may stay unset")
 
 
 OptionKey = Literal["apiTimeout", "allowMultipleInstall", "dependencies", "conflicts", "policies", "appScope",
