@@ -238,7 +238,7 @@ def test_a_chart_of_its_own_is_typed_with_what_it_says_beyond_the_engine(
     assert [c["name"] for c in w["sidecars"]] == ["nginx"] and w.get("engine_index", 0) == 0
     assert sorted(o["metadata"]["name"] for o in data["objects"]) == ["llamashell", "llamashell-env", "llamashell-nginx"]
     # the manifest as the chart states it, the GPU envelope request and limit apart
-    assert data["olares"]["options"]["apiTimeout"] == 3600 and data["olares"]["undeclared"] == ["limitedDisk"]
+    assert data["olares"]["options"]["apiTimeout"] == 3600 and data["olares"]["apiVersion"] == "v3"
     assert (data["resources"]["gpu"]["request"], data["resources"]["gpu"]["limit"]) == ("1Gi", "16Gi")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -176,9 +177,37 @@ def fork_cache_types() -> tuple[str, ...]:
                          for v in f.values.get(flag, ())}))
 
 
+# True while an app whose engine image is of no known origin (neither upstream's nor a registered
+# fork's) is validated: lint takes any KV cache type there, and so does the typed form.
+_ANY_CACHE_TYPE: ContextVar[bool] = ContextVar("any_cache_type", default=False)
+
+
+def _image_of_no_known_origin(data: Any) -> bool:
+    from fnmatch import fnmatch
+
+    from olares_pack.engines import registry
+
+    engine = data.get("engine") if isinstance(data, dict) else None
+    image = engine.get("image") if isinstance(engine, dict) else None
+    if not isinstance(image, dict) or not isinstance(image.get("repository"), str):
+        return False
+    repo, ref = image["repository"], f"{image['repository']}:{image.get('tag')}"
+    pats = [*registry.upstream_images("llamacpp"), *(p for f in registry.forks("llamacpp").values() for p in f.images)]
+    return not any(fnmatch(repo, p) or fnmatch(ref, p) for p in pats)
+
+
 class CacheTypes(Model_):
     k: CacheType = Field("f16", description="KV cache type of K (--cache-type-k)")
     v: CacheType = Field("f16", description="KV cache type of V (--cache-type-v)")
+
+    @field_validator("k", "v")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in UPSTREAM_CACHE_TYPES and v not in fork_cache_types() and not _ANY_CACHE_TYPE.get():
+            raise ValueError(f"{v!r} is not a KV cache type: llama.cpp's {', '.join(UPSTREAM_CACHE_TYPES)}, a "
+                             f"registered fork's {', '.join(fork_cache_types())} (the fork registry), or any on an "
+                             "image of no known origin")
+        return v
 
 
 
@@ -700,6 +729,15 @@ class AppManifestBase(AppTexts):
 class LlamaCppApp(AppManifestBase):
     engine: Engine = Field(description="the engine: image, build, shared or per-user form")
     server: LlamaServer = Field(description="llama-server settings")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _image_origin(cls, data: Any, handler: Any) -> Any:
+        token = _ANY_CACHE_TYPE.set(_image_of_no_known_origin(data))
+        try:
+            return handler(data)
+        finally:
+            _ANY_CACHE_TYPE.reset(token)
 
     @model_validator(mode="after")
     def _fork_cache_types(self) -> LlamaCppApp:
