@@ -60,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"charts: {len(found)} found, {len(rows)} imported with --structured, {len(refused)} not imported", file=out)
     print(f"typed (equivalent, or differing only in --accept'ed kinds): {len(typed)}" + (f" ({sum(accepted.values())} accepted differences: "
                                                   f"{dict(sorted(accepted.items()))})" if accepted else ""), file=out)
-    for name in sorted(r["app"] for r in typed):
-        print(f"  {name}", file=out)
+    for r in sorted(typed, key=lambda r: r["app"]):
+        taken = "; ".join(f"{d['kind']} ({d['where']})" for d in r["structured"]["accepted"])
+        print(f"  {r['app']}" + (f"  accepted: {taken}" if taken else ""), file=out)
     print(f"kept as written: {len(rows) - len(typed)}", file=out)
     for reason, n in kept.most_common():
         print(f"  {n:3d}  {reason}", file=out)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -177,25 +176,6 @@ def fork_cache_types() -> tuple[str, ...]:
                          for v in f.values.get(flag, ())}))
 
 
-# True while an app whose engine image is of no known origin (neither upstream's nor a registered
-# fork's) is validated: lint takes any KV cache type there, and so does the typed form.
-_ANY_CACHE_TYPE: ContextVar[bool] = ContextVar("any_cache_type", default=False)
-
-
-def _image_of_no_known_origin(data: Any) -> bool:
-    from fnmatch import fnmatch
-
-    from olares_pack.engines import registry
-
-    engine = data.get("engine") if isinstance(data, dict) else None
-    image = engine.get("image") if isinstance(engine, dict) else None
-    if not isinstance(image, dict) or not isinstance(image.get("repository"), str):
-        return False
-    repo, ref = image["repository"], f"{image['repository']}:{image.get('tag')}"
-    pats = [*registry.upstream_images("llamacpp"), *(p for f in registry.forks("llamacpp").values() for p in f.images)]
-    return not any(fnmatch(repo, p) or fnmatch(ref, p) for p in pats)
-
-
 class CacheTypes(Model_):
     k: CacheType = Field("f16", description="KV cache type of K (--cache-type-k)")
     v: CacheType = Field("f16", description="KV cache type of V (--cache-type-v)")
@@ -203,12 +183,10 @@ class CacheTypes(Model_):
     @field_validator("k", "v")
     @classmethod
     def _known(cls, v: str) -> str:
-        if v not in UPSTREAM_CACHE_TYPES and v not in fork_cache_types() and not _ANY_CACHE_TYPE.get():
-            raise ValueError(f"{v!r} is not a KV cache type: llama.cpp's {', '.join(UPSTREAM_CACHE_TYPES)}, a "
-                             f"registered fork's {', '.join(fork_cache_types())} (the fork registry), or any on an "
-                             "image of no known origin")
+        if v not in UPSTREAM_CACHE_TYPES and v not in fork_cache_types():
+            raise ValueError(f"{v!r} is not a KV cache type: llama.cpp's {', '.join(UPSTREAM_CACHE_TYPES)}, or a "
+                             f"fork's {', '.join(fork_cache_types())} (the fork registry)")
         return v
-
 
 
 class Speculative(Model_):
@@ -730,15 +708,6 @@ class LlamaCppApp(AppManifestBase):
     engine: Engine = Field(description="the engine: image, build, shared or per-user form")
     server: LlamaServer = Field(description="llama-server settings")
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _image_origin(cls, data: Any, handler: Any) -> Any:
-        token = _ANY_CACHE_TYPE.set(_image_of_no_known_origin(data))
-        try:
-            return handler(data)
-        finally:
-            _ANY_CACHE_TYPE.reset(token)
-
     @model_validator(mode="after")
     def _fork_cache_types(self) -> LlamaCppApp:
         from fnmatch import fnmatch
@@ -753,16 +722,10 @@ class LlamaCppApp(AppManifestBase):
         # as lint reads them: a fork's own values are accepted on an image that is not upstream's
         repo = self.engine.image.repository
         upstream = any(fnmatch(repo, pat) or fnmatch(ref, pat) for pat in registry.upstream_images("llamacpp"))
-        # a registered fork's image takes upstream's types and its own; an image of no known origin any
-        fork = next((f for f in registry.forks("llamacpp").values()
-                     if any(fnmatch(repo, pat) or fnmatch(ref, pat) for pat in f.images)), None)
         for flag, value in caches:
             if value not in UPSTREAM_CACHE_TYPES and upstream:
                 raise ValueError(f"{flag} {value!r}: a fork's KV cache type, and {ref} is upstream llama.cpp's image "
                                  f"(which takes {', '.join(UPSTREAM_CACHE_TYPES)})")
-            if fork is not None and value not in UPSTREAM_CACHE_TYPES and value not in fork.values.get(flag, ()):
-                raise ValueError(f"{flag} {value!r} is not a KV cache type of {ref} (the fork {fork.name} takes "
-                                 f"{', '.join([*UPSTREAM_CACHE_TYPES, *fork.values.get(flag, ())])})")
         return self
 
     @model_validator(mode="after")
