@@ -144,6 +144,25 @@ def _form(m: dict[str, Any]) -> dict[str, Any]:
                           if isinstance(c, dict)]}
 
 
+# 1.12.6+ refuses 0.10.0 manifests (oac pins them to <1.12.6): a legacy chart's olares window
+# ends there whether it says so or not.
+_LEGACY_END = "<1.12.6"
+
+
+def _options(m: dict[str, Any]) -> dict[str, Any]:
+    """options as the installer applies them: appScope apart (the form), the olares dependency's
+    window as effective for the manifest's generation."""
+    opts = {k: v for k, v in (m.get("options") or {}).items() if k != "appScope"}
+    legacy = str(m.get("olaresManifest.version", "")).startswith("0.10")
+    deps = opts.get("dependencies")
+    if legacy and isinstance(deps, list):
+        opts["dependencies"] = [
+            {**d, "version": f"{d['version']},{_LEGACY_END}"}
+            if isinstance(d, dict) and d.get("name") == "olares" and isinstance(d.get("version"), str) and "<" not in d["version"]
+            else d for d in deps]
+    return opts
+
+
 def compare_manifests(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
     """OlaresManifest.yaml of the original (a) against the other (b), semantically."""
     out: list[Difference] = []
@@ -167,7 +186,7 @@ def compare_manifests(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
     for key, kind in (("permission", "manifest.permission"), ("options", "manifest.options"), ("envs", "manifest.envs")):
         va, vb = a.get(key) or {}, b.get(key) or {}
         if key == "options":
-            va, vb = {k: v for k, v in va.items() if k != "appScope"}, {k: v for k, v in vb.items() if k != "appScope"}
+            va, vb = _options(a), _options(b)
         if va != vb:
             out.append(Difference(kind, f"{where} {key}", va, vb))
     ma, mb = a.get("metadata") or {}, b.get("metadata") or {}

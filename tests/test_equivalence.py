@@ -298,3 +298,30 @@ def test_the_kept_charts_users_upgrade_is_accepted(tmp_path: Path, capsys: pytes
     original = ("1.4.0", packaged(CHARTS / "llamashell").package)
     typed = upgrade_check.typed_chart(yaml.safe_dump(data), "current")
     assert upgrade_check.problems(control_plane, "llamashell", "current", original, typed) == []
+
+
+# ---------------------------------------------------------------- the generic GPU server kind
+
+
+def test_a_gpu_server_of_another_kind_is_typed_generic_and_proven(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                  control_plane) -> None:  # noqa: ANN001 - a Cluster
+    from olares_pack.importing import upgrade_check
+    from olares_pack.importing.importer import render_app
+
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(CHARTS / "speechapp"), str(CHARTS / "notesui"), extra=("--structured", "--format", "json")) == 0
+    rows = {c["app"]: c["structured"] for c in json.loads(capsys.readouterr().out)["charts"]}
+    assert rows["speechapp"]["typed"] and rows["speechapp"]["differences"] == [], rows["speechapp"]
+    # a chart with no GPU container is no GPU server: kept as written, and says so
+    assert not rows["notesui"]["typed"] and rows["notesui"]["reason"].startswith("no container is given a GPU")
+    data = yaml.safe_load((root / "apps" / "speechapp" / "app.yaml").read_text())
+    assert data["engine"]["kind"] == "generic" and data["engine"]["image"]["repository"] == "docker.io/fedirz/faster-whisper-server"
+    original = chart_files("speechapp")
+    assert equivalence.compare_charts("speechapp", original, render_app(data, "current")) == []
+    other = copy.deepcopy(data)
+    other["engine"]["image"]["tag"] = "0.7.0-cuda"
+    assert kinds(equivalence.compare_charts("speechapp", original, render_app(other, "current"))) == {"container.image"}
+    version = yaml.safe_load((CHARTS / "speechapp" / "Chart.yaml").read_text())["version"]
+    typed = upgrade_check.typed_chart(yaml.safe_dump(data), "current")
+    assert upgrade_check.problems(control_plane, "speechapp", "current", (version, packaged(CHARTS / "speechapp").package),
+                                  typed) == []

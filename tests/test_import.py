@@ -286,8 +286,11 @@ def test_structured_types_a_per_user_chart_and_keeps_what_it_says(tmp_path: Path
     # what the chart says beyond the engine is typed: the manifest's options, the workload's probes
     assert type(typed).__name__ == "VllmApp" and typed.olares is not None and typed.workload is not None
     assert typed.olares.options is not None and [e.name for e in typed.workload.engine.env] == ["CUDA_DEVICE_MEMORY_LIMIT_0"]
-    assert rows["speechapp"]["structured"]["reason"].startswith("no llama.cpp or vLLM container")
-    assert isinstance(load_app(root / "apps" / "speechapp"), ChartApp)
+    # a GPU server that runs neither engine: the generic kind, its image, command and arguments as written
+    speech = rows["speechapp"]["structured"]
+    assert speech["typed"] and speech["differences"] == [], speech
+    generic = load_app(root / "apps" / "speechapp")
+    assert type(generic).__name__ == "GenericApp" and generic.engine.kind == "generic"
 
 
 def test_structured_keeps_a_chart_whose_typed_render_differs_and_says_how(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -802,6 +802,65 @@ class ChartApp(AppTexts):
         return [f"{self.name}: image {ref} is not pinned by digest" for ref in self.images() if "@sha256:" not in ref]
 
 
+class GenericEngine(Model_):
+    """A GPU server olares-pack does not model (a music, speech or embedding server, another LLM
+    server): its image, command and arguments, rendered as written."""
+
+    kind: Literal["generic"] = Field(description="generic: a server olares-pack does not model")
+    image: Image = Field(description="the server's image")
+    command: list[Annotated[str, Field(min_length=1)]] | None = Field(None, description="the container's command; absent: the image's entrypoint")
+    args: list[str] = Field(default_factory=list, description="its arguments, as written")
+
+    # what the typed engines have and a generic server has not (the renderers read them)
+    build: None = None
+    shared: Literal[False] = False
+
+    def helper_images(self, targets: list[str] | tuple[str, ...]) -> dict[str, Image]:
+        return {}
+
+
+class GenericApp(AppTexts):
+    """An imported GPU server that runs neither llama.cpp nor vLLM, typed: its server's image,
+    command and arguments, its model when known, the GPU envelope, and what its chart says beyond
+    them kept as typed fields (workload, objects, olares). Per-user form only."""
+
+    engine: GenericEngine = Field(description="the server: image, command, arguments")
+    model: HFModel | None = Field(None, description="the weights it serves, when the chart names them on Hugging Face (informational)")
+    modes: list[Literal["nvidia"]] = Field(description="compute modes: nvidia", default_factory=lambda: ["nvidia"], min_length=1)
+    resources: Resources = Field(description="the manifest envelope (the containers' own requests and limits are in workload)")
+    workload: Workload = Field(description="the server's Deployment as the chart writes it beyond the server's image, command and arguments")
+    objects: list[KubeObject] | None = Field(None, description="the chart's other objects as written")
+    olares: OlaresKept = Field(description="OlaresManifest fields as the chart states them; entrances required")
+    selector: dict[Annotated[str, Field(min_length=1, max_length=317)], Annotated[str, Field(max_length=63)]] | None = Field(
+        None, description="the Deployment's pod selector (matchLabels), kept from the imported chart")
+    imported: ImportProof | None = Field(None, description="set by `import --structured`: the chart version the typed render was proven equivalent to, and the differences accepted")
+
+    @model_validator(mode="after")
+    def _entrances(self) -> GenericApp:
+        if not self.olares.entrances:
+            raise ValueError("olares.entrances: a generic server names its entrances as its chart does")
+        if self.resources.gpu_memory_mib is None:
+            raise ValueError("resources.gpu_memory_mib is required: a generic server is a GPU server")
+        return self
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {}
+
+    @property
+    def display_version(self) -> str:
+        return self.version_name or self.engine.image.tag
+
+    @property
+    def service_name(self) -> str:
+        return self.name if self.name[0].isalpha() else f"app{self.name}"
+
+    def warnings(self) -> list[str]:
+        image = self.engine.image
+        return [] if image.pinned else [f"{self.name}: image {image.repository}:{image.tag} is not pinned by digest "
+                                        "(add engine.image.digest: sha256:...)"]
+
+
 def _engine_kind(data: Any) -> str | None:
     if isinstance(data, dict):
         if "chart" in data and "engine" not in data:
@@ -815,14 +874,15 @@ def _engine_kind(data: Any) -> str | None:
 
 
 AppManifest = Annotated[
-    Union[Annotated[LlamaCppApp, Tag("llamacpp")], Annotated[VllmApp, Tag("vllm")], Annotated[ChartApp, Tag("chart")]],
+    Union[Annotated[LlamaCppApp, Tag("llamacpp")], Annotated[VllmApp, Tag("vllm")], Annotated[GenericApp, Tag("generic")],
+          Annotated[ChartApp, Tag("chart")]],
     Discriminator(
         _engine_kind,
         custom_error_type="engine_kind",
-        custom_error_message="engine.kind must be one of 'llamacpp', 'vllm' (or the app holds an imported chart:)",
+        custom_error_message="engine.kind must be one of 'llamacpp', 'vllm', 'generic' (or the app holds an imported chart:)",
     ),
 ]
-App = LlamaCppApp | VllmApp | ChartApp
+App = LlamaCppApp | VllmApp | GenericApp | ChartApp
 ADAPTER: TypeAdapter[App] = TypeAdapter(AppManifest)
 
 

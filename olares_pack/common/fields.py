@@ -37,6 +37,7 @@ MULTILINE = (
     ("changelog", "*", "locales", "*", "notes"),
     ("engine", "command", "*"),  # a wrapper's shell script (`sh -c '...'`), rendered Helm-escaped
     ("engine", "script"),
+    ("engine", "args", "*"),  # a generic server's arguments (a shell script among them), rendered Helm-escaped
 )
 # Rendered through the Helm-escaping filter, so template delimiters are literal text there.
 ESCAPED = (("server", "extra_args"), ("server", "chat_template_kwargs"), ("server", "speculative_config"),

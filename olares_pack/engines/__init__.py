@@ -27,6 +27,8 @@ def snapshot_cache(app: App) -> str:
 
 def build_argv(app: App) -> list[str]:
     # By engine.kind (the union's tag) rather than isinstance: reading argv needs no model classes.
+    if app.engine.kind == "generic":  # a server olares-pack does not model: its arguments as written
+        return list(app.engine.args)  # type: ignore[union-attr]
     m = app.model
     if app.engine.kind == "llamacpp":
         if m.fetch == "engine":  # llama-server downloads it itself (-hf)
@@ -124,6 +126,8 @@ def normalized_flags(app: App) -> dict[str, str]:
     from olares_pack.engines.normalize import normalize_generic, normalize_llama
 
     argv = build_argv(app)
+    if app.engine.kind == "generic":
+        return normalize_generic(argv).values()
     if app.engine.kind == "llamacpp":
         try:
             reg = registry.load("llamacpp", app.engine.build)

@@ -613,7 +613,12 @@ def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published:
     app = validate_data(app_data, newest.found.label)
     assert isinstance(app, ChartApp)
     try:
-        typed, notes = structure.structured(app)
+        try:
+            typed, notes = structure.structured(app)
+        except InputError as exc:
+            if "an engine olares-pack does not model" not in str(exc):
+                raise
+            typed, notes = structure.generic(app)  # a GPU server of another kind, typed as written
     except (InputError, ValueError) as exc:
         reason = str(exc).splitlines()[0]
         newest.notes.append(f"--structured: kept as written: {reason}")

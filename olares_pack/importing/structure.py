@@ -336,4 +336,61 @@ def _envelope_resources(spec: dict[str, Any], resources: dict[str, Any]) -> dict
     declared = _gpu_declared(spec)
     if declared is not None:
         out["gpu"] = {"request": declared[0], "limit": declared[1], "container": "none"}
+    if out.get("gpu_memory_mib") == "auto":
+        # a count of GPUs (requiredGpu: 1) names no memory: the whole GPU of the catalogue's device
+        from olares_pack.vram.estimate import DEVICES
+
+        out["gpu_memory_mib"] = DEVICES["olares-one"].total_mib
     return out
+
+
+def generic(app: ChartApp) -> tuple[App, list[str]]:
+    """The typed app of a per-user chart whose GPU server is neither llama.cpp nor vLLM (GenericApp):
+    the GPU container's image, command and arguments, and what the chart says beyond them kept;
+    InputError when the chart is no single GPU server."""
+    from olares_pack.charts.objects import pod_spec
+    from olares_pack.render import imported as chartrender
+
+    m = app.chart.manifest
+    if m.get("sharedEntrances") or any(isinstance(c, dict) and c.get("shared") for c in (m.get("spec") or {}).get("subCharts") or []):
+        raise InputError("a shared chart (sharedEntrances, a shared sub-chart): the generic kind is per-user")
+    objects = chartrender.objects(app)
+    gpu = []
+    for o in objects:
+        if o.get("kind") != "Deployment":
+            continue
+        containers = [c for c in (pod_spec(o) or {}).get("containers") or [] if isinstance(c, dict)]
+        # the GPU the installer injects (HAMi): into the container the annotation names, or a pod's only one
+        inject = str(((o.get("metadata") or {}).get("annotations") or {}).get("applications.app.bytetrade.io/gpu-inject", ""))
+        for c in containers:
+            res = c.get("resources") or {}
+            asked = {**(res.get("requests") or {}), **(res.get("limits") or {})}
+            if any(k.startswith("nvidia.com/") for k in asked) or inject == c.get("name") or (
+                    inject == "true" and len(containers) == 1):
+                gpu.append((o, c))
+    if len(gpu) != 1:
+        raise InputError("no container is given a GPU (nvidia.com/gpu or gpumem, or the installer's gpu-inject for a "
+                         "pod of one container): not a GPU server" if not gpu else
+                         f"{len(gpu)} containers are given a GPU: the generic kind types one GPU server")
+    dep, container = gpu[0]
+    workload = f"Deployment/{(dep.get('metadata') or {}).get('name')}"
+    image = str(container.get("image", ""))
+    repo, tag = registry.image_parts(image, as_written=True)
+    engine = {"kind": "generic", "image": {"repository": repo.lower(), "tag": tag or "latest",
+                                           "digest": image.split("@", 1)[1] if "@" in image else None},
+              "command": [str(w) for w in container["command"]] if container.get("command") else None,
+              "args": [str(w) for w in container.get("args") or []]}
+    spec = m.get("spec") or {}
+    if any(isinstance(a, dict) and a.get("mode") == "cpu" for a in spec.get("accelerator") or []):
+        raise InputError("a cpu mode beside nvidia: the generic kind is kept as the chart renders for the GPU")
+    data: dict[str, Any] = {**app.model_dump(mode="json", exclude={"chart"}), "engine": engine, "modes": ["nvidia"],
+                            "resources": _envelope_resources(spec, _resources(container, spec))}
+    found = hfurls.model(hfurls.downloads(objects, workload))
+    if found is not None:
+        data["model"] = found
+    data |= keep.kept(app, workload, str(container.get("name")))
+    selector = ((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    if selector:
+        data["selector"] = {str(k): str(v) for k, v in selector.items()}
+    return validate_data(data, f"{app.name} (typed)"), ["a GPU server olares-pack does not model, typed as the generic kind: "
+                                                      "its image, command and arguments as written"]

@@ -52,7 +52,9 @@ _Dumper.add_representer(str, _str)
 
 
 def dump(data: Any) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096, default_flow_style=False)
+    # Keys sorted: an app travels through release records (canonical JSON, keys sorted), and a
+    # render must give the same bytes from app.yaml and from its record.
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=True, allow_unicode=True, width=4096, default_flow_style=False)
 
 
 def _document(data: Any) -> str:
