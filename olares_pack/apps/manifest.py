@@ -812,8 +812,8 @@ class GenericEngine(Model_):
     args: list[str] = Field(default_factory=list, description="its arguments, as written")
 
     # what the typed engines have and a generic server has not (the renderers read them)
-    build: None = None
-    shared: Literal[False] = False
+    build: Literal[None] = Field(None, description="none: no engine build's flag registry applies")
+    shared: Literal[False] = Field(False, description="false: a generic server is per-user (one per user who installs it)")
 
     def helper_images(self, targets: list[str] | tuple[str, ...]) -> dict[str, Image]:
         return {}
