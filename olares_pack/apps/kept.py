@@ -117,7 +117,7 @@ class Workload(_K8s):
     """The engine Deployment as the imported chart writes it, less what the typed engine renders
     (the engine container's image, command and arguments) and its selector (`selector`)."""
 
-    name: str | None = Field(None, description="the Deployment's name; absent: the app's", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=253)
+    name: str | None = Field(None, description="the Deployment's name; absent: the app's", pattern=r"^[a-z0-9][-a-z0-9.]*$", max_length=253)
     labels: dict[str, str] = Field(default_factory=dict, description="the Deployment's labels")
     annotations: dict[str, str] = Field(default_factory=dict, description="the Deployment's annotations")
     replicas: StrictInt | None = Field(None, description="its replicas as written; absent: .Values.workloads.<app>.replicaCount (1; the installer's stop and resume set it)")
