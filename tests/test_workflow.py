@@ -222,7 +222,7 @@ def catalogue_origin(root: Path, *, keep_from: tuple[int, ...] | None = None) ->
                     (work / ch["file"]).unlink()
                 rec_path.unlink()
         assert main(["build", "--apps-dir", str(work / "apps"), "--out", str(root / "charts")]) == ExitCode.OK
-        git(work, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-am", "published from 1.0.13")
+        git(work, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-am", "published from 1.0.14")
     origin = root / "origin.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(origin)], check=True)
     return origin
@@ -247,7 +247,7 @@ def test_the_pull_request_job_fails_on_the_line_of_a_planted_fault_and_passes_wi
         written_workflow: dict[str, Any], tmp_path: Path) -> None:
     if tools.available() is None:
         pytest.skip(tools.missing_reason())
-    origin = catalogue_origin(tmp_path, keep_from=(1, 0, 13))
+    origin = catalogue_origin(tmp_path, keep_from=(1, 0, 14))
     ws = clone(origin, tmp_path / "ws")
     git(ws, "checkout", "-q", "-b", "more-drafts")
     # the pull request: the app's next version with one more draft token, and a flag llama-server lacks
