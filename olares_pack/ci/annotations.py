@@ -39,8 +39,7 @@ def annotation(f: object) -> str:
 
 def print_github(report: Report) -> None:
     for f in report.findings:
-        if f.severity != "info":
-            console.out.print(annotation(f), markup=False, highlight=False, soft_wrap=True)
+        console.out.print(annotation(f), markup=False, highlight=False, soft_wrap=True)
     _summary_lines(report)
 
 
@@ -56,7 +55,7 @@ def print_text(report: Report) -> None:
         table.add_row(s.name, f"[{STYLE[s.status]}]{s.status}[/{STYLE[s.status]}]", str(s.errors), str(s.warnings),
                       escape(s.skipped or s.checked))
     console.out.print(table)
-    shown = [f for f in report.findings if f.severity != "info"]
+    shown = report.findings
     if shown:
         found = Table("severity", "rule", "where", "message", title="findings", title_justify="left")
         for f in shown:
