@@ -393,6 +393,10 @@ def test_the_upstream_job_opens_one_pull_request_per_proposal(written_workflow: 
     doc = yaml.safe_load(shown)
     assert doc["version"] == "1.0.9" and doc["engine"]["image"]["tag"] == "server-cuda-b9409"
     assert doc["changelog"][-1]["version"] == "1.0.9"
+    # byte for byte what `propose` writes when run by hand on the same catalogue
+    by_hand = catalogue_at_1_0_8(tmp_path / "by-hand", upstream.repo("aamsellem/llamacpp-mtp"))
+    assert main(["propose", APP, "--apps-dir", str(by_hand), "--upstream-image", variables["OLARES_PACK_UPSTREAM_IMAGE"]]) == 0
+    assert shown == (by_hand / APP / "app.yaml").read_text()
     assert pr["title"].startswith(f"{APP}: draft 1.0.9 (after 1.0.8)")
     body = pr["body"]
     for part in ("lint: 0 error(s)", "GPU memory on llama.cpp b9409", "Changes from llamacppqwen36mtpone 1.0.8 to",
