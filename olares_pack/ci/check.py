@@ -131,9 +131,15 @@ def catalogue_stages(repo: Repo) -> list[Stage]:
     from olares_pack.catalogue import checks
 
     build, offer, bench = Stage("build"), Stage("offer"), Stage("bench")
-    with repo.open(write=False):
-        recs = checks.load_records(repo)
-        issues = checks.check(repo, recs)
+    try:
+        with repo.open(write=False):
+            recs = checks.load_records(repo)
+            issues = checks.check(repo, recs)
+    except InputError as exc:  # a release record that does not load: a finding where it is, the gate goes on
+        build.findings += _input_findings("build", "check.build", exc, repo, repo.index_file, "")
+        build.checked = "the release records"
+        offer.skipped = bench.skipped = "the release records do not load"
+        return [build, offer, bench]
     versions = sum(len(v) for v in recs.values())
     build.checked = f"{len(recs)} published app(s), {versions} version(s), the ledger and packages"
     offer.checked = OFFER_FILE
