@@ -68,7 +68,7 @@ def _timed_many(say: Say, make: Callable[[], list[Stage]]) -> list[Stage]:
     stages = make()  # one pass of build --check's core gives the three
     took = time.monotonic() - start
     for s in stages:
-        say(f"{s.name}: {s.status} ({s.checked})")
+        say(f"{s.name}: {s.status} ({s.skipped or s.checked})")
     say(f"build, offer, bench: {took:.1f} s")
     return stages
 
