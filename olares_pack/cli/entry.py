@@ -11,6 +11,7 @@ from olares_pack.cli import (
     apps,  # noqa: F401 - registers its commands
     bench,  # noqa: F401 - registers its commands
     catalogue,  # noqa: F401 - registers its commands
+    check,  # noqa: F401 - registers its commands
     diff,  # noqa: F401 - registers its commands
     importing,  # noqa: F401 - registers its commands
     lint,  # noqa: F401 - registers its commands
