@@ -238,7 +238,7 @@ def _set_after(node: Any, key: str, value: Any, after: str) -> None:
 def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryClient, opts: outdated.Options) -> Proposal:
     """The draft and its checks, computed without writing anything."""
     from olares_pack.apps import pin
-    from olares_pack.catalogue.releases import next_version
+    from olares_pack.apps.changelog import next_version
 
     manifest_path = app_dir / MANIFEST_FILE
     if not manifest_path.is_file():
