@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ from olares_pack.charts import package
 from olares_pack.common import quantity
 from olares_pack.common.errors import InputError
 from olares_pack.common.yamlsrc import safe_load
-from olares_pack.market import ledgerscan
+from olares_pack.market import ledgerscan, prepared
 from olares_pack.market import offers as offers_mod
 from olares_pack.market import taxonomy as taxonomy_mod
 from olares_pack.market import v2 as market_v2
@@ -100,6 +101,9 @@ class Chart:
     i18n: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What every view that shows it holds of it, computed once (Listing); the manifest is then let go.
     listing: Listing | None = None
+    # The package file as stat saw it at load (size, mtime, ctime, inode): a stored listing
+    # (market.prepared) is used only for the file it was computed from.
+    stamp: tuple[int, int, int, int] | None = None
 
     def __post_init__(self) -> None:
         self.order = semver.Version.parse(self.version)
@@ -470,8 +474,10 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "", *, stri
         # Every listed package must be there and readable; its bytes are checked against the
         # sha256 when it is read (at load for the charts a view shows, else when asked for).
         try:
-            with c.path.open("rb"):
-                size = c.path.stat().st_size
+            with c.path.open("rb") as f:
+                st = os.fstat(f.fileno())
+            size = st.st_size
+            c.stamp = (size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
             if size != rec["size"]:
                 c.problem = file_problem(c.path, None, size, rec["size"])
         except OSError as exc:
@@ -493,12 +499,23 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "", *, stri
     # Rendered manifests are kept for the charts the views will show; an older chart needs one only
     # when the chart above it is found damaged when read (then Helm renders it, with a warning).
     shown = {id(c) for version in probes for c in cat.chart_for(version).values()}
+    # A listing prepared by an earlier start, for the same inputs and the same file, is taken as
+    # it is: the package is then neither read nor parsed here (market.prepared).
+    store = prepared.Store(root)
+    keys = {}
     for c in cat.charts:
         if id(c) not in shown:
             c.installed_manifest = None
+        elif not c.problem:
+            keys[id(c)] = k = store.key(cat, c)
+            c.listing = store.take(k, c)
     for version in probes:
         cat.view(version)
     cat.by_version.clear()  # probes are not versions devices send
+    for c in cat.charts:
+        if id(c) in keys and not c.problem:
+            store.put(keys[id(c)], c)
+    store.save()
     return cat
 
 
