@@ -218,6 +218,16 @@ class Answers:
     posts: Cache = field(default_factory=lambda: Cache(POST_CACHE_BYTES))  # (version, ids) -> reply
     get_aliases: Aliases = field(default_factory=Aliases)
     post_aliases: Aliases = field(default_factory=Aliases)
+    # A whole raw request (request line and headers, as one read delivered it) already answered
+    # from `gets` -> what its answer is encoded from (Connection.data_received): a device or a
+    # load balancer repeating the same bytes is answered without parsing them again.
+    raw_gets: dict[bytes, tuple[Reply, bool, bool, bytes | None]] = field(default_factory=dict)
+
+    def remember_raw(self, raw: bytes, answer: tuple[Reply, bool, bool, bytes | None]) -> None:
+        if len(raw) <= ALIAS_MAX_LEN:
+            if len(self.raw_gets) >= ALIAS_ENTRIES:
+                self.raw_gets.pop(next(iter(self.raw_gets)))
+            self.raw_gets[raw] = answer
 
     @property
     def v2_default_version(self) -> str:
@@ -471,6 +481,9 @@ class Connection(asyncio.Protocol):
         self.errors = (httptools.HttpParserError, httptools.HttpParserUpgrade)
         self.transport: asyncio.Transport | None = None
         self.deadline = 0.0
+        self.in_message = False  # the parser holds part of a request
+        self.completed = 0  # requests answered during the current feed_data
+        self.repeatable: tuple[Reply, bool, bool, bytes | None] | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -500,6 +513,25 @@ class Connection(asyncio.Protocol):
             self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
+        answers = self.source.answers
+        if not self.in_message and answers is not None:
+            # The exact bytes of a whole GET answered before from the cache: the same bytes parse
+            # to the same request, so they get the same answer (its wire form is kept per second).
+            hit = answers.raw_gets.get(data)
+            if hit is not None:
+                t = self.transport
+                if t is not None and not t.is_closing():
+                    reply, head, gzip_ok, if_none_match = hit
+                    date = self.clock.now()
+                    wire = reply.wire.get(gzip_ok)
+                    if head or if_none_match is not None or wire is None or wire[0] is not date:
+                        t.write(reply.encode(date, head=head, gzip_ok=gzip_ok, if_none_match=if_none_match, close=False))
+                    else:
+                        t.write(wire[1])
+                    self.deadline = time.monotonic() + self.header_timeout
+                return
+        fresh = not self.in_message
+        self.completed, self.repeatable = 0, None
         try:
             self.parser.feed_data(data)
         except self.errors as exc:
@@ -507,9 +539,15 @@ class Connection(asyncio.Protocol):
             cause = exc.__context__
             self.finish(error(cause.status, str(cause)) if isinstance(cause, BadRequest) else
                         error(400, "not an HTTP/1.1 request this server reads"), close=True)
+            return
+        # Only a read that held exactly one whole request, answered from the cache, is remembered.
+        if fresh and self.completed == 1 and not self.in_message and self.repeatable is not None and answers is not None \
+                and self.source.answers is answers:
+            answers.remember_raw(data, self.repeatable)
 
     # httptools
     def on_message_begin(self) -> None:
+        self.in_message = True
         self.reset()
 
     def on_url(self, url: bytes) -> None:
@@ -543,12 +581,19 @@ class Connection(asyncio.Protocol):
         self.body.append(body)
 
     def on_message_complete(self) -> None:
+        self.in_message = False
+        self.completed += 1
         method = self.parser.get_method()
         answers = self.source.answers
         assert answers is not None
+        close = not self.parser.should_keep_alive()
         try:
             if method in (b"GET", b"HEAD"):
                 reply = answers.get(self.url)
+                # answered from the cache (its alias kept), with no body and the connection kept
+                if not close and not self.body_size and reply.status == 200 and \
+                        answers.get_aliases.get(self.url) is not None:
+                    self.repeatable = (reply, method == b"HEAD", self.gzip_ok, self.if_none_match)
             elif method == b"POST":
                 reply = answers.post(self.url, b"".join(self.body))
             else:
@@ -556,7 +601,7 @@ class Connection(asyncio.Protocol):
         except Exception:  # noqa: BLE001 - one bad request must not take the connection's others down
             log.exception("unexpected error on %r", self.url[:200])
             reply = error(500, "internal error")
-        self.finish(reply, close=not self.parser.should_keep_alive(), head=method == b"HEAD")
+        self.finish(reply, close=close, head=method == b"HEAD")
 
     def finish(self, reply: Reply, *, close: bool, head: bool = False) -> None:
         t = self.transport
