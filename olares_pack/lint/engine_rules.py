@@ -92,7 +92,22 @@ def _hint_for_value(flag: str, value: str, reg: registry.Registry) -> str:
     return f"did you mean {close[0]}?" if close else ""
 
 
+# (registry, flag) -> its hint: a corpus of charts written from one template repeats the same
+# unknown flags, and a fuzzy match over a build's few hundred flag names costs a millisecond each.
+# Keyed by the registry object (held, so that its id is not reused), whatever built it.
+_FLAG_HINTS: dict[tuple[int, str], tuple[registry.Registry, str]] = {}
+
+
 def _hint_for_flag(name: str, reg: registry.Registry) -> str:
+    hit = _FLAG_HINTS.get((id(reg), name))
+    if hit is None or hit[0] is not reg:
+        if len(_FLAG_HINTS) >= 4096:
+            _FLAG_HINTS.clear()
+        hit = _FLAG_HINTS[id(reg), name] = (reg, _flag_hint(name, reg))
+    return hit[1]
+
+
+def _flag_hint(name: str, reg: registry.Registry) -> str:
     for ev in registry.history(reg.engine):
         if ev.kind == "removed" and ev.old == name:
             return f"{ev.text} (removed upstream {ev.date})"
