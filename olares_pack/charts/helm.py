@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import io
 import re
 import tarfile
@@ -90,7 +89,7 @@ def installer_values(
         "svcs": {},
         "oidc": {"client": {}, "issuer": "issuer"},
     }
-    return copy.deepcopy(values)
+    return values  # built afresh on every call: a caller may change it (no copy needed)
 
 
 def load(path: Path | str) -> helm_python.Chart:
