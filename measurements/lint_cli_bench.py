@@ -7,13 +7,15 @@ The raw render is what any tool must do at least: start, import the Helm engine,
 render it once with the installer's values and parse what it renders (corpus_bench's raw_render,
 in its own process). Lint and the raw render take turns --runs times (the machine's load moves;
 each run's ratio is of neighbouring timings); printed: the median times and the median of the
-runs' lint/raw ratios. --python names another checkout's interpreter (its venv), to measure two
+runs' lint/raw ratios, in wall-clock time and in the CPU time each process used (less moved by
+other work on a shared machine). --python names another checkout's interpreter (its venv), to measure two
 versions on the same machine in one sitting.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,13 +47,16 @@ print(count)
 """
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds, and the CPU seconds (user and system) the process used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
     elapsed = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd[:4])} ... failed:\n{done.stderr[-2000:]}")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -65,11 +70,15 @@ def main() -> None:
             str(args.folder)]
     raw = [args.python, "-c", RAW, str(args.folder)]
     timed(raw), timed(lint)  # warm the page cache and the bytecode
-    pairs = [(timed(raw), timed(lint)) for _ in range(args.runs)]
+    runs = [(timed(raw), timed(lint)) for _ in range(args.runs)]
+    pairs = [(a[0], b[0]) for a, b in runs]
+    cpus = [(a[1], b[1]) for a, b in runs]
     r, x = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
     ratio = statistics.median(b / a for a, b in pairs)
+    cpu = statistics.median(b / a for a, b in cpus)
     print(f"{args.folder} (--olares {args.olares}), {args.runs} runs: raw render {r:.2f} s, lint {x:.2f} s: "
-          f"lint/raw = {ratio:.2f} (runs: {', '.join(f'{b / a:.2f}' for a, b in pairs)})")
+          f"lint/raw = {ratio:.2f} wall (runs: {', '.join(f'{b / a:.2f}' for a, b in pairs)}), "
+          f"{cpu:.2f} CPU time (runs: {', '.join(f'{b / a:.2f}' for a, b in cpus)})")
 
 
 if __name__ == "__main__":
