@@ -1,4 +1,4 @@
-"""What the server prepared of each shown chart, kept between starts (.olares-pack/serve-listings.json).
+"""What the server prepared of each shown chart, kept between starts (.olares-pack/cache/serve-listings.json).
 
 A chart's Listing (its details entry and v2 item as bytes, the fields the lists read, its
 locales) is a function of the chart's bytes, its templated manifest as the offer file records it,
@@ -29,7 +29,7 @@ from olares_pack import __version__
 if TYPE_CHECKING:
     from olares_pack.market.payloads import Catalogue, Chart, Listing
 
-STORE = Path(".olares-pack") / "serve-listings.json"  # under the catalogue root, beside its other state
+STORE = Path(".olares-pack") / "cache" / "serve-listings.json"  # under the catalogue root, with its other caches
 FORMAT = 1
 # The modules whose code decides a listing's bytes: a change to any of them invalidates the store.
 _CODE = ("olares_pack.market.payloads", "olares_pack.market.v2", "olares_pack.catalogue.ledger",
