@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -266,15 +267,20 @@ def _git(root: Path, *args: str) -> str | None:
 
 def _history_problems(path: Path, bf: BenchFile, root: Path) -> list[str]:
     """Every committed version of the file must be a prefix of the current records."""
+    return history_problems(path, [digest(r) for r in bf.records], root, lambda t, w: [digest(r) for r in parse(t, w).records])
+
+
+def history_problems(path: Path, current: list[str], root: Path, digests: Callable[[str, str], list[str]]) -> list[str]:
+    """Every committed version of an append-only file must be a prefix of its current records
+    (`digests` reads a committed text's record digests)."""
     rel = path.resolve().relative_to(root.resolve()).as_posix()
     log = _git(root, "log", "--format=%H", "--", rel)
-    current = [digest(r) for r in bf.records]
     for commit in (log or "").split():
         old_text = _git(root, "show", f"{commit}:{rel}")
         if old_text is None:  # deleted in that commit
             continue
         try:
-            old = [digest(r) for r in parse(old_text, rel).records]
+            old = digests(old_text, rel)
         except InputError:
             continue  # that commit's own check reported it
         if current[:len(old)] != old:
@@ -283,11 +289,20 @@ def _history_problems(path: Path, bf: BenchFile, root: Path) -> list[str]:
 
 
 def check(apps_dir: Path) -> list[tuple[Path, str]]:
-    """(file, problem) of every app's bench records."""
+    """(file, problem) of every app's bench records and experiments."""
+    from olares_pack.bench import experiments
+
     root = _git(apps_dir, "rev-parse", "--show-toplevel")
     git_root = Path(root.strip()) if root else None
     out = []
     for app_dir in sorted(p for p in apps_dir.iterdir() if (p / FOLDER).is_dir()) if apps_dir.is_dir() else []:
         for path in sorted((app_dir / FOLDER).glob("*.json")):
             out += [(path, p) for p in check_file(path, app_dir.name, git_root)]
+        for path in sorted((app_dir / FOLDER / experiments.SUBFOLDER).glob("*.json")):
+            problems = experiments.check_file(path, app_dir.name)
+            if git_root is not None and not problems:
+                ef = experiments.parse(path.read_text(encoding="utf-8"), str(path))
+                problems = history_problems(path, [experiments.digest(r) for r in ef.records], git_root,
+                                            lambda t, w: [experiments.digest(r) for r in experiments.parse(t, w).records])
+            out += [(path, p) for p in problems]
     return out

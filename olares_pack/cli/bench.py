@@ -330,3 +330,37 @@ def _semver(v: str) -> object:
     import semver
 
     return semver.Version.parse(v)
+
+
+@cli.command("compare")
+@click.argument("app_ref", metavar="APP")
+@click.argument("a_ref", metavar="A")
+@click.argument("b_ref", metavar="B")
+@click.option("--allow-method-change", is_flag=True, help="Compare even when the two were measured differently "
+              "(prompt, generated tokens, sampling, device, engine build, model file); the output says so.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="The comparison in words, or as JSON.")
+@apps_dir_option
+def compare_cmd(app_ref: str, a_ref: str, b_ref: str, allow_method_change: bool, fmt: str, apps_dir: Path) -> int:
+    """Is B faster or slower than A, or within noise? A and B are versions of APP with bench
+    records, or experiments (NAME: its best configuration; NAME:LABEL: one configuration).
+    Generation tokens/s and draft acceptance from the per-run figures, by Welch's t-test with a
+    95 % confidence interval of B − A. A side without per-run figures (a single published figure)
+    cannot tell. Exit 1 when the two were measured differently, unless --allow-method-change."""
+    from olares_pack.bench import compare
+    from olares_pack.common import console
+
+    app_dir = app_folder(app_ref, apps_dir)
+    resolve_app(app_ref, apps_dir)
+    a, b = compare.side_of(app_dir, a_ref), compare.side_of(app_dir, b_ref)
+    res = compare.compare(a, b, allow_method_change)
+    if res.differences and not allow_method_change and res.speed is not None:
+        console.error(f"{a.label} and {b.label} were measured differently: " + "; ".join(res.differences)
+                      + " (--allow-method-change compares them anyway, labelled)")
+        return ExitCode.FINDINGS
+    if fmt == "json":
+        console.out.print_json(json.dumps(res.to_dict(), ensure_ascii=False))
+    else:
+        for line in compare.lines(res):
+            console.out.print(line, markup=False, highlight=False)
+    return ExitCode.OK
