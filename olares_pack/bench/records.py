@@ -91,6 +91,27 @@ class Soak(_Model):
     message: str = ""
 
 
+class RunStability(_Model):
+    """The pattern of the runs in the order they ran (stability.py), written with the record."""
+
+    pattern: str
+    text: str
+    cv_pct: float | None = None
+    drift_pct: float | None = None
+    states: str = ""
+    period: int | None = None
+
+
+def run_stability(runs: list[RunFigures]) -> RunStability | None:
+    from olares_pack.bench.stability import analyse
+
+    if not runs:
+        return None
+    s = analyse([r.tokens_per_s for r in runs])
+    return RunStability(pattern=s.pattern, text=s.text(), cv_pct=s.cv_pct, drift_pct=s.drift_pct, states=s.states,
+                        period=s.period)
+
+
 Kind = Literal["measured", "transcribed", "synthetic"]
 BENCH_SOURCE = "olares-pack bench"
 
@@ -118,6 +139,7 @@ class Record(_Model):
     published: Published | None = None
     soak: Soak | None = None
     peak_gpu_mib: float | None = None  # NVML's peak over the runs (--gpu)
+    stability: RunStability | None = None  # the runs' pattern when recorded (absent in older records)
     note: str = ""
     attachments: list[str] = []  # raw outputs committed beside the file (paths relative to it)
     prev: str = ""
@@ -245,6 +267,8 @@ def check_file(path: Path, app: str, git_root: Path | None) -> list[str]:
                             f"({want or 'empty for the first'}): a record was edited or removed; records are append-only")
         if not rec.runs and rec.published is None and rec.soak is None and not rec.stated_stability:
             problems.append(f"records.{i}: neither runs, published figures, a soak nor a stated stability")
+        if rec.stability is not None and rec.stability != run_stability(list(rec.runs)):
+            problems.append(f"records.{i}.stability: not what its runs give ({run_stability(list(rec.runs))})")
         if rec.supersedes and rec.supersedes not in {digest(r) for r in bf.records[:i]}:
             problems.append(f"records.{i}.supersedes: {rec.supersedes} is the digest of no earlier record of this file")
         for att in rec.attachments:

@@ -9,7 +9,8 @@ adaptive throttling makes), each said in words and kept as data.
 - two states: the split of the sorted figures into a slow and a fast group that leaves the
   least spread within the groups (one-dimensional k-means, exact for two groups); called two
   states when each group has 2 runs or more, the groups' means are at least 3 pooled σ apart and
-  the gap between them is wider than either group's own range. The order of the states says the
+  the gap between them is wider than either group's own range, and the fast one is at least 2.5 %
+  faster. The order of the states says the
   rest: blocks (5 fast, 4 slow), and a period when the state sequence repeats itself."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ MIN_RUNS = 4  # fewer runs show no pattern
 DRIFT_P = 0.05
 DRIFT_MIN_PCT = 1.0
 SEPARATION = 3.0
+STATE_GAP_PCT = 2.5  # two states closer than this, in % of the slow one, are noise to a reader
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,8 @@ def analyse(xs: list[float]) -> Stability:
                             + sum((x - statistics.fmean(hi)) ** 2 for x in hi)) / (n - 2))
         gap = min(hi) - max(lo)
         sep = statistics.fmean(hi) - statistics.fmean(lo)
-        if len(lo) >= 2 and len(hi) >= 2 and sep >= SEPARATION * pooled and gap > max(max(lo) - min(lo), max(hi) - min(hi)):
+        if len(lo) >= 2 and len(hi) >= 2 and sep >= SEPARATION * pooled and sep / statistics.fmean(lo) * 100 >= STATE_GAP_PCT \
+                and gap > max(max(lo) - min(lo), max(hi) - min(hi)):
             states = "".join("F" if x > threshold else "S" for x in xs)
             blocks = [len(b) for b in _blocks(states)]
             period = _period(states)

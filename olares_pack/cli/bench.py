@@ -211,12 +211,13 @@ def _record(app_dir: Path, name: str, version: str, doc: dict[str, Any], asked: 
     gpu = doc.get("gpu") if isinstance(doc.get("gpu"), dict) else None
     folder = records.path_of(app_dir, version).parent
     try:
+        runs = [records.RunFigures(**r) for r in doc["runs"]]
         rec = records.Record(
             date=asked.date, source=records.BENCH_SOURCE, kind="synthetic" if asked.synthetic_model else "measured",
             tool=tool, model_file=doc.get("model_file"), started=started, ended=ended,
             device=asked.device, synthetic_model=asked.synthetic_model, engine=doc.get("engine"),
             engine_build=doc.get("engine_build"), method=records.MethodRecord(**doc["method"]),
-            runs=[records.RunFigures(**r) for r in doc["runs"]], soak=soak, note=asked.note, attachments=asked.kept,
+            runs=runs, stability=records.run_stability(runs), soak=soak, note=asked.note, attachments=asked.kept,
             peak_gpu_mib=(gpu or {}).get("peak_mib") if soak is None else None)
     except (ValidationError, TypeError) as exc:
         raise InputError(f"the result does not make a valid record: {exc}") from None
