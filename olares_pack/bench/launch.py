@@ -194,8 +194,11 @@ class Engine:
 
     def failure(self, exc: BenchFailure) -> BenchFailure:
         """A bench failure, with the engine's last log lines when the engine is gone."""
-        if not self.exited():
-            return exc
+        if self.proc is not None:
+            try:  # its connections close while it exits: give the exit a moment to be seen
+                self.proc.wait(3)
+            except subprocess.TimeoutExpired:
+                return exc
         assert self.proc is not None
         return BenchFailure(f"{exc} — the engine exited (status {self.proc.returncode}); its last log lines "
                             f"({self.log}):\n{tail(self.log)}")
