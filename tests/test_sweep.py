@@ -121,6 +121,9 @@ def test_sweep_ranks_configurations_and_a_failing_one_fails_its_row(repo: Path, 
     # recorded append-only, read back by compare
     ef = experiments.read(apps / NAME, "draft-n")
     assert ef is not None and ef.records[0].design == "one-at-a-time" and ef.records[0].version == "1.0.14"
+    # the engine's log of each start is attached: the failed start's says why
+    logs = [a for a in ef.records[0].attachments if a.startswith("draft-n.raw/0/")]
+    assert len(logs) == 7 and "stoi" in (experiments.folder(apps / NAME) / next(a for a in logs if "abc" in a)).read_text()
     assert records.check(apps) == []
     code = main(["compare", NAME, "--apps-dir", str(apps), "draft-n:version's own", "draft-n:--spec-draft-n-max=2"])
     text = capsys.readouterr().out

@@ -141,6 +141,7 @@ class SweepResult:
     design: str
     started: str | None = None
     ended: str | None = None
+    logs: list[Path] = field(default_factory=list)  # the engine's log of each start, in order
 
     def ranked(self) -> list[Row]:
         return sorted(self.rows, key=lambda r: (r.mean() is None, -(r.mean() or 0.0), r.config.label))
@@ -164,6 +165,7 @@ def run(binary: Path, model: Path, inv: Invocation, reg: Registry, configs: list
             argv = launch.argv_of(inv, reg, model, launch.free_port(), c)
             log = log_dir / f"{_file_label(c.label)}.round{rnd}.log"
             engine = launch.Engine(binary, argv, {**inv.env, **c.env}, log, start_timeout)
+            result.logs.append(log)
             try:
                 with engine:
                     client = harness.Client(engine.url)

@@ -400,6 +400,10 @@ def _record_experiment(app_dir: Path, name: str, version: str, experiment: str, 
     from olares_pack.common import console
 
     server = res.server
+    # the engine's own log of every start goes with the record, beside the files --attach names
+    ef = experiments.read(app_dir, experiment)
+    n = len(ef.records) if ef else 0
+    logs = {log: f"{experiment}.raw/{n}/{log.name}" for log in res.logs if log.is_file()}
     try:
         rec = experiments.ExperimentRecord(
             date=asked.date, kind="synthetic" if asked.synthetic_model else "measured", tool=report.TOOL,
@@ -414,11 +418,11 @@ def _record_experiment(app_dir: Path, name: str, version: str, experiment: str, 
                 runs=[records.RunFigures(**r) for r in c["runs"]], rounds=c["rounds"], failed=c["failed"] or "",
                 peak_gpu_mib=round(c["peak_gpu_mib"], 1) if c["peak_gpu_mib"] is not None else None)
                 for c in doc["configurations"]],
-            note=asked.note, attachments=asked.kept)
+            note=asked.note, attachments=[*asked.kept, *logs.values()])
     except (ValidationError, TypeError) as exc:
         raise InputError(f"the sweep does not make a valid experiment record: {exc}") from None
     folder = experiments.folder(app_dir)
-    for a, k in zip(asked.attachments, asked.kept, strict=True):
+    for a, k in [*zip(asked.attachments, asked.kept, strict=True), *logs.items()]:
         (folder / k).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(a, folder / k)
     path = experiments.append(app_dir, name, experiment, rec)
