@@ -153,3 +153,39 @@ def test_compare_refuses_different_methods_unless_allowed(repo: Path, capsys: py
     assert code == 0 and out.startswith("METHODS DIFFER (--allow-method-change): generated tokens: 2000 → 1000")
     code, _, err = compare(repo, capsys, "1.0.15", "nosuch")
     assert code == ExitCode.INPUT and "neither a version with bench records nor an experiment" in err
+
+
+def test_bench_reports_a_drift(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = record(repo, capsys, "1.0.15", drifting(100.0, -0.8, 10, warmups=2))
+    s = doc["stability"]
+    assert s["pattern"] == "drift" and s["text"].startswith("drifts -7.") and s["drift_p"] < 0.05
+
+
+def test_experiment_files_are_append_only(repo: Path) -> None:
+    import datetime as dt
+
+    from olares_pack.bench import experiments
+    from olares_pack.bench.records import MethodRecord, RunFigures
+
+    app_dir = repo / "apps" / NAME
+
+    def rec(tps: float) -> experiments.ExperimentRecord:
+        runs = [RunFigures(tokens_per_s=tps + i) for i in range(3)]
+        return experiments.ExperimentRecord(
+            date=dt.date(2026, 12, 5), kind="measured", tool="olares-pack 0.1.0", version="1.0.14", device="rig",
+            design="grid", rounds=1, method=MethodRecord(runs=3),
+            configurations=[experiments.Configuration(label="version's own", baseline=True, runs=runs)])
+
+    experiments.append(app_dir, NAME, "e1", rec(70.0))
+    experiments.append(app_dir, NAME, "e1", rec(80.0))
+    assert records.check(repo / "apps") == []
+    path = experiments.path_of(app_dir, "e1")
+    doc = json.loads(path.read_text())
+    doc["records"][0]["configurations"][0]["runs"][0]["tokens_per_s"] = 99.0
+    path.write_text(experiments.text_of(experiments.ExperimentFile.model_validate(doc)))
+    assert [p.split(":")[0] for _, p in records.check(repo / "apps")] == ["records.1.prev"]
+    # compare reads an experiment by name (its best configuration) or NAME:LABEL
+    from olares_pack.bench import compare
+
+    assert compare.side_of(app_dir, "e1").tps == [80.0, 81.0, 82.0]
+    assert compare.side_of(app_dir, "e1:version's own").label == "e1:version's own"
