@@ -54,12 +54,13 @@ def main(folder: Path) -> int:
         harness_sizes += chunk[:n]
         benchy_sizes += chunk[n:]
     print(f"prompt sizes the server logged, harness (tokens): {_span(harness_sizes)}")
-    print(f"prompt sizes the server logged, llama-benchy (tokens, its warm-up included): {_span(benchy_sizes)}")
+    print(f"prompt sizes the server logged, llama-benchy (tokens; its warm-up and latency probes included): "
+          f"{_span(benchy_sizes)}")
     return 0
 
 
 def _span(sizes: list[int]) -> str:
-    return f"{min(sizes)}–{max(sizes)} over {len(sizes)} requests" if sizes else "none"
+    return f"{', '.join(map(str, sizes))} ({len(sizes)} requests, in order)" if sizes else "none"
 
 
 if __name__ == "__main__":

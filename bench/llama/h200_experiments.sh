@@ -29,6 +29,8 @@ case $EXP in
 esac
 # the record is written into a copy of the app (the checkout's is main's); $OUT brings it back
 cp -r apps /tmp/apps
+# the checkout's own olares_pack (the cwd comes first on sys.path) must not shadow the carried one
+cd /tmp
 LOGS=/tmp/engine-logs
 PYTHONPATH=$DIR:/tmp/site python3 -c "from olares_pack.cli import main; main()" bench $APP --apps-dir /tmp/apps \
   --launch /root/lc/bin/llama-server --model /root/m.gguf "${SWEEP[@]}" --one-at-a-time \
