@@ -10,7 +10,7 @@ WRANGLER := node/node_modules/.bin/wrangler
 # the official chart checker (oac) built as a test oracle; see oracle/main.go
 ORACLE := oracle/bin/oac-oracle
 
-.PHONY: all build docs docs-check lint test test-tools clean oracle control-plane llama-server
+.PHONY: all build docs docs-check lint test test-tools clean oracle control-plane llama-server actionlint
 
 all: build
 
@@ -46,6 +46,19 @@ LLAMA_CACHE ?= $(HOME)/.cache/olares-pack
 llama-server:
 	@bash bench/llama/build.sh cpu $(LLAMA_CACHE) || echo "llama-server not built, see $(LLAMA_CACHE)/build-cpu.log" >&2
 
+# actionlint checks the workflow `init --ci github` writes (tests/test_workflow.py): built once per
+# machine from the Go module proxy into ~/.cache/olares-pack (about 40 s); shellcheck (Debian) lets
+# it check the run: scripts too. Where it cannot be built, the reason is in actionlint-build.log
+# there and the test says so and skips.
+ACTIONLINT_VERSION ?= v1.7.12
+ACTIONLINT := $(LLAMA_CACHE)/actionlint-$(ACTIONLINT_VERSION)/actionlint
+actionlint:
+	@command -v shellcheck >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; } || echo "shellcheck is missing: actionlint will not check run: scripts" >&2
+	@mkdir -p $(LLAMA_CACHE)
+	@[ -x $(ACTIONLINT) ] || GOBIN=$(dir $(ACTIONLINT)) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) \
+	  2> $(LLAMA_CACHE)/actionlint-build.log || echo "actionlint not built, see $(LLAMA_CACHE)/actionlint-build.log" >&2
+
 # Go's caches make a rebuild quick. Where the module proxy refuses the oac module, the reason
 # is kept in oracle/bin/build-error.txt and the tests that need the oracle say so and skip.
 oracle:
@@ -80,7 +93,7 @@ control-plane: $(BIN)/olares-pack
 lint: $(BIN)/olares-pack
 	$(BIN)/ruff check .
 
-test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle control-plane llama-server lint docs-check
+test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle control-plane llama-server actionlint lint docs-check
 	$(BIN)/python -m pytest
 	$(BIN)/olares-pack build --check
 

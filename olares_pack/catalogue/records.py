@@ -181,7 +181,7 @@ def resolved_manifest(app: App) -> dict[str, Any]:
     model shorthand is folded into `files`, so the data validates back into the same app."""
     data = app.model_dump(mode="json", exclude={"changelog"})
     for key in ("file", "size", "sha256"):
-        if "model" in data:
+        if isinstance(data.get("model"), dict):  # a generic server's model is optional
             data["model"].pop(key, None)
     return data
 

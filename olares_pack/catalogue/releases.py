@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import semver
 
 from olares_pack import __version__, engines, olares
-from olares_pack.apps.changelog import entry_map
+from olares_pack.apps.changelog import entry_map, next_version
 from olares_pack.apps.load import parse_app, validate_doc
 from olares_pack.apps.manifest import App, ChangelogEntry, ChartApp
 from olares_pack.catalogue import ledger as index
@@ -190,11 +190,6 @@ class ReleasePlan:
     def diff(self) -> str:
         return "".join(difflib.unified_diff(self.old_text.splitlines(True), self.new_text.splitlines(True),
                                             str(self.manifest_path), str(self.manifest_path)))
-
-
-def next_version(current: str, bump: str) -> str:
-    v = semver.Version.parse(current)
-    return str({"patch": v.bump_patch, "minor": v.bump_minor, "major": v.bump_major}[bump]())
 
 
 @dataclass(frozen=True)

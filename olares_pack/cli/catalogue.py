@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from olares_pack import olares
-from olares_pack.apps.changelog import CHANGE_KINDS
+from olares_pack.apps.changelog import CHANGE_KINDS, next_version
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.cli.apps import online_check
 from olares_pack.cli.args import app_folder, parse_change, parse_date, resolve_app
@@ -146,7 +146,7 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
     entry = None
     if edit:  # before taking the lock: an editor may stay open for minutes
         app = resolve_app(app_ref, apps_dir)
-        entry = edit_entry(app.name, version or (releases.next_version(app.version, bump) if bump else app.version),
+        entry = edit_entry(app.name, version or (next_version(app.version, bump) if bump else app.version),
                             date or dt.date.today(), summary or "", parsed_changes, notes)
     with repo.open(write=True, timeout=lock_timeout):
         if changes_from_diff:
