@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from olares_pack.bench.records import FOLDER, Kind, MethodRecord, RunFigures, _dump, _Model
+from olares_pack.bench.recordbase import FOLDER, Kind, MethodRecord, RunFigures, _dump, _Model
 from olares_pack.common import jsontext
 from olares_pack.common.errors import InputError
 from olares_pack.common.fsio import write_text_atomic

@@ -23,35 +23,18 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
+from olares_pack.bench.recordbase import FOLDER, Kind, MethodRecord, RunFigures, _dump, _git, _Model, history_problems
 from olares_pack.bench.stats import Summary, summarize
 from olares_pack.common import jsontext
 from olares_pack.common.errors import InputError
 from olares_pack.common.fsio import write_text_atomic
 
 SCHEMA = 1
-FOLDER = "bench"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RunFigures(_Model):
-    tokens_per_s: float = Field(gt=0)
-    tokens: int | None = Field(default=None, ge=0)
-    prompt_tokens: int | None = Field(default=None, ge=0)
-    prompt_tokens_per_s: float | None = Field(default=None, gt=0)
-    ttft_ms: float | None = Field(default=None, ge=0)
-    draft_n: int | None = Field(default=None, ge=0)
-    draft_accepted: int | None = Field(default=None, ge=0)
-    timings: dict[str, float] = {}  # what the server reported for the run (absent in older records)
 
 
 class Published(_Model):
@@ -65,21 +48,6 @@ class Published(_Model):
     acceptance: float | None = Field(default=None, ge=0, le=1)
     acceptance_min: float | None = Field(default=None, ge=0, le=1)
     acceptance_max: float | None = Field(default=None, ge=0, le=1)
-
-
-class MethodRecord(_Model):
-    runs: int | None = None
-    warmups: int | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    min_p: float | None = None
-    prompt_name: str | None = None
-    prompt_sha256: str | None = None
-    ignore_eos: bool | None = None
-    extra: dict[str, object] = {}
-    description: str = ""  # a published method in words
 
 
 class Soak(_Model):
@@ -112,7 +80,6 @@ def run_stability(runs: list[RunFigures]) -> RunStability | None:
                         period=s.period)
 
 
-Kind = Literal["measured", "transcribed", "synthetic"]
 BENCH_SOURCE = "olares-pack bench"
 
 
@@ -193,10 +160,6 @@ def current(bf: BenchFile) -> list[Record]:
 
 def digest(rec: Record) -> str:
     return hashlib.sha256(jsontext.dumps(_dump(rec)).encode("utf-8")).hexdigest()
-
-
-def _dump(model: BaseModel) -> dict[str, object]:
-    return model.model_dump(mode="json", by_alias=True, exclude_defaults=True)
 
 
 def path_of(app_dir: Path, version: str) -> Path:
@@ -281,35 +244,9 @@ def check_file(path: Path, app: str, git_root: Path | None) -> list[str]:
     return problems
 
 
-def _git(root: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
 def _history_problems(path: Path, bf: BenchFile, root: Path) -> list[str]:
     """Every committed version of the file must be a prefix of the current records."""
     return history_problems(path, [digest(r) for r in bf.records], root, lambda t, w: [digest(r) for r in parse(t, w).records])
-
-
-def history_problems(path: Path, current: list[str], root: Path, digests: Callable[[str, str], list[str]]) -> list[str]:
-    """Every committed version of an append-only file must be a prefix of its current records
-    (`digests` reads a committed text's record digests)."""
-    rel = path.resolve().relative_to(root.resolve()).as_posix()
-    log = _git(root, "log", "--format=%H", "--", rel)
-    for commit in (log or "").split():
-        old_text = _git(root, "show", f"{commit}:{rel}")
-        if old_text is None:  # deleted in that commit
-            continue
-        try:
-            old = digests(old_text, rel)
-        except InputError:
-            continue  # that commit's own check reported it
-        if current[:len(old)] != old:
-            return [f"changes records committed in {commit[:12]}: records are append-only (add a record instead)"]
-    return []
 
 
 def check(apps_dir: Path) -> list[tuple[Path, str]]:
