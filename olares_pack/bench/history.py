@@ -9,6 +9,7 @@ follows. A published version whose engine changed and that has no record is a ro
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,11 @@ LEGEND = [
     "give it (a single figure stays a single figure), each record cites the document and quotes its words.",
     "synthetic model: measured by `olares-pack bench` on a made-up model of the app's shape: how the engine "
     "behaves, never the app's speed.",
+    "σ: the sample standard deviation of the runs' tokens/s; beside each Δ tokens/s, whether it is more than noise "
+    "(Welch's t-test on the two versions' runs, 95 % confidence interval of the change), or that it cannot tell "
+    "when a side is a single published figure.",
+    "stability: a soak's outcome, and the pattern of the runs in the order they ran: steady, a drift, two states "
+    "or a cycle (e.g. 5 fast, 4 slow).",
     "A Δ between figures of different kinds (e.g. transcribed → measured) is labelled: they were not taken the "
     "same way, so the change is indicative only.",
 ]
@@ -40,6 +46,7 @@ class Row:
     summary: Summary | None
     stability: str
     delta_speed: str = "—"
+    verdict: str = ""  # whether delta_speed is more than noise (compare.py)
     delta_acceptance: str = "—"
     source: str = ""
     shipped: bool = True
@@ -52,7 +59,9 @@ class Row:
                 "summary": self.summary.to_dict() if self.summary else None,
                 "tokens_per_s": self.summary.range_text() if self.summary else None,
                 "acceptance": self.summary.acceptance_text() if self.summary else None,
-                "delta_tokens_per_s": self.delta_speed, "delta_acceptance": self.delta_acceptance,
+                "delta_tokens_per_s": self.delta_speed, "verdict": self.verdict or None,
+                "delta_acceptance": self.delta_acceptance,
+                "stdev": self.summary.stdev if self.summary else None,
                 "stability": self.stability, "shipped": self.shipped, "source": self.source,
                 "kind": self.kind or None, "provenance": self.provenance or None, "note": self.note or None}
 
@@ -84,13 +93,38 @@ def provenance(rec: Record) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def stability(recs: list[Record]) -> str:
-    """The latest soak's outcome, else the stability a transcribed record states, marked as such."""
+def stability(recs: list[Record], latest: Record | None = None) -> str:
+    """The latest soak's outcome, the run series' own pattern (stability.py: steady, drifting,
+    two states or cycling) of the record shown, else the stability a transcribed record states,
+    marked as such."""
+    from olares_pack.bench.stability import MIN_RUNS, analyse
+
+    parts = []
     soaks = [r.soak for r in recs if r.soak is not None]
     if soaks:
-        return {"oom": "OOM (out of memory at run time)", "failed": "soak failed", "passed": "soak passed"}[soaks[-1].outcome]
+        parts.append({"oom": "OOM (out of memory at run time)", "failed": "soak failed",
+                      "passed": "soak passed"}[soaks[-1].outcome])
+    if latest is not None and len(latest.runs) >= MIN_RUNS:
+        parts.append(analyse([r.tokens_per_s for r in latest.runs]).text())
     stated = [r.stated_stability for r in recs if r.stated_stability]
-    return f"“{stated[-1]}” (transcribed)" if stated else "—"
+    if stated:
+        parts.append(f"“{stated[-1]}” (transcribed)")
+    return "; ".join(parts) or "—"
+
+
+def verdict(new: Record, old: Record) -> str:
+    """Whether the change between two records' runs is more than noise (compare.py's test)."""
+    from olares_pack.bench import compare
+
+    def side(r: Record) -> compare.Side:
+        return compare.Side(r.date.isoformat(), r.provenance_kind(), list(r.runs), r.method, r.device,
+                            r.engine_build, r.model_file, r.published.tokens_per_s if r.published else None)
+
+    c = compare.compare(side(old), side(new))
+    if c.speed is None:
+        return "cannot tell: one figure" if not old.runs or not new.runs else "cannot tell: one run"
+    w, base = c.speed, statistics.fmean(r.tokens_per_s for r in old.runs)
+    return f"{c.verdict}, 95 % CI {w.low / base * 100:+.1f} … {w.high / base * 100:+.1f} %"
 
 
 def kind_label(kind: str) -> str:
@@ -126,7 +160,7 @@ def tables(app_dir: Path, changed: dict[str, str] | None = None, unshipped: froz
             for v in gaps:
                 shown.setdefault(v, [])
         rows: list[Row] = []
-        prev: tuple[Summary, str] | None = None
+        prev: tuple[Summary, str, Record] | None = None
         for version in sorted(shown, key=semver.Version.parse):
             recs = shown[version]
             with_figures = [r for r in recs if r.summary() is not None]
@@ -134,26 +168,31 @@ def tables(app_dir: Path, changed: dict[str, str] | None = None, unshipped: froz
             summary = latest.summary() if latest else None
             kind = latest.provenance_kind() if latest else ""
             note = "; ".join(n for n in (gaps.get(version, "") if not recs else "", notes.get(version, "")) if n)
-            row = Row(version, changed.get(version, ""), summary, stability(recs), source=latest.source if latest else "",
+            row = Row(version, changed.get(version, ""), summary, stability(recs, latest), source=latest.source if latest else "",
                       shipped=version not in unshipped, kind=kind, provenance=provenance(latest) if latest else {}, note=note)
             if summary and prev:
                 speed, acc = delta_text(summary, prev[0])
                 row.delta_speed, row.delta_acceptance = _labelled(speed, prev[1], kind), _labelled(acc, prev[1], kind)
-            if row.shipped and summary:
-                prev = (summary, kind)
+                assert latest is not None
+                row.verdict = verdict(latest, prev[2])
+            if row.shipped and summary and latest is not None:
+                prev = (summary, kind, latest)
             rows.append(row)
         out.append(Table(device, any(r.synthetic_model for v in versions.values() for r in v), rows))
     return out
 
 
-HEADERS = ["version", "what changed", "tokens/s", "acceptance", "Δ tokens/s", "Δ acceptance", "stability", "figures"]
+HEADERS = ["version", "what changed", "tokens/s", "σ", "acceptance", "Δ tokens/s", "Δ acceptance", "stability",
+           "figures"]
 
 
 def cells(row: Row) -> list[str]:
     s = row.summary
     stability = row.stability if not row.note else f"{row.stability} ({row.note})" if row.stability != "—" else row.note
+    sigma = f"{s.stdev:.2f}" if s and s.stdev is not None else "—"
+    delta = f"{row.delta_speed} ({row.verdict})" if row.verdict else row.delta_speed
     return [row.version + ("" if row.shipped else " (not shipped)"), row.changed or "—", s.range_text() if s else "—",
-            s.acceptance_text() if s else "—", row.delta_speed, row.delta_acceptance, stability, kind_label(row.kind)]
+            sigma, s.acceptance_text() if s else "—", delta, row.delta_acceptance, stability, kind_label(row.kind)]
 
 
 def sources(tabs: list[Table]) -> list[str]:

@@ -23,34 +23,18 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import subprocess
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
+from olares_pack.bench.recordbase import FOLDER, Kind, MethodRecord, RunFigures, _dump, _git, _Model, history_problems
 from olares_pack.bench.stats import Summary, summarize
 from olares_pack.common import jsontext
 from olares_pack.common.errors import InputError
 from olares_pack.common.fsio import write_text_atomic
 
 SCHEMA = 1
-FOLDER = "bench"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RunFigures(_Model):
-    tokens_per_s: float = Field(gt=0)
-    tokens: int | None = Field(default=None, ge=0)
-    prompt_tokens: int | None = Field(default=None, ge=0)
-    prompt_tokens_per_s: float | None = Field(default=None, gt=0)
-    ttft_ms: float | None = Field(default=None, ge=0)
-    draft_n: int | None = Field(default=None, ge=0)
-    draft_accepted: int | None = Field(default=None, ge=0)
-    timings: dict[str, float] = {}  # what the server reported for the run (absent in older records)
 
 
 class Published(_Model):
@@ -66,21 +50,6 @@ class Published(_Model):
     acceptance_max: float | None = Field(default=None, ge=0, le=1)
 
 
-class MethodRecord(_Model):
-    runs: int | None = None
-    warmups: int | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    min_p: float | None = None
-    prompt_name: str | None = None
-    prompt_sha256: str | None = None
-    ignore_eos: bool | None = None
-    extra: dict[str, object] = {}
-    description: str = ""  # a published method in words
-
-
 class Soak(_Model):
     outcome: Literal["passed", "failed", "oom"]
     ctx_size: int | None = None
@@ -90,7 +59,27 @@ class Soak(_Model):
     message: str = ""
 
 
-Kind = Literal["measured", "transcribed", "synthetic"]
+class RunStability(_Model):
+    """The pattern of the runs in the order they ran (stability.py), written with the record."""
+
+    pattern: str
+    text: str
+    cv_pct: float | None = None
+    drift_pct: float | None = None
+    states: str = ""
+    period: int | None = None
+
+
+def run_stability(runs: list[RunFigures]) -> RunStability | None:
+    from olares_pack.bench.stability import analyse
+
+    if not runs:
+        return None
+    s = analyse([r.tokens_per_s for r in runs])
+    return RunStability(pattern=s.pattern, text=s.text(), cv_pct=s.cv_pct, drift_pct=s.drift_pct, states=s.states,
+                        period=s.period)
+
+
 BENCH_SOURCE = "olares-pack bench"
 
 
@@ -117,6 +106,7 @@ class Record(_Model):
     published: Published | None = None
     soak: Soak | None = None
     peak_gpu_mib: float | None = None  # NVML's peak over the runs (--gpu)
+    stability: RunStability | None = None  # the runs' pattern when recorded (absent in older records)
     note: str = ""
     attachments: list[str] = []  # raw outputs committed beside the file (paths relative to it)
     prev: str = ""
@@ -170,10 +160,6 @@ def current(bf: BenchFile) -> list[Record]:
 
 def digest(rec: Record) -> str:
     return hashlib.sha256(jsontext.dumps(_dump(rec)).encode("utf-8")).hexdigest()
-
-
-def _dump(model: BaseModel) -> dict[str, object]:
-    return model.model_dump(mode="json", by_alias=True, exclude_defaults=True)
 
 
 def path_of(app_dir: Path, version: str) -> Path:
@@ -244,6 +230,8 @@ def check_file(path: Path, app: str, git_root: Path | None) -> list[str]:
                             f"({want or 'empty for the first'}): a record was edited or removed; records are append-only")
         if not rec.runs and rec.published is None and rec.soak is None and not rec.stated_stability:
             problems.append(f"records.{i}: neither runs, published figures, a soak nor a stated stability")
+        if rec.stability is not None and rec.stability != run_stability(list(rec.runs)):
+            problems.append(f"records.{i}.stability: not what its runs give ({run_stability(list(rec.runs))})")
         if rec.supersedes and rec.supersedes not in {digest(r) for r in bf.records[:i]}:
             problems.append(f"records.{i}.supersedes: {rec.supersedes} is the digest of no earlier record of this file")
         for att in rec.attachments:
@@ -256,38 +244,26 @@ def check_file(path: Path, app: str, git_root: Path | None) -> list[str]:
     return problems
 
 
-def _git(root: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
 def _history_problems(path: Path, bf: BenchFile, root: Path) -> list[str]:
     """Every committed version of the file must be a prefix of the current records."""
-    rel = path.resolve().relative_to(root.resolve()).as_posix()
-    log = _git(root, "log", "--format=%H", "--", rel)
-    current = [digest(r) for r in bf.records]
-    for commit in (log or "").split():
-        old_text = _git(root, "show", f"{commit}:{rel}")
-        if old_text is None:  # deleted in that commit
-            continue
-        try:
-            old = [digest(r) for r in parse(old_text, rel).records]
-        except InputError:
-            continue  # that commit's own check reported it
-        if current[:len(old)] != old:
-            return [f"changes records committed in {commit[:12]}: records are append-only (add a record instead)"]
-    return []
+    return history_problems(path, [digest(r) for r in bf.records], root, lambda t, w: [digest(r) for r in parse(t, w).records])
 
 
 def check(apps_dir: Path) -> list[tuple[Path, str]]:
-    """(file, problem) of every app's bench records."""
+    """(file, problem) of every app's bench records and experiments."""
+    from olares_pack.bench import experiments
+
     root = _git(apps_dir, "rev-parse", "--show-toplevel")
     git_root = Path(root.strip()) if root else None
     out = []
     for app_dir in sorted(p for p in apps_dir.iterdir() if (p / FOLDER).is_dir()) if apps_dir.is_dir() else []:
         for path in sorted((app_dir / FOLDER).glob("*.json")):
             out += [(path, p) for p in check_file(path, app_dir.name, git_root)]
+        for path in sorted((app_dir / FOLDER / experiments.SUBFOLDER).glob("*.json")):
+            problems = experiments.check_file(path, app_dir.name)
+            if git_root is not None and not problems:
+                ef = experiments.parse(path.read_text(encoding="utf-8"), str(path))
+                problems = history_problems(path, [experiments.digest(r) for r in ef.records], git_root,
+                                            lambda t, w: [experiments.digest(r) for r in experiments.parse(t, w).records])
+            out += [(path, p) for p in problems]
     return out

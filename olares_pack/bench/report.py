@@ -16,6 +16,7 @@ from typing import Any
 
 from olares_pack import __version__
 from olares_pack.bench.harness import Result
+from olares_pack.bench.stability import analyse
 from olares_pack.bench.stats import Summary, summarize
 from olares_pack.common.errors import InputError
 
@@ -34,7 +35,8 @@ def result_json(result: Result, peak_gpu_mib: float | None = None, gpu_name: str
         "tool": TOOL, "endpoint": result.server.url, "engine": result.server.kind, "model": result.server.model,
         "engine_build": result.server.build, "model_file": result.server.model_file,
         "started": result.started, "ended": result.ended, "method": result.method.to_record(),
-        "runs": [r.to_dict() for r in result.runs], "summary": summary_of(result).to_dict()}
+        "runs": [r.to_dict() for r in result.runs], "summary": summary_of(result).to_dict(),
+        "stability": analyse([r.tokens_per_s for r in result.runs]).to_dict()}
     if peak_gpu_mib is not None:
         doc["gpu"] = {"name": gpu_name, "peak_mib": round(peak_gpu_mib, 1)}
     return doc
@@ -55,6 +57,7 @@ def table_rows(result: Result) -> list[list[str]]:
                  s.acceptance_text()])
     rows.append(["min–max", f"{s.min:.2f}–{s.max:.2f}", "", "", "", ""])
     rows.append(["σ", opt(s.stdev, ".2f"), "", "", "", ""])
+    rows.append(["stability", analyse([r.tokens_per_s for r in result.runs]).text(), "", "", "", ""])
     return rows
 
 
