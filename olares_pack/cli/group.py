@@ -29,6 +29,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "consistent, today's renderer reproducing the newest versions, published versions unchanged); "
         'market-offer.json; the bench records; and with --changed-since, the install and upgrades of the '
         'changed apps rehearsed.'),
+    'compare': ('bench',
+        'Is B faster or slower than A, or within noise? A and B are versions of APP with bench records, '
+        'or experiments (NAME: its best configuration; NAME:LABEL: one configuration).'),
     'diff': ('diff',
         'Compare two versions: `diff APP V1 V2` (published versions, or `current` for app.yaml), `diff '
         'APP V` (V against `current`) or `diff A B` (chart folders, .tgz files, app manifests).'),
