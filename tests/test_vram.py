@@ -260,7 +260,7 @@ def test_the_estimate_names_an_unmeasured_build() -> None:
     assert any("extrapolated: 64 layers" in n for n in est.notes)
 
 
-B9294 = Path(__file__).resolve().parent.parent / "bench" / "vram" / "runtime-b9294.raw.json"
+B9294 = Path(__file__).resolve().parent.parent / "measurements" / "vram" / "runtime-b9294.raw.json"
 
 
 def test_the_build_before_the_dequant_reservation_grows_with_the_context() -> None:
@@ -488,7 +488,7 @@ def test_lint_reports_declared_gpu_memory_below_the_estimate(tmp_path: Path, cap
 
 # ---- the measurements the constants come from (bench/vram)
 
-MEASUREMENTS = Path(__file__).resolve().parent.parent / "bench" / "vram" / "measurements.json"
+MEASUREMENTS = Path(__file__).resolve().parent.parent / "measurements" / "vram" / "measurements.json"
 
 
 def test_the_constants_are_fitted_from_the_measurements() -> None:
@@ -611,14 +611,11 @@ def test_the_run_time_growth_term_is_fitted_from_the_run_time_runs() -> None:
 def test_synthetic_weights_encode_the_values_they_claim() -> None:
     """The one-hot rows of synth.py, read back by gguf-py's own dequantization, and the
     acceptance its simulation of llama.cpp's draft loop predicts."""
-    import sys
-
     import gguf
     import numpy as np
     from gguf.quants import dequantize
 
-    sys.path.insert(0, str(MEASUREMENTS.parent))
-    import synth
+    from olares_pack.vram import synth
 
     for cols in ([0], [5], [0, 5], [31], [32], [63], [64], [200], [255]):
         v = dequantize(np.frombuffer(synth._q4k_onehot(cols), np.uint8).reshape(1, -1), gguf.GGMLQuantizationType.Q4_K).ravel()

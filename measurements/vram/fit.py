@@ -26,9 +26,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
-import synth  # noqa: E402
-
-from olares_pack.vram import builds  # noqa: E402
+from olares_pack.vram import builds, synth  # noqa: E402
 from olares_pack.vram import estimate as vram  # noqa: E402
 from olares_pack.vram import fit as vramfit  # noqa: E402
 from olares_pack.vram.gguf_meta import ModelMeta  # noqa: E402

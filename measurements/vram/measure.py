@@ -231,7 +231,10 @@ def run_one(server: str, models: Path, cfg: dict[str, Any], timeout: float = 240
 
 def run(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(HERE))
-    import synth
+    try:  # on the GPU machine synth.py is copied beside this script
+        import synth
+    except ImportError:  # in the checkout
+        from olares_pack.vram import synth
 
     groups = configs()
     only = args.only.split(",") if args.only else list(groups)

@@ -63,7 +63,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import measure  # noqa: E402
-import synth  # noqa: E402
+
+try:  # on the GPU machine synth.py is copied beside this script (runtime.sh)
+    import synth
+except ImportError:  # in the checkout
+    from olares_pack.vram import synth
 
 LAYERS = 8
 # Part 2: the device's memory and the example app's versions (apps/llamacppqwen36mtpone history;
