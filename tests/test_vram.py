@@ -270,7 +270,6 @@ def test_the_build_before_the_dequant_reservation_grows_with_the_context() -> No
     CUDA pool, graphs on and off. The pre-#23907 constants are what bench/vram/fit.py fits from
     this file (the committed olares_pack/data/vram-fit.json), and the estimate on b9294 gives
     every answered request's peak within the fit's residuals."""
-    import sys
 
     from olares_pack.vram import builds
 
@@ -295,11 +294,10 @@ def test_the_build_before_the_dequant_reservation_grows_with_the_context() -> No
         assert any("CUDA error: out of memory" in line for line in r["log_errors"])
         assert "cuMemCreate(&handle, reserve_size, &prop, 0)" in r["log_tail"]  # the pool growing (ggml_cuda_pool_vmm::alloc)
     # the constants: fitted from this file
-    sys.path.insert(0, str(B9294.parent))
-    import fit as benchfit
+    from olares_pack.vram import calibration
 
     committed = vram.calibration()[builds.BEFORE]
-    assert benchfit.before_reservation(vram.calibration()) == committed
+    assert calibration.before_reservation(list(runs.values()), vram.calibration()) == committed
     c = committed["constants"]
     assert c["pool_copies"] == pytest.approx(2.0, abs=0.01)  # two f16 copies of one layer's K/V, as measured
     lo, hi = committed["served_tokens_measured"]
@@ -307,9 +305,9 @@ def test_the_build_before_the_dequant_reservation_grows_with_the_context() -> No
     # and the estimate on b9294, request by request (the synthetic model the runs served)
     h200, worst = vram.Device("H200", 143771, 0), 0.0
     for r in runs.values():
-        meta = benchfit.synthetic_meta(r["config"]["layers"])
+        meta = calibration.synthetic_meta(r["config"]["layers"])
         for _copy, growth, served in vramfit.pool_points(r, 4, meta.key_length, meta.value_length):
-            est = vram.estimate(meta, benchfit.settings(r["config"]), h200, measured_gpu=True, build="b9294", filled=served)
+            est = vram.estimate(meta, calibration.settings(r["config"]), h200, measured_gpu=True, build="b9294", filled=served)
             worst = max(worst, abs(est.total_mib - (r["boot_mib"] + growth)))
     assert worst <= committed["residuals"]["growth_worst_abs_mib"] + committed["residuals"]["boot_worst_abs_mib"]
     print(f"worst error of the b9294 estimate over {committed['residuals']['points']} requests: {worst:.1f} MiB")
@@ -503,12 +501,9 @@ def test_the_estimator_against_every_measured_run() -> None:
     """Every run's estimate is recomputed here from its model, its arguments and the tokens it
     filled: the stored figure, and within 1 % of the measured peak, flash attention on or off (the
     worst case is printed)."""
-    import sys
 
     from olares_pack.vram import fit as vramfit
-
-    sys.path.insert(0, str(MEASUREMENTS.parent))
-    from fit import settings
+    from olares_pack.vram.calibration import settings
 
     entries = json.loads(MEASUREMENTS.read_text())
     h200 = vram.Device("H200", 143771, 0)
@@ -535,12 +530,9 @@ def test_without_flash_attention_the_growth_follows_the_tokens_filled() -> None:
     """The run that filled 65,536 of its 131,072 tokens grew by half what the full context would
     (its KQ workspaces cover the cells in use): estimated at what it filled it is within 0.1 %, at
     the full context (what a verdict uses) about 3 GiB higher."""
-    import sys
 
     from olares_pack.vram import fit as vramfit
-
-    sys.path.insert(0, str(MEASUREMENTS.parent))
-    from fit import settings
+    from olares_pack.vram.calibration import settings
 
     half = next(e for e in json.loads(MEASUREMENTS.read_text())
                 if e["config"]["fa"] == "off" and e["config"]["ctx"] == 131072)
