@@ -44,7 +44,7 @@ test-tools:
 # built, the reason is in that folder's build-cpu.log and the engine tests say so and skip.
 LLAMA_CACHE ?= $(HOME)/.cache/olares-pack
 llama-server: $(BIN)/olares-pack
-	@PYTHON=$(abspath $(BIN))/python bash bench/llama/build.sh cpu $(LLAMA_CACHE) || echo "llama-server not built, see $(LLAMA_CACHE)/build-cpu.log" >&2
+	@PYTHON=$(abspath $(BIN))/python bash measurements/llama/build.sh cpu $(LLAMA_CACHE) || echo "llama-server not built, see $(LLAMA_CACHE)/build-cpu.log" >&2
 
 # Go's caches make a rebuild quick. Where the module proxy refuses the oac module, the reason
 # is kept in oracle/bin/build-error.txt and the tests that need the oracle say so and skip.

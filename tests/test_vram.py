@@ -232,7 +232,7 @@ def test_the_history_against_the_records() -> None:
 
 
 def test_the_device_reproduction_against_the_estimate() -> None:
-    """The device runs (bench/vram runtime.py device-*: 64 layers, a ballast leaving free what the
+    """The device runs (measurements/vram runtime.py device-*: 64 layers, a ballast leaving free what the
     Olares One leaves each version, on b11434) neither crashed nor grew after their first
     request, and the headroom they kept at their peak is the estimate's headroom for that
     version within its band: on the measured build the estimate, not the record, is what the
@@ -264,10 +264,10 @@ B9294 = Path(__file__).resolve().parent.parent / "measurements" / "vram" / "runt
 
 
 def test_the_build_before_the_dequant_reservation_grows_with_the_context() -> None:
-    """The device reproduction of 1.0.5 on b9294, a build from before PR #23907 (bench/vram
+    """The device reproduction of 1.0.5 on b9294, a build from before PR #23907 (measurements/vram
     runtime-b9294.raw.json): the growth follows the context in use (not requests or drafts), comes
     with CUDA graphs on and off alike, and with 512 MiB free the process ran out of memory in the
-    CUDA pool, graphs on and off. The pre-#23907 constants are what bench/vram/fit.py fits from
+    CUDA pool, graphs on and off. The pre-#23907 constants are what measurements/vram/fit.py fits from
     this file (the committed olares_pack/data/vram-fit.json), and the estimate on b9294 gives
     every answered request's peak within the fit's residuals."""
 
@@ -484,7 +484,7 @@ def test_lint_reports_declared_gpu_memory_below_the_estimate(tmp_path: Path, cap
     assert any(f["message"].startswith("does not fit") for f in doc["findings"] if f["rule"] == "vram.budget")
 
 
-# ---- the measurements the constants come from (bench/vram)
+# ---- the measurements the constants come from (measurements/vram)
 
 MEASUREMENTS = Path(__file__).resolve().parent.parent / "measurements" / "vram" / "measurements.json"
 

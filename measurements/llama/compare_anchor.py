@@ -2,7 +2,7 @@
 (h200_interleave.sh): per round the tokens/s of each, the means, their difference, and the
 prompt sizes the server logged for each tool's requests (the workload the two compared).
 
-    python3 bench/llama/compare_anchor.py bench/llama/runs/interleave-b
+    python3 measurements/llama/compare_anchor.py measurements/llama/runs/interleave-b
 """
 
 from __future__ import annotations

