@@ -42,9 +42,11 @@ class Engine:
         self.port = _port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
+        # one thread: ggml's threads spin at every barrier, and on a busy 2-core machine (the suite
+        # runs on both cores) two of them answered 5x slower than one (24 against 144 tokens/s)
         self.proc = subprocess.Popen(
             [str(LLAMA), "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port), "-c", str(ctx), "-np", "1",
-             "-t", "2", "--spec-type", "draft-mtp", "--spec-draft-n-max", str(draft_n), "--alias", "tiny"],
+             "-t", "1", "--spec-type", "draft-mtp", "--spec-draft-n-max", str(draft_n), "--alias", "tiny"],
             stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "LD_LIBRARY_PATH": str(LLAMA.parent)})
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
