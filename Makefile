@@ -10,6 +10,11 @@ WRANGLER := node/node_modules/.bin/wrangler
 # the official chart checker (oac) built as a test oracle; see oracle/main.go
 ORACLE := oracle/bin/oac-oracle
 
+# one target at a time, but `make test`'s prerequisites side by side
+ifeq ($(MAKECMDGOALS),test)
+MAKEFLAGS += -j4
+endif
+
 .PHONY: all build docs docs-check lint test test-tools clean oracle control-plane llama-server
 
 all: build
@@ -73,15 +78,19 @@ docs-check: $(BIN)/olares-pack
 # kube-apiserver and helm built from the Go module proxy, etcd from Debian, cached per machine in
 # ~/.cache/olares-pack (first run 5-10 minutes, later runs nothing). Where it cannot be built
 # (no Go, no root for apt), the reason is printed and the rehearsal tests skip, saying so.
-control-plane: $(BIN)/olares-pack
+control-plane: $(BIN)/olares-pack test-tools
 	@$(BIN)/python -m olares_pack.cluster.tools >/dev/null || echo "control plane not built: the rehearsal tests will skip" >&2
 
 # ruff, configured in pyproject.toml ([tool.ruff])
 lint: $(BIN)/olares-pack
 	$(BIN)/ruff check .
 
+# `make test` builds what the tests run side by side (on a fresh machine the Go and C++ builds
+# overlap their downloads with the other's compiling; later runs find everything built), then runs
+# the suite on every core (pytest-xdist): a module's tests stay on one worker (--dist loadscope), so
+# a server a module shares (the control plane, the registry, the engine, workerd) starts once.
 test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle control-plane llama-server lint docs-check
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadscope
 	$(BIN)/olares-pack build --check
 
 clean:
