@@ -122,7 +122,7 @@ def test_a_server_killed_mid_run_fails_the_bench(engine: Engine, tmp_path: Path)
 
     shutil.copytree(ROOT / "apps" / NAME, apps / NAME)
     proc = subprocess.Popen([*CLI, "bench", NAME, "--apps-dir", str(apps), "--endpoint", engine.url, "--runs", "50",
-                             "--warmups", "0", "--max-tokens", "2000", "--record", "--device", "cpu"],
+                             "--warmups", "0", "--max-tokens", "600", "--record", "--device", "cpu"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     for line in proc.stderr:  # the first run is done: the server dies during a later one
