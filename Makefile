@@ -15,7 +15,7 @@ ifeq ($(MAKECMDGOALS),test)
 MAKEFLAGS += -j4
 endif
 
-.PHONY: all build docs docs-check lint test test-tools clean oracle control-plane llama-server
+.PHONY: all build docs docs-check lint test test-tools clean oracle control-plane llama-server actionlint
 
 all: build
 
@@ -50,6 +50,19 @@ test-tools:
 LLAMA_CACHE ?= $(HOME)/.cache/olares-pack
 llama-server: $(BIN)/olares-pack
 	@PYTHON=$(abspath $(BIN))/python bash measurements/llama/build.sh cpu $(LLAMA_CACHE) || echo "llama-server not built, see $(LLAMA_CACHE)/build-cpu.log" >&2
+
+# actionlint checks the workflow `init --ci github` writes (tests/test_workflow.py): built once per
+# machine from the Go module proxy into ~/.cache/olares-pack (about 40 s); shellcheck (Debian) lets
+# it check the run: scripts too. Where it cannot be built, the reason is in actionlint-build.log
+# there and the test says so and skips.
+ACTIONLINT_VERSION ?= v1.7.12
+ACTIONLINT := $(LLAMA_CACHE)/actionlint-$(ACTIONLINT_VERSION)/actionlint
+actionlint: test-tools
+	@command -v shellcheck >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; } || echo "shellcheck is missing: actionlint will not check run: scripts" >&2
+	@mkdir -p $(LLAMA_CACHE)
+	@[ -x $(ACTIONLINT) ] || GOBIN=$(dir $(ACTIONLINT)) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) \
+	  2> $(LLAMA_CACHE)/actionlint-build.log || echo "actionlint not built, see $(LLAMA_CACHE)/actionlint-build.log" >&2
 
 # Go's caches make a rebuild quick. Where the module proxy refuses the oac module, the reason
 # is kept in oracle/bin/build-error.txt and the tests that need the oracle say so and skip.
@@ -89,7 +102,7 @@ lint: $(BIN)/olares-pack
 # overlap their downloads with the other's compiling; later runs find everything built), then runs
 # the suite on every core (pytest-xdist): a module's tests stay on one worker (--dist loadscope), so
 # a server a module shares (the control plane, the registry, the engine, workerd) starts once.
-test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle control-plane llama-server lint docs-check
+test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle control-plane llama-server actionlint lint docs-check
 	$(BIN)/python -m pytest -n auto --dist loadscope
 	$(BIN)/olares-pack build --check
 

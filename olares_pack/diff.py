@@ -340,9 +340,24 @@ def compare(a: Facts, b: Facts, *, rendered: bool = False) -> DiffResult:
         res.changes.append(Change("manifest", "texts", "", f"changed: {', '.join(changed_texts)}"))
     else:
         res.unchanged.append(Change("manifest", "texts", "same", "same"))
+    add(_workload_changes(a.objects, b.objects))
     if rendered:
         res.changes.extend(_rendered_changes(a.objects, b.objects))
     return res
+
+
+# What the sections above do not hold of the workloads, as `import --structured` compares them
+# (olares_pack/equivalence.py): containers and workloads added or removed, programs, mounts,
+# probes, Services.
+_WORKLOAD_KINDS = ("workload.missing", "workload.added", "container.missing", "container.added", "container.command",
+                   "container.mounts", "container.probes", "service.missing", "service.added", "service.ports")
+
+
+def _workload_changes(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[list[Change], list[Change]]:
+    from olares_pack import equivalence
+
+    found = [d for d in equivalence.compare_objects(a, b) if d.kind in _WORKLOAD_KINDS]
+    return [Change("workloads", f"{d.where} ({d.kind})", d.original, d.other) for d in found], []
 
 
 # ---------------------------------------------------------------- output

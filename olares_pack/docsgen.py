@@ -274,8 +274,9 @@ def manifest_sections() -> list[tuple[str, type, str]]:
     from olares_pack.apps import manifest as m
 
     return [("Every app", m.AppTexts, ""), ("LLM apps (llama.cpp and vLLM)", m.AppManifestBase, ""),
-            ("llama.cpp apps", m.LlamaCppApp, ""), ("vLLM apps", m.VllmApp, ""), ("Imported apps", m.ChartApp, ""),
-            ("`engine`", m.Engine, "engine."), ("`server` of a llama.cpp app", m.LlamaServer, "server."),
+            ("llama.cpp apps", m.LlamaCppApp, ""), ("vLLM apps", m.VllmApp, ""),
+            ("Generic GPU servers (imported)", m.GenericApp, ""), ("Imported apps", m.ChartApp, ""),
+            ("`engine`", m.Engine, "engine."), ("`engine` of a generic GPU server", m.GenericEngine, "engine."), ("`server` of a llama.cpp app", m.LlamaServer, "server."),
             ("`server` of a vLLM app", m.VllmServer, "server."), ("`chart` of an imported app", m.ChartFiles, "chart.")]
 
 
@@ -325,7 +326,7 @@ def manifest_page() -> str:
 
         done = set()
         for title, model, prefix in manifest_sections():
-            section(title, model, prefix, own_only=model in (m.AppManifestBase, m.LlamaCppApp, m.VllmApp, m.ChartApp))
+            section(title, model, prefix, own_only=model in (m.AppManifestBase, m.LlamaCppApp, m.VllmApp, m.GenericApp, m.ChartApp))
             done.add(model)
         i = 0
         while i < len(seen):  # the models the sections' fields name, in order of first mention

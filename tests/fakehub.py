@@ -13,9 +13,18 @@ against it by tests/test_fakehub.py:
   to its CDN, with X-Repo-Commit, X-Linked-Etag and X-Linked-Size on the redirect itself (the
   client reads them there and does not follow a HEAD off the hub: utils/_http.py
   _httpx2_follow_hub_redirects_with_backoff); both honour Range (206 with Content-Range, 416 past the end)
-- errors as the hub sends them: 401 + X-Error-Code RepoNotFound (missing or private repo), 401 +
-  GatedRepo (a gated repo's file without the token: the repo itself is listed to anyone), 404 +
-  RevisionNotFound / EntryNotFound, 429 with Retry-After when told to (`fail_next`).
+- GET  /api/models/{repo}/refs  -> {branches, tags, converts: [{name, ref, targetCommit}]} (HfApi.list_repo_refs)
+- GET  /api/models/{repo}/commits/{rev}  -> [{id, title, message, authors, date}], newest first, paged
+       through `Link` as the tree is (HfApi.list_repo_commits)
+- a renamed repository (`renames`): every route under the old name answers 307 with the same path
+  under the new one, as the hub redirects renamed repositories; huggingface_hub's client follows
+  redirects (utils/_http.py default_client_factory: follow_redirects=True, and
+  _httpx2_follow_hub_redirects_with_backoff for HEAD /resolve, which follows redirects on the hub's
+  own origin), so the model's `id` comes back as the new name
+- errors as the hub sends them: RepoNotFound for a missing or private repo (401 to an anonymous
+  request, 404 to an authenticated one), GatedRepo for a gated repo's file (401 without a token, 403
+  with a token not granted access: the repo itself is listed to anyone), 404 + RevisionNotFound /
+  EntryNotFound, 429 with Retry-After when told to (`fail_next`).
 
 Files are LFS when their name says so (*.gguf, *.safetensors, *.bin: the hub's default
 .gitattributes) or when they reach 10 MiB, as git-lfs on the hub. Every request is recorded.
@@ -50,6 +59,17 @@ class Repo:
     commits: dict[str, dict[str, bytes]] = field(default_factory=dict)  # commit -> path -> bytes
     private: bool = False
     gated: bool = False  # listed to anyone; its files only with the token (hub.token)
+    dates: dict[str, str] = field(default_factory=dict)  # commit -> ISO date (default: one day per commit)
+    titles: dict[str, str] = field(default_factory=dict)  # commit -> its message's first line
+    tags: set[str] = field(default_factory=set)  # refs that are tags, not branches
+
+    def history(self, commit: str) -> list[str]:
+        """The commits up to `commit`, newest first (commits are kept in the order they were made)."""
+        order = list(self.commits)
+        return list(reversed(order[:order.index(commit) + 1]))
+
+    def date(self, commit: str) -> str:
+        return self.dates.get(commit) or f"2026-01-{list(self.commits).index(commit) % 28 + 1:02d}T00:00:00.000Z"
 
 
 class FakeHub:
@@ -60,6 +80,8 @@ class FakeHub:
         self.bytes_served = 0
         self.redirect_lfs = True
         self.token: str | None = None  # the token a private repo needs
+        self.ungranted_token: str | None = None  # a valid token not granted access to gated repos
+        self.renames: dict[str, str] = {}  # old name -> new name: answered with a 307
         self.fail_next: list[tuple[int, dict[str, str]]] = []  # (status, headers) for the next requests
         self.url = ""  # set by serve()
         self.cdn_url = ""  # the other origin LFS files are redirected to
@@ -69,9 +91,14 @@ class FakeHub:
         """The files of REPO at COMMIT (what `main` names)."""
         return self.repos[REPO].commits[COMMIT]
 
-    def add_commit(self, repo: str, commit: str, files: dict[str, bytes], *refs: str, private: bool = False) -> None:
+    def add_commit(self, repo: str, commit: str, files: dict[str, bytes], *refs: str, private: bool = False,
+                   date: str | None = None, title: str | None = None) -> None:
         r = self.repos.setdefault(repo, Repo(private=private))
         r.commits[commit] = dict(files)
+        if date:
+            r.dates[commit] = date
+        if title:
+            r.titles[commit] = title
         for ref in refs:
             r.refs[ref] = commit
 
@@ -130,11 +157,25 @@ class FakeHub:
                 if repo is not None and repo.private and (hub.token is None or auth != f"Bearer {hub.token}"):
                     repo = None
                 if repo is None:
-                    if auth and hub.token is not None and auth != f"Bearer {hub.token}":
+                    valid = {f"Bearer {t}" for t in (hub.token, hub.ungranted_token) if t}
+                    if auth and hub.token is not None and auth not in valid:
                         self.hub_error(401, None, "Invalid credentials in Authorization header")
-                    else:
-                        self.hub_error(401, "RepoNotFound", "Repository not found")
+                    else:  # the hub tells an authenticated caller 404, an anonymous one 401
+                        self.hub_error(404 if auth else 401, "RepoNotFound", "Repository not found")
                 return repo
+
+            def renamed(self) -> bool:
+                """A 307 to the same route under the repository's new name, as the hub answers."""
+                url = urllib.parse.urlsplit(self.path)
+                parts = url.path.split("/")
+                at = 3 if parts[1:3] == ["api", "models"] else 1
+                name = "/".join(parts[at:at + 2])
+                if name not in hub.renames:
+                    return False
+                parts[at:at + 2] = hub.renames[name].split("/")
+                location = urllib.parse.urlunsplit(("", "", "/".join(parts), url.query, ""))
+                self.send_json(307, {"message": f"Repository was renamed to {hub.renames[name]}"}, {"Location": location})
+                return True
 
             def commit_of(self, repo: Repo, rev: str) -> str | None:
                 rev = urllib.parse.unquote(rev)
@@ -154,9 +195,19 @@ class FakeHub:
 
             def do_GET(self) -> None:
                 self.record()
-                if self.injected():
+                if self.injected() or self.renamed():
                     return
                 parts, query = self.split()
+                if parts[1:3] == ["api", "models"] and len(parts) == 6 and parts[5] == "refs":
+                    repo = self.repo_of("/".join(parts[3:5]))
+                    if repo is None:
+                        return
+                    def ref(name: str, commit: str, kind: str) -> dict[str, str]:
+                        return {"name": name, "ref": f"refs/{kind}/{name}", "targetCommit": commit}
+                    return self.send_json(200, {
+                        "branches": [ref(n, c, "heads") for n, c in sorted(repo.refs.items()) if n not in repo.tags],
+                        "tags": [ref(n, c, "tags") for n, c in sorted(repo.refs.items()) if n in repo.tags],
+                        "converts": []})
                 if parts[1:3] == ["api", "models"] and len(parts) == 5:
                     parts = [*parts, "revision", "main"]  # HfApi.model_info without a revision: the default branch
                 if parts[1:3] == ["api", "models"] and len(parts) >= 7:
@@ -169,6 +220,12 @@ class FakeHub:
                         return self.model_info(name, commit, query.get("blobs") == ["true"])
                     if kind == "tree":
                         return self.tree(name, commit, urllib.parse.unquote("/".join(rest)), query)
+                    if kind == "commits" and not rest:
+                        log = [{"id": c, "title": repo.titles.get(c, f"commit {c[:7]}"),
+                                "message": repo.titles.get(c, f"commit {c[:7]}"),
+                                "authors": [{"user": name.split("/")[0]}], "date": repo.date(c)}
+                               for c in repo.history(commit)]
+                        return self.paged(log, query)
                 if parts[1:3] == ["lfs", parts[2]] and len(parts) == 3:
                     return self.lfs(parts[2])
                 if len(parts) >= 6 and parts[3] == "resolve":
@@ -179,7 +236,7 @@ class FakeHub:
                 self.record()
                 length = int(self.headers.get("Content-Length") or 0)
                 form = urllib.parse.parse_qs(self.rfile.read(length).decode())
-                if self.injected():
+                if self.injected() or self.renamed():
                     return
                 parts, _ = self.split()
                 if parts[1:3] == ["api", "models"] and len(parts) == 7 and parts[5] == "paths-info":
@@ -239,7 +296,9 @@ class FakeHub:
                         entries[path] = hub.entry(path, data)
                 if prefix and not entries:
                     return self.hub_error(404, "EntryNotFound", f"{under} does not exist on {commit}")
-                ordered = [entries[k] for k in sorted(entries)]
+                self.paged([entries[k] for k in sorted(entries)], query)
+
+            def paged(self, ordered: list[dict[str, object]], query: dict[str, list[str]]) -> None:
                 start = int(query.get("cursor", ["0"])[0])
                 page = ordered[start:start + PAGE]
                 headers = {}
@@ -261,7 +320,11 @@ class FakeHub:
                 if found is None:
                     return
                 repo, commit = found
-                if repo.gated and (hub.token is None or self.headers.get("Authorization") != f"Bearer {hub.token}"):
+                auth = self.headers.get("Authorization")
+                if repo.gated and (hub.token is None or auth != f"Bearer {hub.token}"):
+                    if auth:  # a valid token whose account was not granted access
+                        return self.hub_error(403, "GatedRepo", f"Access to model {name} is restricted and you are not "
+                                              "in the authorized list. Visit the model page to ask for access.")
                     return self.hub_error(401, "GatedRepo", f"Access to model {name} is restricted. You must have access "
                                           "to it and be authenticated to access it. Please log in.")
                 data = repo.commits[commit].get(path)

@@ -2,7 +2,9 @@
 /health; POST /v1/completions streamed as server-sent events ending in `timings` and [DONE]),
 with per-request timings given by the test, so that a bench's means, ranges and acceptance can be
 checked exactly. It can also die in the middle of an answer, or answer like vLLM (`usage` and
-Prometheus /metrics instead of timings)."""
+Prometheus /metrics instead of timings). `cycling` and `drifting` make the per-request timings of
+a server whose speed alternates between two states (the 5-fast/4-slow kind) or slides run after
+run."""
 
 from __future__ import annotations
 
@@ -10,6 +12,30 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+def _timing(tps: float, i: int) -> dict[str, Any]:
+    return {"prompt_n": 120, "prompt_per_second": 400.0, "predicted_n": 2000, "predicted_per_second": tps,
+            "draft_n": 1600, "draft_n_accepted": 1400 + i % 3}
+
+
+def cycling(fast: float, slow: float, n_fast: int, n_slow: int, requests: int, warmups: int = 0) -> list[dict[str, Any]]:
+    """n_fast requests at `fast` tokens/s, then n_slow at `slow`, over and over, the measured runs
+    starting the cycle (after `warmups` requests at `fast`); a little jitter that stays in its state."""
+    period = n_fast + n_slow
+    out = [_timing(fast, i) for i in range(warmups)]
+    for i in range(requests):
+        base = fast if i % period < n_fast else slow
+        out.append(_timing(base + (i % 3 - 1) * 0.05 * abs(fast - slow) / 10, i))
+    return out
+
+
+def drifting(start: float, step: float, requests: int, warmups: int = 0) -> list[dict[str, Any]]:
+    """Each measured request `step` tokens/s from the one before (negative: slowing down), with a
+    small jitter that alternates."""
+    out = [_timing(start, i) for i in range(warmups)]
+    out += [_timing(start + step * i + (0.1 if i % 2 else -0.1), i) for i in range(requests)]
+    return out
 
 
 class FakeLlama:
@@ -20,6 +46,7 @@ class FakeLlama:
         self.vllm = vllm
         self.chunks = chunks
         self.requests: list[dict[str, Any]] = []
+        self.gets: list[str] = []  # the paths asked for with GET (a probe is one)
         self.metrics = {"vllm:request_decode_time_seconds_sum": 0.0, "vllm:request_prefill_time_seconds_sum": 0.0,
                         "vllm:spec_decode_num_draft_tokens_total": 0.0, "vllm:spec_decode_num_accepted_tokens_total": 0.0}
         fake = self
@@ -39,10 +66,12 @@ class FakeLlama:
                 self.wfile.write(body)
 
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                fake.gets.append(self.path)
                 if self.path == "/v1/models":
                     self._json({"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "llamacpp"}]})
                 elif self.path == "/props" and not fake.vllm:
-                    self._json({"build_info": "b11434-fake", "default_generation_settings": {}})
+                    self._json({"build_info": "b11434-fake", "model_path": "/models/fake-Q4_K_M.gguf",
+                                "default_generation_settings": {}})
                 elif self.path == "/version" and fake.vllm:
                     self._json({"version": "0.20.0"})
                 elif self.path == "/metrics" and fake.vllm:

@@ -79,11 +79,15 @@ class Layout:
         path.write_bytes(data)
         return "sha256:" + digest
 
-    def image(self, arch: str) -> tuple[bytes, str]:
-        """A one-layer image for linux/arch: (manifest bytes, its media type)."""
-        layer, diff_id = _layer(f"hello from {arch}\n")
-        config = json.dumps({"architecture": arch, "os": "linux", "config": {},
-                             "rootfs": {"type": "layers", "diff_ids": [diff_id]}}, sort_keys=True).encode()
+    def image(self, arch: str, created: str | None = None, text: str = "") -> tuple[bytes, str]:
+        """A one-layer image for linux/arch: (manifest bytes, its media type); `created` is the
+        config's creation date, `text` makes the layer (so the digest) of another image."""
+        layer, diff_id = _layer(f"hello from {arch}\n{text}")
+        cfg: dict[str, object] = {"architecture": arch, "os": "linux", "config": {},
+                                  "rootfs": {"type": "layers", "diff_ids": [diff_id]}}
+        if created:
+            cfg["created"] = created
+        config = json.dumps(cfg, sort_keys=True).encode()
         manifest = json.dumps({
             "schemaVersion": 2, "mediaType": OCI_MANIFEST,
             "config": {"mediaType": OCI_CONFIG, "digest": self.blob(config), "size": len(config)},
@@ -99,17 +103,18 @@ class Layout:
         (self.root / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": self.refs}))
         return digest
 
-    def multiarch(self, name: str, arches: tuple[str, ...] = ("amd64", "arm64")) -> str:
+    def multiarch(self, name: str, arches: tuple[str, ...] = ("amd64", "arm64"), created: str | None = None,
+                  text: str = "") -> str:
         entries = []
         for arch in arches:
-            manifest, media = self.image(arch)
+            manifest, media = self.image(arch, created, text)
             entries.append({"mediaType": media, "digest": self.blob(manifest), "size": len(manifest),
                             "platform": {"architecture": arch, "os": "linux"}})
         index = json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries}, sort_keys=True).encode()
         return self.tag(name, index, OCI_INDEX)
 
-    def single(self, name: str, arch: str) -> str:
-        manifest, media = self.image(arch)
+    def single(self, name: str, arch: str, created: str | None = None, text: str = "") -> str:
+        manifest, media = self.image(arch, created, text)
         return self.tag(name, manifest, media)
 
 

@@ -105,6 +105,13 @@ def test_harness_figures_are_the_servers_own(engine: Engine) -> None:
     # every measured prompt was processed afresh: its whole length, no cached tokens
     assert len({r.prompt_tokens for r in runs}) == 1 and runs[0].prompt_tokens > 300
     assert all(r.ttft_ms and r.ttft_ms > 0 for r in runs)
+    # what a record keeps of the server, as it reports it (/props model_path), and a result that
+    # `--from-json` accepts: every run's figures read again from the server's own timings
+    assert result.server.model_file and result.server.model_file.endswith("tiny-full.gguf")
+    from olares_pack.bench import report
+
+    doc = report.result_json(result)
+    assert report.check_imported(doc, "result").tool == doc["tool"]
 
 
 @pytest.mark.parametrize("engine", [("mix80", 4096)], indirect=True)

@@ -105,3 +105,48 @@ def test_errors_as_the_client_reads_them(hub: FakeHub, tmp_path: Path) -> None:
         f.read(16)
     with HfFileSystem(endpoint=hub.url, token="hf_secret", skip_instance_cache=True).open("acme/gated/m.gguf", "rb") as f:
         assert f.read(16) == BIG[:16]
+
+
+def test_a_renamed_repository_redirects_and_the_client_follows(hub: FakeHub, tmp_path: Path) -> None:
+    """The hub answers a renamed repository's old name with a 307 to the new one; huggingface_hub
+    follows it, so the old name still works and the model's id is the new name."""
+    hub.repos["acme/tiny-v2-GGUF"] = hub.repos.pop(REPO)
+    hub.renames[REPO] = "acme/tiny-v2-GGUF"
+    api = HfApi(endpoint=hub.url)
+    info = api.model_info(REPO, revision="main", files_metadata=True)
+    assert info.id == "acme/tiny-v2-GGUF" and info.sha == COMMIT
+    assert any(r["path"].startswith(f"/api/models/{REPO}/") for r in hub.requests)  # type: ignore[union-attr]
+    path = hf_hub_download(REPO, "m.gguf", revision="main", cache_dir=tmp_path, endpoint=hub.url)
+    assert Path(path).read_bytes() == BIG
+    assert [e.path for e in api.get_paths_info(REPO, ["m.gguf"], revision="main")] == ["m.gguf"]
+
+
+def test_refs_and_commits(hub: FakeHub) -> None:
+    api = HfApi(endpoint=hub.url)
+    for i in range(PAGE + 3):  # more commits than a page: the client follows the Link header
+        hub.add_commit(REPO, f"{i:040x}", {"m.gguf": BIG}, "main", title=f"update {i}")
+    hub.repos[REPO].refs["v1"] = COMMIT
+    hub.repos[REPO].tags.add("v1")
+    refs = api.list_repo_refs(REPO)
+    assert [(b.name, b.target_commit) for b in refs.branches] == [("main", f"{PAGE + 2:040x}")]
+    assert [(t.name, t.ref, t.target_commit) for t in refs.tags] == [("v1", "refs/tags/v1", COMMIT)]
+    log = api.list_repo_commits(REPO, revision="main")
+    assert len(log) == PAGE + 4 and log[0].title == f"update {PAGE + 2}" and log[-1].commit_id == COMMIT
+    assert [c.commit_id for c in api.list_repo_commits(REPO, revision=COMMIT)] == [COMMIT]
+
+
+def test_missing_and_gated_as_an_authenticated_caller_sees_them(hub: FakeHub, tmp_path: Path) -> None:
+    hub.token, hub.ungranted_token = "hf_granted", "hf_other"
+    with pytest.raises(RepositoryNotFoundError) as missing:
+        HfApi(endpoint=hub.url, token="hf_other").model_info("acme/absent")
+    assert missing.value.response.status_code == 404
+    with pytest.raises(RepositoryNotFoundError) as anonymous:
+        HfApi(endpoint=hub.url, token=False).model_info("acme/absent")
+    assert anonymous.value.response.status_code == 401
+    hub.add_commit("acme/gated", "2" * 40, {"m.gguf": BIG}, "main")
+    hub.repos["acme/gated"].gated = True
+    with pytest.raises(GatedRepoError) as refused:
+        hf_hub_download("acme/gated", "m.gguf", cache_dir=tmp_path, endpoint=hub.url, token="hf_other")
+    assert refused.value.response.status_code == 403
+    assert Path(hf_hub_download("acme/gated", "m.gguf", cache_dir=tmp_path / "ok", endpoint=hub.url,
+                                token="hf_granted")).read_bytes() == BIG

@@ -266,19 +266,71 @@ def test_upgrade_turns_a_legacy_chart_into_one_the_1_12_6_installer_accepts(tmp_
     assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == ExitCode.OK  # the release renders back to its package
 
 
-def test_structured_gives_a_recognised_engine_its_typed_form(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _differing_vllmserve(tmp_path: Path) -> Path:
+    """vllmserve with a text an app manifest cannot hold (`}}`, spaced by import): its typed render
+    differs from it in that text."""
+    chart = tmp_path / "charts" / "vllmserve"
+    shutil.copytree(CHARTS / "vllmserve", chart)
+    m = chart / "OlaresManifest.yaml"
+    m.write_text(m.read_text().replace("at 32K context.", 'at 32K context: {"kwargs": {"a": 1}}.'))
+    return chart
+
+
+def test_structured_types_a_per_user_chart_and_keeps_what_it_says(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = empty_repo(tmp_path)
     assert run_import(root, str(CHARTS / "vllmserve"), str(CHARTS / "speechapp"), extra=("--structured", "--format", "json")) == 0
-    notes = {c["app"]: c["notes"] for c in json.loads(capsys.readouterr().out)["charts"]}
-    assert any(n.startswith("--structured renders differently: - arguments: `--download-dir`") for n in notes["vllmserve"])
-    assert any("kept as written: no llama.cpp or vLLM" in n for n in notes["speechapp"])  # the speech app stays a chart
+    rows = {c["app"]: c for c in json.loads(capsys.readouterr().out)["charts"]}
+    s = rows["vllmserve"]["structured"]
+    assert s["typed"] and s["differences"] == [] and s["accepted"] == [], s
+    typed = load_app(root / "apps" / "vllmserve")
+    # what the chart says beyond the engine is typed: the manifest's options, the workload's probes
+    assert type(typed).__name__ == "VllmApp" and typed.olares is not None and typed.workload is not None
+    assert typed.olares.options is not None and [e.name for e in typed.workload.engine.env] == ["CUDA_DEVICE_MEMORY_LIMIT_0"]
+    # a GPU server that runs neither engine: the generic kind, its image, command and arguments as written
+    speech = rows["speechapp"]["structured"]
+    assert speech["typed"] and speech["differences"] == [], speech
+    generic = load_app(root / "apps" / "speechapp")
+    assert type(generic).__name__ == "GenericApp" and generic.engine.kind == "generic"
+
+
+def test_structured_keeps_a_chart_whose_typed_render_differs_and_says_how(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(_differing_vllmserve(tmp_path)), extra=("--structured", "--format", "json")) == 0
+    rows = {c["app"]: c for c in json.loads(capsys.readouterr().out)["charts"]}
+    s = rows["vllmserve"]["structured"]
+    assert not s["typed"] and s["reason"].startswith("the typed render differs")
+    assert [(d["kind"], d["where"]) for d in s["differences"]] == [("manifest.texts", "OlaresManifest spec.fullDescription")]
+    assert any(n.startswith("--structured differs: manifest.texts: OlaresManifest") for n in rows["vllmserve"]["notes"])
+    assert isinstance(load_app(root / "apps" / "vllmserve"), ChartApp)
+
+
+def test_structured_accept_takes_named_differences_and_the_release_record_keeps_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chart = str(_differing_vllmserve(tmp_path))
+    # another kind accepted: still kept as written
+    root = empty_repo(tmp_path / "b")
+    assert run_import(root, chart, extra=("--structured", "--accept=manifest.options")) == 0
+    assert isinstance(load_app(root / "apps" / "vllmserve"), ChartApp)
+    kinds = ["manifest.texts"]
+    root = empty_repo(tmp_path / "c")
+    assert run_import(root, chart, extra=("--structured", *(f"--accept={k}" for k in kinds))) == 0
     typed = load_app(root / "apps" / "vllmserve")
     assert type(typed).__name__ == "VllmApp" and typed.version == "2.0.4"  # 2.0.3 is published as it was
     assert (typed.model.repo, typed.server.max_model_len, typed.server.gpu_memory_utilization) == ("Qwen/Qwen3-8B-AWQ", 32768, 0.9)
-    assert typed.resources.gpu_memory_mib == 16384 and typed.env == {"CUDA_DEVICE_MEMORY_LIMIT_0": "16384m"}
-    assert isinstance(load_app(root / "apps" / "speechapp"), ChartApp)
+    assert not typed.engine.shared  # the chart's per-user form is kept
+    assert typed.imported is not None and typed.imported.original == "2.0.3"
+    assert sorted({a.kind for a in typed.imported.accepted}) == kinds
     assert main(["build", "--apps-dir", str(root / "apps"), "--check"]) == ExitCode.OK
     assert main(["release", "vllmserve", "--apps-dir", str(root / "apps"), "--version", "2.0.4", "--date", DATE]) == ExitCode.OK
+    rec = records.read(Repo.of_apps(root / "apps"), "vllmserve", "2.0.4")
+    assert sorted({a["kind"] for a in rec.manifest["imported"]["accepted"]}) == kinds
+
+
+def test_accept_names_a_kind_of_difference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(CHARTS / "vllmserve"), extra=("--structured", "--accept", "manifest.colour")) == ExitCode.INPUT
+    assert "--accept manifest.colour: not a kind of difference" in capsys.readouterr().err
+    assert not (root / "apps" / "vllmserve").exists()
 
 
 def test_structured_recovers_olares_packs_own_apps_from_their_served_charts(tmp_path: Path) -> None:

@@ -285,3 +285,94 @@ def test_a_renamed_engine_is_a_policy_error_unless_declared(control_plane) -> No
     assert "llamacppqwen36mtpone-engine" in next(o.message for o in outcomes if o.rule == "rehearse.renamed-workload")
     declared = gate.judge(steps, (), "the engine is now llamacppqwen36mtpone-engine")
     assert [o.severity for o in declared if o.rule == "rehearse.renamed-workload"] == ["warning"]
+
+
+# ---------------------------------------------------------------- pitfalls and the release gate (issue #42)
+
+
+def test_rehearse_accepts_only_known_lines_and_not_from_with_from_all(capsys) -> None:
+    from olares_pack.cli import main
+
+    assert main(["rehearse", "llamacppqwen36mtpone", "--target", "curent"]) == 2
+    assert "'curent' is not one of 'current', 'legacy'" in capsys.readouterr().err
+    assert main(["rehearse", "llamacppqwen36mtpone", "--from-all", "--from", "1.0.9"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_the_missing_tools_message_names_a_command_that_exists(tmp_path: Path, monkeypatch) -> None:
+    from olares_pack.cluster import tools
+
+    monkeypatch.setenv("OLARES_PACK_CACHE", str(tmp_path))
+    reason = tools.missing_reason()
+    assert "`make control-plane`" in reason and "--build" not in reason
+    assert "\ncontrol-plane:" in (ROOT / "Makefile").read_text()
+
+
+def test_held_workloads_start_nothing() -> None:
+    from olares_pack.rehearse import hold
+
+    text = ("kind: Deployment\nmetadata: {name: e}\nspec: {replicas: 1, template: {spec: {}}}\n---\n"
+            "kind: Job\nmetadata: {name: j}\nspec: {template: {spec: {}}}\n---\n"
+            "kind: DaemonSet\nmetadata: {name: d}\nspec: {template: {spec: {nodeSelector: {a: b}}}}\n---\n"
+            "kind: ConfigMap\nmetadata: {name: c}\ndata: {k: v}\n")
+    import yaml
+
+    deployment, job, daemonset, configmap = yaml.safe_load_all(hold.held(text))
+    assert deployment["spec"]["replicas"] == 0 and job["spec"]["suspend"] is True
+    assert daemonset["spec"]["template"]["spec"]["nodeSelector"] == {"a": "b", **hold.NO_NODE}
+    assert configmap == {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}
+
+
+def test_on_a_cluster_where_the_app_is_installed_nothing_collides_and_nothing_starts(control_plane, capsys) -> None:
+    """The app installed as app-service installs it (release named after it, namespace <app>-alice),
+    then `rehearse --kubeconfig`: the installed release is untouched, the rehearsal's releases have
+    names of their own, and its workloads are held at zero replicas."""
+    from olares_pack.cli import main
+    from olares_pack.cluster.helmcli import Helm
+
+    name = "llamacppqwen36mtpone"
+    published, lines, chart_of = _catalogue(ROOT, name)
+    newest = published[-1]
+    seen: list[dict] = []
+    real_install = Helm.install
+
+    def install_and_look(self, release, chart, namespace, values):  # noqa: ANN001, ANN202
+        r = real_install(self, release, chart, namespace, values)
+        seen.extend((release, d) for d in control_plane.get(f"/apis/apps/v1/namespaces/{namespace}/deployments")["items"])
+        return r
+
+    with tempfile.TemporaryDirectory() as tmp, run.session(control_plane, "current") as installed:
+        plan = flow.chart_plan(chart_of(newest, "current"), Path(tmp), "current", name, newest, flow.Names())
+        assert all(s.ok for s in installed.install(plan))
+        ns = plan.namespace("alice")
+        before = control_plane.get(f"/apis/apps/v1/namespaces/{ns}/deployments")["items"]
+        assert before and installed.helm.status(name, ns) == "deployed"
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(Helm, "install", install_and_look)
+            code = main(["rehearse", name, "--from", published[-2], "--target", "current", "--kubeconfig",
+                         str(control_plane.kubeconfig)])
+        assert code == 0, capsys.readouterr().err
+        after = control_plane.get(f"/apis/apps/v1/namespaces/{ns}/deployments")["items"]
+        assert [d["metadata"]["resourceVersion"] for d in after] == [d["metadata"]["resourceVersion"] for d in before]
+        assert installed.helm.status(name, ns) == "deployed"
+    ours = [(rel, d) for rel, d in seen if d["metadata"]["namespace"] != ns]
+    assert ours and all(rel != name and "-rh" in rel for rel, _ in ours)  # release names of the run
+    assert all(d["spec"]["replicas"] == 0 for _, d in ours)  # nothing scaled up beside the installed app
+    from olares_pack.rehearse import gate
+
+    assert gate._server_version(control_plane.kubeconfig) == "v1.32.2"  # what `release --kubeconfig` records
+
+
+def test_release_rehearses_the_upgrade_from_every_older_version_and_records_it(control_plane, repo: Path,
+                                                                              capsys) -> None:
+    published, lines, _ = _catalogue(repo, "llamacppqwen36mtpone")
+    assert _release(repo) == 0, capsys.readouterr().err
+    rec = records.read(Repo.at(repo), "llamacppqwen36mtpone", "1.0.15")
+    r = rec.rehearsal
+    assert r is not None and r.skipped is None
+    assert r.api_server.startswith("kube-apiserver v1.32.2") and r.helm == "helm v3.19.5"
+    pairs = {(s.line, s.from_version) for s in r.steps if s.action in ("upgrade", "uninstall-first")}
+    assert pairs == {(t, v) for t, vs in lines.items() for v in vs}  # every older version on each line
+    assert {(s.line, s.action) for s in r.steps if s.from_version is None} == {("current", "install"), ("legacy", "install")}
+    # the known broken pairs stay visible with their outcome (the fix of 1.0.14 does not rewrite history)
+    assert all(s.ok for s in r.steps if s.from_version in ("1.0.13", "1.0.14"))

@@ -390,3 +390,74 @@ def test_chart_archives_read_the_same_as_tarfile_reads_them(fmt: int) -> None:
     folder, files, binary = package.read_archive_split(raw.getvalue())
     assert folder == "c" and binary == {}
     assert files == {n.split("/", 1)[1]: f"file {n}\n" for n in names}
+
+
+# ---------------------------------------------------------------- the release gate (issue #42)
+
+
+def _release(repo: Path, *extra: str) -> int:
+    return main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "s",
+                 "--date", "2026-06-01", *extra])
+
+
+def test_without_a_control_plane_release_refuses_and_writes_nothing(repo: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("OLARES_PACK_REHEARSE", raising=False)
+    monkeypatch.setenv("OLARES_PACK_CACHE", str(tmp_path / "no-tools-here"))
+    before = tree_digest(repo)
+    assert _release(repo) == ExitCode.FINDINGS
+    err = capsys.readouterr().err
+    assert "no control plane here" in err and "`make control-plane`" in err and "--skip-rehearsal REASON" in err
+    assert tree_digest(repo) == before
+    assert not (tmp_path / "no-tools-here").exists()  # nothing was built either
+    # the command it names exists
+    assert "\ncontrol-plane:" in (ROOT / "Makefile").read_text()
+
+
+def test_skip_rehearsal_publishes_and_the_reason_is_shown_by_history_and_diff(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _release(repo, "--skip-rehearsal", "why") == ExitCode.OK, capsys.readouterr().err
+    assert "not rehearsed (--skip-rehearsal: why)" in capsys.readouterr().err
+    rec = records.read(Repo.at(repo), NAME, "1.0.15")
+    assert rec.rehearsal is not None and rec.rehearsal.skipped == "why" and rec.rehearsal.steps == []
+    assert rec.unbenched is None  # the engine did not change
+    assert main(["diff", NAME, "1.0.14", "1.0.15", "--apps-dir", str(repo / "apps"), "--format", "json"]) in (0, 1)
+    assert "1.0.15: rehearsal skipped: why" in json.loads(capsys.readouterr().out)["performance"]
+    assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--format", "json"]) == 0
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.OK
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "s",
+                 "--skip-rehearsal", " "]) == ExitCode.INPUT  # a reason, not a blank
+
+
+def test_a_changed_engine_without_a_measurement_is_unbenched_and_a_gap_in_the_history(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    app_yaml = repo / "apps" / NAME / "app.yaml"
+    app_yaml.write_text(app_yaml.read_text().replace("ctx_size: 262144", "ctx_size: 196608"))
+    assert _release(repo, "--skip-rehearsal", "test") == ExitCode.OK
+    err = capsys.readouterr().err
+    assert "1.0.15: unbenched: engine arguments differ from 1.0.14" in err
+    rec = records.read(Repo.at(repo), NAME, "1.0.15")
+    assert rec.unbenched and rec.unbenched.startswith("unbenched: engine arguments differ from 1.0.14")
+    assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (one,) = [d for d in doc["devices"] if d["device"].startswith("Olares One")]
+    row = one["versions"][-1]
+    assert row["version"] == "1.0.15" and row["tokens_per_s"] is None and row["note"].startswith("unbenched")
+    assert "rehearsal skipped: test" in row["note"]
+    assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--format", "markdown"]) == 0
+    assert "| 1.0.15 | --ctx-size 262144 → 196608 | — | — |" in capsys.readouterr().out
+
+
+def test_an_app_without_any_bench_record_shows_its_unbenched_version(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    name = "vllmqwen36turbo27bone"
+    app_yaml = repo / "apps" / name / "app.yaml"
+    assert main(["history", name, "--apps-dir", str(repo / "apps")]) == ExitCode.INPUT  # nothing to show yet
+    app_yaml.write_text(app_yaml.read_text().replace("max_model_len: 88000", "max_model_len: 64000"))
+    assert main(["release", name, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "s",
+                 "--skip-rehearsal", "test"]) == ExitCode.OK
+    capsys.readouterr()
+    assert main(["history", name, "--apps-dir", str(repo / "apps"), "--format", "json"]) == 0
+    (table,) = json.loads(capsys.readouterr().out)["devices"]
+    assert [(r["version"], r["tokens_per_s"]) for r in table["versions"]] == [("2.5.11", None)]
+    assert table["versions"][0]["note"].startswith("unbenched: engine arguments differ from 2.5.10")

@@ -18,10 +18,12 @@ from test_import import rendered_pods
 
 from olares_pack import olares
 from olares_pack.apps.load import load_app, validate_data
+from olares_pack.apps.manifest import ChartApp
 from olares_pack.charts import package
 from olares_pack.cli import main
 from olares_pack.common.errors import ExitCode, InputError
 from olares_pack.engines.detect import find_engines
+from olares_pack.equivalence import KINDS
 from olares_pack.importing import hfurls, importer
 from olares_pack.market.server import Source
 from olares_pack.render import app as render
@@ -36,6 +38,18 @@ AWQ, OMNI = "vllmqwen3awqentryone", "vllmomniqwen25threebone"
 def run_import(root: Path, *sources: Path, extra: tuple[str, ...] = ()) -> int:
     (root / "apps").mkdir(parents=True, exist_ok=True)
     return main(["import", *map(str, sources), "--apps-dir", str(root / "apps"), "--date", DATE, *extra])
+
+
+# What the typed form reads is tested here, not whether it renders the same app: these charts'
+# typed renders differ (download step, entrances, …), so every kind of difference is accepted.
+ACCEPT_ALL = tuple(f"--accept={k}" for k in sorted(KINDS) if k != "undecidable")
+
+
+def importer_objects(files: dict[str, str], name: str) -> list[dict]:
+    from olares_pack.equivalence import manifest_of
+    from olares_pack.render.imported import objects_of
+
+    return objects_of(name, files, manifest_of(files, name))
 
 
 def report(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict]:
@@ -105,7 +119,7 @@ def test_a_long_name_or_title_is_refused_only_for_the_current_line(tmp_path: Pat
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """What release reads (app.yaml): a name or title over 30 characters with targets [legacy] is
     valid; adding the current target is an error that names the 1.12.6+ installer."""
-    report(tmp_path, capsys, "--structured")
+    report(tmp_path, capsys, "--structured", *ACCEPT_ALL)
     data = yaml.safe_load((tmp_path / "apps" / LONG / "app.yaml").read_text())
     assert data["targets"] == ["legacy"] and data["engine"]["kind"] == "llamacpp"
     validate_data(data, "app.yaml")
@@ -121,7 +135,19 @@ def test_a_long_name_or_title_is_refused_only_for_the_current_line(tmp_path: Pat
 
 def test_structured_reads_hugging_face_downloads_and_vllm_behind_an_entrypoint(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rows = report(tmp_path, capsys, "--structured")
+    kept = report(tmp_path / "k", capsys, "--structured")
+    # without --accept, each is typed: what the charts say beyond the engine (their own fetch step,
+    # a wrapper script, env, probes, manifest options) is kept, and the typed render makes the same app
+    assert all(r["structured"]["typed"] and not r["structured"]["differences"] and not r["structured"]["accepted"]
+               for r in kept.values()), {a: r["structured"] for a, r in kept.items()}
+    assert not [a for a in kept if isinstance(load_app(tmp_path / "k" / "apps" / a), ChartApp)]
+    awq = yaml.safe_load((tmp_path / "k" / "apps" / AWQ / "app.yaml").read_text())
+    # the vLLM image's entrypoint script is the program the typed form starts too
+    assert awq["engine"]["command"][0].endswith(".sh") and awq["model"]["fetch"] in ("engine", "chart")
+    omni = yaml.safe_load((tmp_path / "k" / "apps" / OMNI / "app.yaml").read_text())
+    # a bash script that runs the engine last: kept up to the program, the typed arguments after it
+    assert omni["engine"]["command"] == ["/bin/bash", "-c"] and omni["engine"]["script"].endswith("/opt/entrypoint.sh serve")
+    rows = report(tmp_path, capsys, "--structured", *ACCEPT_ALL)
     assert not [n for r in rows.values() for n in r["notes"] if n.startswith("--structured: kept as written")]
     long = yaml.safe_load((tmp_path / "apps" / LONG / "app.yaml").read_text())
     # the URL sits in a ConfigMap the init container reads through envFrom
@@ -130,12 +156,16 @@ def test_structured_reads_hugging_face_downloads_and_vllm_behind_an_entrypoint(
     assert long["server"]["cache_type"] == {"k": "q4_0", "v": "q4_0"}
     awq = yaml.safe_load((tmp_path / "apps" / AWQ / "app.yaml").read_text())
     assert (awq["engine"]["kind"], awq["model"]["repo"], awq["server"]["max_model_len"]) == ("vllm", "Qwen/Qwen3-8B-AWQ", 32768)
+    assert awq["engine"]["command"] == ["/entrypoint.sh"] and awq["engine"]["shared"] is False
+    typed = load_app(tmp_path / "apps" / AWQ)
+    engine = find_engines(importer_objects(render.render(typed, olares.get(typed.targets[0])), AWQ))
+    assert [e.kind for e in engine] == ["vllm"]
     omni = yaml.safe_load((tmp_path / "apps" / OMNI / "app.yaml").read_text())
     assert (omni["engine"]["kind"], omni["model"]["repo"]) == ("vllm", "Qwen/Qwen2.5-Omni-3B")
     assert omni["server"]["extra_args"] == ["--omni"]
     # an inline $HF_ENDPOINT/<repo>/resolve/... (curl in an init container) is read too
     capsys.readouterr()
-    assert run_import(tmp_path / "g", LEGACY / "gpuvtwo", extra=("--structured",)) == 0
+    assert run_import(tmp_path / "g", LEGACY / "gpuvtwo", extra=("--structured", *ACCEPT_ALL)) == 0
     g = yaml.safe_load((tmp_path / "g" / "apps" / "gpuvtwo" / "app.yaml").read_text())
     assert g["model"]["repo"] == "Qwen/Qwen3-8B-GGUF" and g["model"]["files"][0]["name"] == "Qwen3-8B-Q4_K_M.gguf"
 
@@ -195,3 +225,13 @@ def test_an_upgraded_app_reaches_1_12_7_with_its_featured_image(tmp_path: Path, 
         old = Device(url, "1.12.5")
         assert old.sync() and old.install(AWQ) == "1.0.0"
     assert package.read_archive_split((tmp_path / "packages" / "legacy" / f"{AWQ}-1.0.0.tgz").read_bytes())[0] == AWQ
+
+
+def test_structured_after_upgrade_reads_the_gpu_of_the_converted_chart(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """--upgrade --structured: the typed form reads the 0.12.0 chart's accelerator envelope and is
+    compared with that chart (the one it replaces), not with the 0.10.0 original."""
+    rows = report(tmp_path, capsys, "--upgrade", "--structured")
+    for app in (AWQ, OMNI):
+        s = rows[app]["structured"]
+        assert s["typed"] and not s["differences"], s

@@ -11,7 +11,8 @@ set -u
 DIR=$(cd "${1:-.devcarry}" && pwd)
 S=$SECONDS
 export PYTHONUNBUFFERED=1
-mkdir -p /root/lc && cat $DIR/llama-cuda-bin.tar.xz.* | xz -d | tar x -C /root/lc || exit 1
+# the build pack_cuda.sh left on a still-warm machine, else the carried pieces
+[ -x /root/lc/bin/llama-server ] || { mkdir -p /root/lc && cat $DIR/llama-cuda-bin.tar.xz.* | xz -d | tar x -C /root/lc; } || exit 1
 BIN=/root/lc/bin
 # the libraries sit beside the binary; their run path names the build folder of the first call
 export LD_LIBRARY_PATH=$BIN

@@ -9,7 +9,8 @@ set -u
 DIR=$(cd "${1:-.devcarry}" && pwd)
 S=$SECONDS
 export PYTHONUNBUFFERED=1
-mkdir -p /root/lc && cat $DIR/llama-cuda-bin.tar.xz.* | xz -d | tar x -C /root/lc || exit 1
+# the build pack_cuda.sh left on a still-warm machine, else the carried pieces
+[ -x /root/lc/bin/llama-server ] || { mkdir -p /root/lc && cat $DIR/llama-cuda-bin.tar.xz.* | xz -d | tar x -C /root/lc; } || exit 1
 BIN=/root/lc/bin
 export LD_LIBRARY_PATH=$BIN
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site $DIR/whl/*.whl || exit 1

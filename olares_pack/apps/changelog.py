@@ -82,3 +82,11 @@ def upgrade_description(entry: dict[str, Any], locale: str = "en-US") -> str:
     if notes.strip():
         parts.append(notes.strip())
     return "\n\n".join(parts) + "\n"
+
+
+def next_version(current: str, bump: str) -> str:
+    """`current` bumped by `bump` (patch, minor or major): the version a release entry names."""
+    import semver
+
+    v = semver.Version.parse(current)
+    return str({"patch": v.bump_patch, "minor": v.bump_minor, "major": v.bump_major}[bump]())

@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from olares_pack.apps.changelog import CHANGE_KINDS
+from olares_pack.apps.kept import KubeObject, OlaresKept, Workload
 from olares_pack.common import quantity
 from olares_pack.common.fields import (
     MAX_BYTES,
@@ -48,7 +49,10 @@ TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 
 FileSize = Annotated[StrictInt, Field(gt=0, le=1 << 45)]  # bytes: 32 TiB, above any model file
 
-CacheType = Literal["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]
+UPSTREAM_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+# upstream's types, or a fork's own (turbo3 …) that the fork registry lists, on an image not upstream's
+# (engines/data/llamacpp-history.yaml `forks`); LlamaCppApp checks which.
+CacheType = Annotated[str, Field(pattern=r"^[a-z0-9_]{1,16}$")]
 Target = Literal["current", "legacy"]
 Mode = Literal["nvidia", "cpu"]
 
@@ -135,6 +139,13 @@ class HFModel(Model_):
     size: FileSize | None = Field(default=None, description="bytes")
     sha256: str | None = Field(description="the file's sha256; with size, the engine starts only on these exact bytes (shared form: checked once per file before the engine starts)", default=None, pattern=r"^[0-9a-f]{64}$")
     files: list[ModelFile] = Field(description="several files, each with name, size and sha256 (a model split in parts); a vLLM model without file or files is fetched whole", default_factory=list)
+    # Who fetches the weights. olares-pack: its download step (verified, resumable) into its model
+    # store. engine: the engine itself (llama.cpp's --hf-repo/--hf-file, vLLM from the hub), no
+    # step of olares-pack's. chart: the chart's own step, kept in `workload.init_containers`.
+    # Optional rather than defaulted so that records published before it resolve the same.
+    fetch: Literal["olares-pack", "engine", "chart"] | None = Field(
+        None, description="who fetches the weights: absent or olares-pack (its download step), engine (the engine downloads them itself) or chart (the chart's own step, kept in workload.init_containers)")
+    path: str | None = Field(None, description="fetch: chart: where the engine reads the weights (llama.cpp's --model file, vLLM's model folder)", pattern=r"^\S+$")
 
     @model_validator(mode="after")
     def _one_form(self) -> HFModel:
@@ -144,6 +155,8 @@ class HFModel(Model_):
             self.files = [ModelFile(name=self.file, size=self.size, sha256=self.sha256)]
         elif self.size is not None or self.sha256 is not None:
             raise ValueError("size and sha256 belong to file; with several files give them per file")
+        if (self.path is not None) != (self.fetch == "chart"):
+            raise ValueError("model.path is where the chart's own step puts the weights: give it with fetch: chart, and only then")
         return self
 
     _caps = field_validator("capabilities")(classmethod(lambda cls, v: _unique(v)))
@@ -156,9 +169,24 @@ class HFModel(Model_):
 # ---------------------------------------------------------------- server settings
 
 
+def fork_cache_types() -> tuple[str, ...]:
+    from olares_pack.engines import registry
+
+    return tuple(sorted({v for f in registry.forks("llamacpp").values() for flag in ("--cache-type-k", "--cache-type-v")
+                         for v in f.values.get(flag, ())}))
+
+
 class CacheTypes(Model_):
     k: CacheType = Field("f16", description="KV cache type of K (--cache-type-k)")
     v: CacheType = Field("f16", description="KV cache type of V (--cache-type-v)")
+
+    @field_validator("k", "v")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in UPSTREAM_CACHE_TYPES and v not in fork_cache_types():
+            raise ValueError(f"{v!r} is not a KV cache type: llama.cpp's {', '.join(UPSTREAM_CACHE_TYPES)}, or a "
+                             f"fork's {', '.join(fork_cache_types())} (the fork registry)")
+        return v
 
 
 class Speculative(Model_):
@@ -213,6 +241,11 @@ class LlamaServer(_ExtraArgs):
     jinja: Flag | None = Field(None, description="--jinja (true) or --no-jinja (false); absent: the build's default")
     speculative: Speculative | None = Field(None, description="speculative decoding (--spec-type and its draft settings)")
     chat_template_kwargs: dict[str, Any] = Field(description="--chat-template-kwargs, rendered as JSON", default_factory=dict)
+    # An imported chart that does not state a flag leaves it to the build's default: rendering it
+    # would start another process. Its typed value is then olares-pack's reading of that default.
+    unset: list[Literal["--host", "--port", "--parallel", "--ctx-size", "--n-gpu-layers", "--flash-attn", "--cache-type-k",
+                        "--cache-type-v"]] | None = Field(
+        None, description="flags left to the engine build's default and not rendered (an imported chart that does not state them); their typed values are olares-pack's reading of that default")
 
     _fa = field_validator("flash_attn", mode="before")(classmethod(lambda cls, v: _on_off(v)))
 
@@ -259,11 +292,30 @@ class Engine(Model_):
     # One engine for every user of the device, behind llm-init (the official llmbase pattern);
     # false: today's per-user chart (one engine per user who installs it).
     shared: Flag = Field(True, description="true: one engine for every user of the device (the shared form); false: one engine per user who installs the app")
+    # The program that starts the engine when the image's entrypoint is not it: `vllm-omni`, a
+    # wrapper script that patches the engine before it starts (/entrypoint.sh), /app/llama-server.
+    command: list[Annotated[str, Field(min_length=1)]] | None = Field(None, description="per-user form: the container's command, the program that receives the engine's arguments (e.g. [vllm-omni], [/entrypoint.sh]); absent: the image's entrypoint")
+    # A shell script that prepares the engine's start (a download, a migration) and then runs it:
+    # kept as the chart writes it up to the program, the typed arguments rendered after it.
+    script: str | None = Field(None, description="per-user form, with command [sh, -c]: the chart's shell script up to the program that starts the engine (`...\nexec /app/llama-server`); the render appends the typed arguments", min_length=1)
     llm_init: Image = Field(description="shared form, current target: the llm-init image (downloads the model, progress page, API proxy)", default_factory=lambda: Image(**LLM_INIT_IMAGE))
     chown_image: Image = Field(description="shared form, current target: the image of llm-init's init step that hands its folders to its user", default_factory=lambda: Image(**CHOWN_IMAGE))
     # The v2 shared form's per-user proxy (legacy target); null: PROXY_IMAGE unpinned. Optional
     # rather than defaulted so that records published before it resolve the same.
     proxy_image: Image | None = Field(None, description="legacy target's shared form: each user's proxy image; null: the official v2 client's docker.io/beclab/aboveos-bitnami-openresty:1.25.3-2, unpinned")
+
+    @model_validator(mode="after")
+    def _command_per_user(self) -> Engine:
+        if self.command is not None and self.shared:
+            raise ValueError("engine.command is for the per-user form (shared: false): the shared form's wrapper starts the engine")
+        if self.script is not None:
+            from olares_pack import engines
+
+            if not (self.command and len(self.command) == 2 and engines.is_shell([*self.command, self.script])):
+                raise ValueError("engine.script runs in a shell: engine.command is [sh, -c] (or bash)")
+            if engines.script_head(self.script, self.kind) != self.script:
+                raise ValueError(f"engine.script must end with the program that starts {self.kind} (e.g. exec /app/llama-server)")
+        return self
 
     @property
     def proxy(self) -> Image:
@@ -330,6 +382,26 @@ class ByteRange(_Range):
         return v
 
 
+class GpuEnvelope(Model_):
+    """The GPU envelope as a chart declares it, request and limit apart (an imported chart's
+    `requiredGpu: 1Gi`, `limitedGpu: 24Gi`: the app always schedules, the engine may use 24 GiB)."""
+
+    request: str = Field(description="requiredGpu as written: memory (1Gi) or a count of GPUs (1)", min_length=1)
+    limit: str | None = Field(None, description="limitedGpu as written; absent: none declared")
+    container: Literal["gpumem", "whole", "none"] = Field(
+        "gpumem", description="what the engine container asks: gpumem (HAMi memory, gpu_memory_mib), whole (nvidia.com/gpu: 1), none")
+
+    @field_validator("request", "limit")
+    @classmethod
+    def _quantity(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                quantity.parse(v)
+            except quantity.QuantityError as exc:
+                raise ValueError(str(exc)) from None
+        return v
+
+
 class Resources(Model_):
     """The engine container's requests/limits, which are also the manifest envelope."""
 
@@ -338,6 +410,7 @@ class Resources(Model_):
     disk: ByteRange = Field(description="bytes with a unit (25Gi)")
     gpu_memory_mib: Annotated[StrictInt, Field(gt=0, le=MAX_GPU_MIB)] | Literal["auto"] | None = Field(
         default=None, description="nvidia.com/gpumem, whole MiB; auto: derived from the GPU memory estimate")
+    gpu: GpuEnvelope | None = Field(None, description="the GPU envelope as declared, request and limit apart (imported charts); absent: gpu_memory_mib is both")
 
 
 class Entrance(Model_):
@@ -518,6 +591,19 @@ class AppTexts(Model_):
         return self
 
 
+class AcceptedDifference(Model_):
+    kind: str = Field(description="the kind of difference (olares_pack.equivalence.KINDS), e.g. manifest.form")
+    where: str = Field(description="where it is: the workload and container, or the manifest field")
+
+
+class ImportProof(Model_):
+    """How an imported chart became this typed app: the version of the chart its render was
+    compared with, and the differences a maintainer accepted (`import --structured --accept`)."""
+
+    original: str = Field(description="the imported chart's version the typed render was compared with")
+    accepted: list[AcceptedDifference] = Field(description="differences from it taken on purpose", default_factory=list)
+
+
 class AppManifestBase(AppTexts):
     modes: list[Mode] = Field(description="compute modes (spec.accelerator): nvidia; llama.cpp apps may add cpu", default_factory=lambda: ["nvidia"], min_length=1)
     model: HFModel = Field(description="the weights on Hugging Face")
@@ -525,6 +611,16 @@ class AppManifestBase(AppTexts):
     entrance: Entrance = Field(description="the app's entrance")
     env: dict[str, str] = Field(description="extra engine environment (OLARES_* names are reserved)", default_factory=dict)
     probes: Probes = Field(description="the engine's probes (per-user form)", default_factory=Probes)
+    # A Deployment's selector is immutable: an app that replaces a chart installed under the same
+    # release name must select its pods as that chart did, or every user's upgrade is refused.
+    selector: dict[Annotated[str, Field(min_length=1, max_length=317)], Annotated[str, Field(max_length=63)]] | None = Field(
+        None, description="per-user form: the engine Deployment's pod selector (matchLabels), kept from an imported chart so that its users' upgrade is accepted; absent: app.kubernetes.io/name: <name>")
+    imported: ImportProof | None = Field(None, description="set by `import --structured`: the chart version the typed render was proven equivalent to, and the differences accepted")
+    # What an imported chart says beyond the engine (apps/kept.py): the typed render writes these
+    # as the chart did, so that it makes the same app; absent, olares-pack writes its own.
+    olares: OlaresKept | None = Field(None, description="OlaresManifest fields as an imported chart states them (apiVersion, entrances, permission, options, envs, locale)")
+    workload: Workload | None = Field(None, description="per-user form: the engine Deployment as an imported chart writes it beyond the engine's image, command and arguments (env, mounts, probes, resources, the chart's fetch step, sidecars, volumes)")
+    objects: list[KubeObject] | None = Field(None, description="per-user form with workload: the chart's other objects as written (Services, ConfigMaps, …), in place of olares-pack's Service and ConfigMap")
 
     @field_validator("env")
     @classmethod
@@ -537,6 +633,31 @@ class AppManifestBase(AppTexts):
         return v
 
     _modes = field_validator("modes")(classmethod(lambda cls, v: _unique(v)))
+
+    @model_validator(mode="after")
+    def _kept_per_user(self) -> AppManifestBase:
+        if self.workload is None:
+            if self.objects:
+                raise ValueError("objects are the other objects of a kept workload: give workload too")
+            if self.model.fetch == "chart":
+                raise ValueError("model.fetch: chart needs workload (its init_containers hold the chart's step)")
+            return self
+        if self.engine.shared:  # type: ignore[attr-defined]
+            raise ValueError("workload is for the per-user form (engine.shared: false)")
+        if self.env:
+            raise ValueError("with workload, the engine's environment is workload.engine.env (env is empty)")
+        if "cpu" in self.modes:
+            raise ValueError("workload is kept as the chart renders it for the GPU: modes is [nvidia]")
+        return self
+
+    @model_validator(mode="after")
+    def _selector_per_user(self) -> AppManifestBase:
+        if self.selector is not None:
+            if self.engine.shared:  # type: ignore[attr-defined]
+                raise ValueError("selector is for the per-user form (engine.shared: false): the shared form keeps the installed selector itself")
+            if self.selector.get("app.kubernetes.io/name", self.name) != self.name:
+                raise ValueError(f"selector: app.kubernetes.io/name is the app's name ({self.name}), the label its Service selects")
+        return self
 
     @model_validator(mode="after")
     def _cross(self) -> AppManifestBase:
@@ -586,6 +707,26 @@ class AppManifestBase(AppTexts):
 class LlamaCppApp(AppManifestBase):
     engine: Engine = Field(description="the engine: image, build, shared or per-user form")
     server: LlamaServer = Field(description="llama-server settings")
+
+    @model_validator(mode="after")
+    def _fork_cache_types(self) -> LlamaCppApp:
+        from fnmatch import fnmatch
+
+        from olares_pack.engines import registry
+
+        ref = f"{self.engine.image.repository}:{self.engine.image.tag}"
+        caches = [("--cache-type-k", self.server.cache_type.k), ("--cache-type-v", self.server.cache_type.v)]
+        if self.server.speculative and self.server.speculative.draft_cache_type:
+            d = self.server.speculative.draft_cache_type
+            caches += [("--cache-type-k", d.k), ("--cache-type-v", d.v)]
+        # as lint reads them: a fork's own values are accepted on an image that is not upstream's
+        repo = self.engine.image.repository
+        upstream = any(fnmatch(repo, pat) or fnmatch(ref, pat) for pat in registry.upstream_images("llamacpp"))
+        for flag, value in caches:
+            if value not in UPSTREAM_CACHE_TYPES and upstream:
+                raise ValueError(f"{flag} {value!r}: a fork's KV cache type, and {ref} is upstream llama.cpp's image "
+                                 f"(which takes {', '.join(UPSTREAM_CACHE_TYPES)})")
+        return self
 
     @model_validator(mode="after")
     def _needs_file(self) -> LlamaCppApp:
@@ -661,6 +802,65 @@ class ChartApp(AppTexts):
         return [f"{self.name}: image {ref} is not pinned by digest" for ref in self.images() if "@sha256:" not in ref]
 
 
+class GenericEngine(Model_):
+    """A GPU server olares-pack does not model (a music, speech or embedding server, another LLM
+    server): its image, command and arguments, rendered as written."""
+
+    kind: Literal["generic"] = Field(description="generic: a server olares-pack does not model")
+    image: Image = Field(description="the server's image")
+    command: list[Annotated[str, Field(min_length=1)]] | None = Field(None, description="the container's command; absent: the image's entrypoint")
+    args: list[str] = Field(default_factory=list, description="its arguments, as written")
+
+    # what the typed engines have and a generic server has not (the renderers read them)
+    build: Literal[None] = Field(None, description="none: no engine build's flag registry applies")
+    shared: Literal[False] = Field(False, description="false: a generic server is per-user (one per user who installs it)")
+
+    def helper_images(self, targets: list[str] | tuple[str, ...]) -> dict[str, Image]:
+        return {}
+
+
+class GenericApp(AppTexts):
+    """An imported GPU server that runs neither llama.cpp nor vLLM, typed: its server's image,
+    command and arguments, its model when known, the GPU envelope, and what its chart says beyond
+    them kept as typed fields (workload, objects, olares). Per-user form only."""
+
+    engine: GenericEngine = Field(description="the server: image, command, arguments")
+    model: HFModel | None = Field(None, description="the weights it serves, when the chart names them on Hugging Face (informational)")
+    modes: list[Literal["nvidia"]] = Field(description="compute modes: nvidia", default_factory=lambda: ["nvidia"], min_length=1)
+    resources: Resources = Field(description="the manifest envelope (the containers' own requests and limits are in workload)")
+    workload: Workload = Field(description="the server's Deployment as the chart writes it beyond the server's image, command and arguments")
+    objects: list[KubeObject] | None = Field(None, description="the chart's other objects as written")
+    olares: OlaresKept = Field(description="OlaresManifest fields as the chart states them; entrances required")
+    selector: dict[Annotated[str, Field(min_length=1, max_length=317)], Annotated[str, Field(max_length=63)]] | None = Field(
+        None, description="the Deployment's pod selector (matchLabels), kept from the imported chart")
+    imported: ImportProof | None = Field(None, description="set by `import --structured`: the chart version the typed render was proven equivalent to, and the differences accepted")
+
+    @model_validator(mode="after")
+    def _entrances(self) -> GenericApp:
+        if not self.olares.entrances:
+            raise ValueError("olares.entrances: a generic server names its entrances as its chart does")
+        if self.resources.gpu_memory_mib is None:
+            raise ValueError("resources.gpu_memory_mib is required: a generic server is a GPU server")
+        return self
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {}
+
+    @property
+    def display_version(self) -> str:
+        return self.version_name or self.engine.image.tag
+
+    @property
+    def service_name(self) -> str:
+        return self.name if self.name[0].isalpha() else f"app{self.name}"
+
+    def warnings(self) -> list[str]:
+        image = self.engine.image
+        return [] if image.pinned else [f"{self.name}: image {image.repository}:{image.tag} is not pinned by digest "
+                                        "(add engine.image.digest: sha256:...)"]
+
+
 def _engine_kind(data: Any) -> str | None:
     if isinstance(data, dict):
         if "chart" in data and "engine" not in data:
@@ -674,14 +874,15 @@ def _engine_kind(data: Any) -> str | None:
 
 
 AppManifest = Annotated[
-    Union[Annotated[LlamaCppApp, Tag("llamacpp")], Annotated[VllmApp, Tag("vllm")], Annotated[ChartApp, Tag("chart")]],
+    Union[Annotated[LlamaCppApp, Tag("llamacpp")], Annotated[VllmApp, Tag("vllm")], Annotated[GenericApp, Tag("generic")],
+          Annotated[ChartApp, Tag("chart")]],
     Discriminator(
         _engine_kind,
         custom_error_type="engine_kind",
-        custom_error_message="engine.kind must be one of 'llamacpp', 'vllm' (or the app holds an imported chart:)",
+        custom_error_message="engine.kind must be one of 'llamacpp', 'vllm', 'generic' (or the app holds an imported chart:)",
     ),
 ]
-App = LlamaCppApp | VllmApp | ChartApp
+App = LlamaCppApp | VllmApp | GenericApp | ChartApp
 ADAPTER: TypeAdapter[App] = TypeAdapter(AppManifest)
 
 

@@ -47,6 +47,7 @@ class Server:
     kind: str  # llama-server | vllm | openai
     model: str
     build: str | None = None
+    model_file: str | None = None  # the model file the server says it loaded (llama-server /props model_path)
 
 
 @dataclass
@@ -58,9 +59,12 @@ class Run:
     ttft_ms: float | None = None
     draft_n: int | None = None
     draft_accepted: int | None = None
+    # what the server itself reported for the run (llama-server's `timings`; vLLM's counter deltas),
+    # from which the figures above are read: an imported result is checked against them
+    timings: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        return {k: v for k, v in asdict(self).items() if v is not None and v != {}}
 
 
 @dataclass
@@ -68,6 +72,14 @@ class Result:
     server: Server
     method: Method
     runs: list[Run] = field(default_factory=list)
+    started: str | None = None  # UTC, ISO 8601: the first measured request was sent
+    ended: str | None = None  # the last measured answer was read
+
+
+def utc_now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
 class Client:
@@ -161,7 +173,8 @@ def probe(client: Client) -> Server:
     model = str(data[0]["id"])
     props = _json_get(client, "/props")
     if isinstance(props, dict) and ("build_info" in props or "default_generation_settings" in props):
-        return Server(client.url, "llama-server", model, str(props.get("build_info") or "") or None)
+        return Server(client.url, "llama-server", model, str(props.get("build_info") or "") or None,
+                      str(props.get("model_path") or "") or None)
     version = _json_get(client, "/version")
     if _metrics(client) is not None and isinstance(version, dict):
         return Server(client.url, "vllm", model, f"vllm {version.get('version')}" if version.get("version") else None)
@@ -249,10 +262,11 @@ def complete(client: Client, server: Server, method: Method, prompt: str | list[
             raise BenchFailure(f"{what}: {timings['cache_n']} prompt tokens came from the prompt cache; "
                                "every measured run must process its prompt afresh")
         draft_n = timings.get("draft_n")
+        kept = {k: float(v) for k, v in sorted(timings.items()) if isinstance(v, int | float) and not isinstance(v, bool)}
         return Run(float(timings["predicted_per_second"]), int(timings["predicted_n"]), int(timings["prompt_n"]),
                    float(timings["prompt_per_second"]), ttft,
                    int(draft_n) if draft_n is not None else None,
-                   int(timings["draft_n_accepted"]) if draft_n is not None else None)
+                   int(timings["draft_n_accepted"]) if draft_n is not None else None, kept)
     if not isinstance(usage, dict) or "completion_tokens" not in usage:
         raise BenchFailure(f"{what}: the answer carries no usage (token counts)")
     tokens, prompt_tokens = int(usage["completion_tokens"]), int(usage.get("prompt_tokens", 0))
@@ -263,9 +277,11 @@ def complete(client: Client, server: Server, method: Method, prompt: str | list[
         drafts = after.get(VLLM_DRAFTS, 0.0) - before.get(VLLM_DRAFTS, 0.0)
         accepted = after.get(VLLM_ACCEPTED, 0.0) - before.get(VLLM_ACCEPTED, 0.0)
         spec = VLLM_DRAFTS in after
+        kept = {"decode_s": decode, "prefill_s": prefill, "completion_tokens": float(tokens),
+                "prompt_tokens": float(prompt_tokens), **({"draft_tokens": drafts, "accepted_tokens": accepted} if spec else {})}
         # decode time runs from the first token to the last: the tokens after the first
         return Run((tokens - 1) / decode, tokens, prompt_tokens, prompt_tokens / prefill if prefill > 0 else None,
-                   ttft, int(drafts) if spec else None, int(accepted) if spec else None)
+                   ttft, int(drafts) if spec else None, int(accepted) if spec else None, kept)
     if first is None or last is None or last <= first:
         raise BenchFailure(f"{what}: too few streamed chunks to time the generation")
     return Run((tokens - 1) / (last - first), tokens, prompt_tokens, None, ttft)
@@ -279,10 +295,13 @@ def bench(client: Client, method: Method, progress: Callable[[str], None] = lamb
     total = method.warmups + method.runs
     for i in range(total):
         warm = i < method.warmups
+        if i == method.warmups:
+            result.started = utc_now()
         label = f"warm-up {i + 1} of {method.warmups}" if warm else f"run {i - method.warmups + 1} of {method.runs}"
         run = complete(client, server, method, fresh_prompt(method, f"olares-pack bench {label}"), method.max_tokens, label)
         extra = f", drafts {run.draft_accepted}/{run.draft_n}" if run.draft_n is not None else ""
         progress(f"{label}: {run.tokens_per_s:.2f} tokens/s ({run.tokens} tokens{extra})")
         if not warm:
             result.runs.append(run)
+    result.ended = utc_now()
     return result

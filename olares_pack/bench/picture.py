@@ -1,16 +1,36 @@
 """The history as a picture: tokens/s per version as bars (the min–max range as a whisker),
-draft acceptance as a line on its own 0–100 % scale, an OOM record marked. SVG written by hand:
-no plotting library, no clock, no font metrics — the same records give the same bytes."""
+draft acceptance as a line on its own 0–100 % scale, an OOM record marked. What the figures are
+shows in the bar itself: measured bars are solid, transcribed ones hatched and labelled
+"transcribed", a synthetic model's grey; the legend says so. One picture per device. SVG written
+by hand: no plotting library, no clock, no font metrics — the same records give the same bytes."""
 
 from __future__ import annotations
 
+import re
 from html import escape
+from pathlib import Path
 
 from olares_pack.bench.history import Table
 
-W, H = 760, 360
-LEFT, RIGHT, TOP, BOTTOM = 60, 60, 48, 64
+W, H = 760, 380
+LEFT, RIGHT, TOP, BOTTOM = 60, 60, 48, 84
 BAR, LINE, OOM, GRID, TEXT = "#4c78a8", "#f58518", "#d62728", "#dddddd", "#333333"
+SYNTHETIC = "#9e9e9e"
+FILL = {"measured": BAR, "transcribed": "url(#transcribed)", "synthetic": SYNTHETIC}
+HATCH = ('<defs><pattern id="transcribed" width="6" height="6" patternUnits="userSpaceOnUse" '
+         f'patternTransform="rotate(45)"><rect width="6" height="6" fill="#ffffff"/>'
+         f'<line x1="0" y1="0" x2="0" y2="6" stroke="{BAR}" stroke-width="3"/></pattern></defs>')
+
+
+def files(path: Path, tabs: list[Table]) -> list[tuple[Path, Table]]:
+    """Where each device's picture goes: PATH for one device; PATH's stem, the device, .svg for several."""
+    if len(tabs) == 1:
+        return [(path, tabs[0])]
+    out = []
+    for t in tabs:
+        slug = re.sub(r"[^a-z0-9]+", "-", t.device.lower()).strip("-") or "device"
+        out.append((path.with_name(f"{path.stem}.{slug}{path.suffix or '.svg'}"), t))
+    return out
 
 
 def _n(x: float) -> str:
@@ -33,7 +53,7 @@ def svg(app: str, table: Table) -> str:
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
            'font-family="sans-serif" font-size="12">',
-           f'<rect width="{W}" height="{H}" fill="#ffffff"/>',
+           f'<rect width="{W}" height="{H}" fill="#ffffff"/>', HATCH,
            f'<text x="{LEFT}" y="20" font-size="14" fill="{TEXT}">{escape(app)}: tokens/s and draft acceptance per version</text>',
            f'<text x="{LEFT}" y="36" fill="{TEXT}">{escape(table.device)}</text>']
     for k in range(5):
@@ -52,18 +72,25 @@ def svg(app: str, table: Table) -> str:
         if s is not None:
             bw = min(slot * 0.6, 48)
             out.append(f'<rect x="{_n(cx - bw / 2)}" y="{_n(y_tps(s.mean))}" width="{_n(bw)}" '
-                       f'height="{_n(TOP + plot_h - y_tps(s.mean))}" fill="{BAR}"><title>{escape(r.version)}: '
-                       f'{escape(s.range_text())} tokens/s</title></rect>')
+                       f'height="{_n(TOP + plot_h - y_tps(s.mean))}" fill="{FILL.get(r.kind, BAR)}" stroke="{BAR}">'
+                       f'<title>{escape(r.version)}: {escape(s.range_text())} tokens/s ({escape(r.kind)})</title></rect>')
+            if r.kind == "transcribed":
+                out.append(f'<text x="{_n(cx)}" y="{H - BOTTOM + 44}" text-anchor="middle" fill="{TEXT}" '
+                           'font-size="10">transcribed</text>')
             if s.min is not None and s.max is not None:
                 out.append(f'<line x1="{_n(cx)}" y1="{_n(y_tps(s.min))}" x2="{_n(cx)}" y2="{_n(y_tps(s.max))}" '
                            f'stroke="{TEXT}" stroke-width="1.5"/>')
+            shown = f"{s.mean:.2f}" if not s.stated else s.range_text().split(" ")[0]
             out.append(f'<text x="{_n(cx)}" y="{_n(y_tps(s.max or s.mean) - 6)}" text-anchor="middle" '
-                       f'fill="{TEXT}">{s.mean:.2f}</text>')
+                       f'fill="{TEXT}">{escape(shown)}</text>')
             acc = s.acceptance
             if acc is None and s.acceptance_min is not None and s.acceptance_max is not None:
                 acc = (s.acceptance_min + s.acceptance_max) / 2
             if acc is not None:
                 points.append((cx, y_acc(acc)))
+        elif r.note:
+            out.append(f'<text x="{_n(cx)}" y="{_n(TOP + plot_h - 6)}" text-anchor="middle" fill="{OOM}" '
+                       f'font-size="10">no figures<title>{escape(r.note)}</title></text>')
         if r.stability.startswith("OOM") or r.stability == "soak failed":
             label = "OOM" if r.stability.startswith("OOM") else "failed"
             out.append(f'<text x="{_n(cx)}" y="{H - BOTTOM + 32}" text-anchor="middle" fill="{OOM}" '
@@ -72,11 +99,18 @@ def svg(app: str, table: Table) -> str:
         out.append(f'<polyline points="{" ".join(f"{_n(x)},{_n(y)}" for x, y in points)}" fill="none" '
                    f'stroke="{LINE}" stroke-width="2"/>')
         out += [f'<circle cx="{_n(x)}" cy="{_n(y)}" r="4" fill="{LINE}"/>' for x, y in points]
-    ly = H - 14
+    ly = H - 4
     out.append(f'<rect x="{LEFT}" y="{ly - 10}" width="12" height="12" fill="{BAR}"/>'
-               f'<text x="{LEFT + 18}" y="{ly}" fill="{TEXT}">tokens/s, mean (bar) and min–max (whisker)</text>')
-    out.append(f'<circle cx="{LEFT + 330}" cy="{ly - 4}" r="4" fill="{LINE}"/>'
-               f'<text x="{LEFT + 340}" y="{ly}" fill="{TEXT}">draft acceptance (right scale)</text>')
+               f'<text x="{LEFT + 16}" y="{ly}" fill="{TEXT}" font-size="11">measured tokens/s (whisker: min–max)</text>')
+    kinds = {r.kind for r in rows}
+    if "transcribed" in kinds:
+        out.append(f'<rect x="{LEFT + 240}" y="{ly - 10}" width="12" height="12" fill="url(#transcribed)" stroke="{BAR}"/>'
+                   f'<text x="{LEFT + 256}" y="{ly}" fill="{TEXT}" font-size="11">transcribed from published notes</text>')
+    if "synthetic" in kinds:
+        out.append(f'<rect x="{LEFT + 240}" y="{ly - 10}" width="12" height="12" fill="{SYNTHETIC}"/>'
+                   f'<text x="{LEFT + 256}" y="{ly}" fill="{TEXT}" font-size="11">synthetic model: not the app\'s speed</text>')
+    out.append(f'<circle cx="{LEFT + 504}" cy="{ly - 4}" r="4" fill="{LINE}"/>'
+               f'<text x="{LEFT + 512}" y="{ly}" fill="{TEXT}" font-size="11">draft acceptance (right scale)</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from olares_pack.bench import harness
 from olares_pack.bench.method import Method
@@ -82,3 +83,23 @@ def _alive(client: harness.Client) -> bool:
         return status == 200
     except OSError:
         return False
+
+
+def estimate(app_dir: Path, version: str, apps_dir: Path) -> tuple[float | None, int | None]:
+    """`vram`'s estimate (the Olares One profile) of the version a soak fills, beside its peak, and
+    that version's --ctx-size (the context the soak drives to by default)."""
+    from olares_pack.apps.load import load_app
+    from olares_pack.apps.manifest import LlamaCppApp
+    from olares_pack.catalogue import records as releases
+    from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
+    from olares_pack.vram import budget
+    from olares_pack.vram import estimate as vram
+
+    repo = Repo.of_apps(apps_dir)
+    if version in releases.versions(repo, app_dir.name):
+        app = releases.app_of(releases.read(repo, app_dir.name, version))
+    else:
+        app = load_app(app_dir / MANIFEST_FILE)
+    est = budget.app_estimate(app, app_dir, vram.device("olares-one", None, None), None)
+    ctx = app.server.ctx_size if isinstance(app, LlamaCppApp) else None
+    return est.total_mib, ctx if isinstance(ctx, int) else None

@@ -21,20 +21,38 @@ class Summary:
     accepted: int | None = None
     prompt_tokens_per_s: float | None = None
     ttft_ms: float | None = None
+    stated: bool = False  # figures as a document states them (no runs behind them here)
+    qualifier: str = ""  # what the document says they are, when not a measurement
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def range_text(self) -> str:
+        """Measured: mean (min–max) to two decimals; stated: the figures as the document gives them."""
+        if self.stated:
+            n = _stated
+            text = f"{n(self.mean)} ({n(self.min)}–{n(self.max)})" if self.min is not None and self.max is not None else n(self.mean)
+            return f"{'≈' if self.qualifier else ''}{text}" + (f" ({self.qualifier})" if self.qualifier else "")
         mean = f"{self.mean:.2f}"
         return f"{mean} ({self.min:.2f}–{self.max:.2f})" if self.min is not None and self.max is not None else mean
 
     def acceptance_text(self) -> str:
+        if self.stated:
+            pct = [f"{round(x * 100, 1):g}" for x in (self.acceptance, self.acceptance_min, self.acceptance_max) if x is not None]
+            if self.acceptance is not None:
+                return f"{pct[0]} %" + (f" ({pct[1]}–{pct[2]} %)" if len(pct) == 3 else "")
+            return f"{pct[0]}–{pct[1]} %" if len(pct) == 2 else "—"
         if self.acceptance is not None:
             return f"{self.acceptance * 100:.1f} %"
         if self.acceptance_min is not None and self.acceptance_max is not None:
             return f"{self.acceptance_min * 100:.0f}–{self.acceptance_max * 100:.0f} %"
         return "—"
+
+
+def _stated(x: float | None) -> str:
+    """A stated figure as written: 77, 72.75, 69.30 (two decimals where it has decimals)."""
+    assert x is not None
+    return f"{x:.0f}" if x == int(x) else f"{x:.2f}"
 
 
 def _mean(values: list[float]) -> float | None:

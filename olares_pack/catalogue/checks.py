@@ -130,9 +130,11 @@ def rendered_manifest(data: bytes) -> str:
 
 
 def record_facts(rec: Record, target: str) -> dict[str, Any]:
-    if "chart" in rec.manifest:  # an imported chart: the package is the source's; its name, version and window
+    if "chart" in rec.manifest or rec.manifest["engine"].get("kind") == "generic":
+        # an imported chart (the package is the source's), a generic GPU server (no engine to read): its
+        # name, version and window
         facts = {"name": rec.name, "version": rec.chart_version(target), "olares": rec.charts[target].olares}
-        if rec.manifest["chart"].get("manifest_text") is not None:
+        if (rec.manifest.get("chart") or {}).get("manifest_text") is not None:
             del facts["olares"]  # a templated manifest states its window only once rendered
         return facts
     img = rec.manifest["engine"]["image"]

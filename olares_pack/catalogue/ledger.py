@@ -44,7 +44,7 @@ def version_entry(rec: Record) -> dict[str, Any]:
         img = m["engine"]["image"]
         out.update({"versionName": m.get("version_name") or img["tag"],
                     "image": {k: img.get(k) for k in ("repository", "tag", "digest")},
-                    "model": {k: m["model"].get(k) for k in ("repo", "revision", "files")},
+                    "model": {k: (m.get("model") or {}).get(k) for k in ("repo", "revision", "files")},
                     "resources": m["resources"]})
     out.update({"engine": rec.engine.model_dump(), "changelog": rec.entry.model_dump(mode="json")})
     listed = [e.model_dump(mode="json") for e in rec.unshipped if e.in_history]

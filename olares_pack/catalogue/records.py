@@ -56,6 +56,27 @@ class EngineRecord(_Model):
     env: dict[str, str]
 
 
+class RehearsedPair(_Model):
+    """One step the release's rehearsal ran: a fresh install, or the upgrade from an older version."""
+
+    line: str  # the OS line (target)
+    action: str  # install | upgrade | uninstall-first
+    from_version: str | None = None
+    version: str
+    user: str
+    ok: bool
+    error: str = ""
+
+
+class Rehearsal(_Model):
+    """What `release` rehearsed before publishing, or why it did not (--skip-rehearsal REASON)."""
+
+    skipped: str | None = None  # the reason given; then nothing below ran
+    api_server: str | None = None  # e.g. "kube-apiserver v1.32.2 (built here)" or a cluster's version
+    helm: str | None = None
+    steps: list[RehearsedPair] = Field(default_factory=list)
+
+
 class Record(_Model):
     format: Literal[1] = FORMAT
     name: str
@@ -70,6 +91,10 @@ class Record(_Model):
     changelog: list[ChangelogEntry] = Field(min_length=1)  # what this version adds; its own entry last
     derived: dict[str, str] = Field(default_factory=dict)  # field path -> what app.yaml said ("auto")
     manifest: dict[str, Any]  # the resolved app manifest, without its changelog
+    # Written by releases since issue #42 (absent from older records): what was rehearsed (or why
+    # not), and whether the version's engine changed without a measured bench record.
+    rehearsal: Rehearsal | None = None
+    unbenched: str | None = None
 
     @property
     def entry(self) -> ChangelogEntry:
@@ -133,7 +158,12 @@ def parse(data: bytes, path: Path, name: str | None = None, version: str | None 
 
 
 def dumps(rec: Record) -> str:
-    return jsontext.dumps(rec.model_dump(mode="json"))
+    # fields added later are left out where unset, so an older record reads back to the same text
+    later = {k for k in ("rehearsal", "unbenched") if getattr(rec, k) is None}
+    data = rec.model_dump(mode="json", exclude=later)
+    if rec.rehearsal is not None:  # a skipped rehearsal is its reason alone
+        data["rehearsal"] = rec.rehearsal.model_dump(mode="json", exclude_none=True)
+    return jsontext.dumps(data)
 
 
 def app_of(rec: Record) -> App:
@@ -151,7 +181,7 @@ def resolved_manifest(app: App) -> dict[str, Any]:
     model shorthand is folded into `files`, so the data validates back into the same app."""
     data = app.model_dump(mode="json", exclude={"changelog"})
     for key in ("file", "size", "sha256"):
-        if "model" in data:
+        if isinstance(data.get("model"), dict):  # a generic server's model is optional
             data["model"].pop(key, None)
     return data
 

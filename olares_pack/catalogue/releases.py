@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import semver
 
 from olares_pack import __version__, engines, olares
-from olares_pack.apps.changelog import entry_map
+from olares_pack.apps.changelog import entry_map, next_version
 from olares_pack.apps.load import parse_app, validate_doc
 from olares_pack.apps.manifest import App, ChangelogEntry, ChartApp
 from olares_pack.catalogue import ledger as index
@@ -192,11 +192,6 @@ class ReleasePlan:
                                             str(self.manifest_path), str(self.manifest_path)))
 
 
-def next_version(current: str, bump: str) -> str:
-    v = semver.Version.parse(current)
-    return str({"patch": v.bump_patch, "minor": v.bump_minor, "major": v.bump_major}[bump]())
-
-
 @dataclass(frozen=True)
 class VersionAsked:
     """Which version to release: exactly `version`, the latest bumped by `bump`, or app.yaml's."""
@@ -252,11 +247,25 @@ def plan_release(repo: Repo, app_ref: Path, asked: VersionAsked, entry: EntryAsk
     built = build_packages(app, repo)
     findings = lint_app(app, manifest_path.parent, built, allow)
     rec = make_record(app, built, repo, adds, derived_fields(raw))
+    rec = rec.model_copy(update={"unbenched": _unbenched(repo, manifest_path.parent, rec, published)})
     return ReleasePlan(app, old_text, new_text, manifest_path, findings, False, built, rec,
                        records.path_of(repo, app.name, new_version), ledger_with(repo, rec))
 
 
 ALLOW_VRAM = "vram.budget"
+
+
+def _unbenched(repo: Repo, app_dir: Path, rec: Record, published: list[str]) -> str | None:
+    """The sentence saying the version's engine, image or model file changed since the previous
+    published version and no measured bench record of it exists (bench/gaps.py); None otherwise."""
+    from olares_pack.bench import gaps
+
+    below = [v for v in published if semver.Version.parse(v) < semver.Version.parse(rec.version)]
+    if not below:
+        return None
+    prev = records.read(repo, rec.name, below[-1])
+    return gaps.unbenched(app_dir, rec.version, prev.version, gaps.engine_key(prev.engine, prev.manifest),
+                          gaps.engine_key(rec.engine, rec.manifest))
 
 
 def _note_over_budget(tree: Any, version: str, app: App, app_dir: Path) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from olares_pack import olares
-from olares_pack.apps.changelog import CHANGE_KINDS
+from olares_pack.apps.changelog import CHANGE_KINDS, next_version
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.cli.apps import online_check
 from olares_pack.cli.args import app_folder, parse_change, parse_date, resolve_app
@@ -114,15 +114,23 @@ def build_cmd(apps_dir: Path, target_names: tuple[str, ...], out: Path, check: b
               help="Release despite errors of this olares-pack policy rule (e.g. vram.budget); they are shown as "
               "warnings. Installer rules cannot be allowed. Repeatable.")
 @click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="Rehearse the install and upgrade on this cluster (default: the control plane built here, if any).")
+              help="Rehearse the install and upgrades on this cluster (default: the control plane built here by "
+              "`make control-plane`).")
+@click.option("--skip-rehearsal", "skip_rehearsal", metavar="REASON",
+              help="Publish without rehearsing the install and upgrades; REASON is kept in the release record and "
+              "shown by `history` and `diff`. The one way past the rehearsal.")
 @lock_timeout_option
 @apps_dir_option
 def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: str | None, changes: tuple[str, ...],
                 notes: str, date_text: str | None, changes_from_diff: bool, edit: bool, dry_run: bool, force: bool,
-                online: bool, allow: tuple[str, ...], kubeconfig: Path | None, lock_timeout: float, apps_dir: Path) -> int:
+                online: bool, allow: tuple[str, ...], kubeconfig: Path | None, skip_rehearsal: str | None,
+                lock_timeout: float, apps_dir: Path) -> int:
     """Publish a version of APP: bump app.yaml (comments and order kept), add its changelog entry,
     render, lint (errors stop it), package reproducibly, write its release record under
-    apps/<name>/releases/ and its entry in market-index.json, all in one transaction."""
+    apps/<name>/releases/ and its entry in market-index.json, all in one transaction. Before that,
+    the install and the upgrade from every older published version are rehearsed on a real API
+    server; without one (`make control-plane` builds it) the release is refused unless
+    --skip-rehearsal REASON says why not."""
     from olares_pack.catalogue import releases
     from olares_pack.common import console
     from olares_pack.lint.findings import allowable
@@ -130,6 +138,7 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
     for rule in allow:
         if not gate.owns(rule):
             allowable(rule)
+    skip_rehearsal = _skip_reason(skip_rehearsal)
     app_dir = app_folder(app_ref, apps_dir)
     repo = Repo.of_apps(apps_dir)
     parsed_changes = [parse_change(c) for c in changes]
@@ -137,14 +146,14 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
     entry = None
     if edit:  # before taking the lock: an editor may stay open for minutes
         app = resolve_app(app_ref, apps_dir)
-        entry = edit_entry(app.name, version or (releases.next_version(app.version, bump) if bump else app.version),
+        entry = edit_entry(app.name, version or (next_version(app.version, bump) if bump else app.version),
                             date or dt.date.today(), summary or "", parsed_changes, notes)
     with repo.open(write=True, timeout=lock_timeout):
         if changes_from_diff:
             from olares_pack.diff import changes_since_latest
 
             parsed_changes += changes_since_latest(repo, app_dir)
-            from olares_pack.cli.bench import release_note_for  # the measured delta (issue #37)
+            from olares_pack.bench.describe import release_note_for  # the measured delta (issue #37)
 
             if measured := release_note_for(repo, app_dir, version, bump):
                 notes = f"{notes.rstrip()}\n\n{measured}" if notes.strip() else measured
@@ -164,8 +173,13 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
         if plan.already_published:
             console.info(f"{plan.app.name} {plan.app.version} is already published and app.yaml still says the same; nothing to do")
             return ExitCode.OK
-        if not _rehearsed(repo, plan, allow, kubeconfig):
+        rehearsal = _rehearsed(repo, plan, allow, kubeconfig, skip_rehearsal)
+        if rehearsal is None:
             return ExitCode.FINDINGS
+        assert plan.record is not None
+        plan.record = plan.record.model_copy(update={"rehearsal": rehearsal})
+        if plan.record.unbenched:
+            console.warn(f"{plan.app.name} {plan.app.version}: {plan.record.unbenched}; the release record says so")
         if online:
             checked = online_check(plan.app)
             for rule, severity, path, message in checked:
@@ -186,23 +200,45 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
     return ExitCode.OK
 
 
-def _rehearsed(repo: Repo, plan: object, allow: tuple[str, ...], kubeconfig: Path | None) -> bool:
-    """The install and upgrade rehearsed on a real API server (olares_pack/rehearse/gate.py): False
-    when it refuses them or a policy rule is broken."""
+def _skip_reason(given: str | None) -> str | None:
+    """--skip-rehearsal's reason; OLARES_PACK_REHEARSE=0 (the test suite's switch, older than the
+    option) counts as a reason of its own and is recorded as such."""
+    import os
+
+    if given is not None:
+        if not given.strip():
+            raise click.BadParameter("say why the rehearsal is skipped: the reason is kept in the release record",
+                                     param_hint="--skip-rehearsal")
+        return given.strip()
+    if os.environ.get("OLARES_PACK_REHEARSE") == "0":
+        return "OLARES_PACK_REHEARSE=0 in the environment"
+    return None
+
+
+def _rehearsed(repo: Repo, plan: object, allow: tuple[str, ...], kubeconfig: Path | None,
+               skip: str | None) -> object | None:
+    """The release record's rehearsal (olares_pack/rehearse/gate.py): what ran, or why nothing did;
+    None when the release must stop (no API server, a refusal, a broken policy rule)."""
     from olares_pack.common import console
     from olares_pack.rehearse import gate
 
-    outcomes = gate.check(repo, plan, allow, kubeconfig)  # type: ignore[arg-type]
-    if outcomes is None:
-        console.warn("install and upgrade not rehearsed: no control plane here (make control-plane builds one)")
-        return True
-    for o in outcomes:
+    name = f"{plan.app.name} {plan.app.version}"  # type: ignore[attr-defined]
+    if skip is not None:
+        console.warn(f"{name}: install and upgrades not rehearsed (--skip-rehearsal: {skip}); the release record says so")
+        return gate.skipped(skip)
+    try:
+        done = gate.check(repo, plan, allow, kubeconfig)  # type: ignore[arg-type]
+    except gate.NoControlPlane as exc:
+        console.error(f"{name}: {exc}. Nothing was released: build it with `{gate.BUILD_HINT}`, rehearse on a cluster "
+                      "with --kubeconfig, or publish without it with --skip-rehearsal REASON")
+        return None
+    for o in done.outcomes:
         {"error": console.error, "warning": console.warn}.get(o.severity, console.info)(f"{o.rule}: {o.message}")
-    errors = [o for o in outcomes if o.severity == "error"]
+    errors = [o for o in done.outcomes if o.severity == "error"]
     if errors:
-        console.error(f"{plan.app.name} {plan.app.version}: the rehearsal found {len(errors)} error(s); "  # type: ignore[attr-defined]
-                      "nothing was released")
-    return not errors
+        console.error(f"{name}: the rehearsal found {len(errors)} error(s); nothing was released")
+        return None
+    return done.record
 
 
 @cli.command("package")

@@ -70,12 +70,16 @@ def diff_cmd(refs: tuple[str, ...], fmt: str, show_all: bool, rendered: bool, ta
 
 
 def _performance(apps_dir: Path, refs: tuple[str, ...]) -> list[str]:
+    """The performance delta, and what the versions' release records say beside it (a skipped
+    rehearsal, an unbenched version)."""
     from olares_pack.apps.load import load_app
     from olares_pack.bench import describe, records
+    from olares_pack.catalogue.repo import Repo
 
     app_dir = app_folder(refs[0], apps_dir)
-    if not (app_dir / records.FOLDER).is_dir():
+    if not (app_dir / MANIFEST_FILE).is_file():
         return []
     current = load_app(app_dir / MANIFEST_FILE).version
     a, b = (current if v in ("current", "app.yaml") else v for v in refs[1:3])
-    return describe.delta_lines(app_dir, a, b)
+    perf = describe.delta_lines(app_dir, a, b) if (app_dir / records.FOLDER).is_dir() else []
+    return perf + describe.release_lines(Repo.of_apps(apps_dir), app_dir, (a, b))

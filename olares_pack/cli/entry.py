@@ -11,11 +11,13 @@ from olares_pack.cli import (
     apps,  # noqa: F401 - registers its commands
     bench,  # noqa: F401 - registers its commands
     catalogue,  # noqa: F401 - registers its commands
+    check,  # noqa: F401 - registers its commands
     diff,  # noqa: F401 - registers its commands
     importing,  # noqa: F401 - registers its commands
     lint,  # noqa: F401 - registers its commands
     market,  # noqa: F401 - registers its commands
     rehearse,  # noqa: F401 - registers its commands
+    upstream,  # noqa: F401 - registers its commands
     vram,  # noqa: F401 - registers its commands
 )
 from olares_pack.cli.group import cli, session

@@ -34,13 +34,17 @@ from olares_pack.common.errors import ExitCode
               help="text: a summary table; json: the same for scripts.")
 @click.option("--structured", is_flag=True, help="Give charts whose engine olares-pack models (llama.cpp, vLLM) "
               "its typed app manifest, as the next version to release; the report lists what renders differently.")
+@click.option("--accept", "accept", multiple=True, metavar="KIND",
+              help="With --structured: a kind of difference between the chart and its typed render to take on "
+              "purpose (e.g. manifest.form); the typed app records what was accepted. Repeatable. Kinds: "
+              "docs/how-to/import.md.")
 @click.option("--rename", is_flag=True, help="Give charts whose name the target line refuses the proposed valid name "
               "(a new app, to be released: its published packages name the old one). With --upgrade the target is "
               "1.12.6+, which takes at most 30 characters; 1.12.3-1.12.5 charts keep longer names without it.")
 @click.option("--dry-run", is_flag=True, help="Show what would be imported; write nothing.")
 @lock_timeout_option
 def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | None, os_versions: tuple[str, ...],
-               strict: bool, upgrade: bool, fmt: str, structured: bool, rename: bool, dry_run: bool,
+               strict: bool, upgrade: bool, fmt: str, structured: bool, accept: tuple[str, ...], rename: bool, dry_run: bool,
                lock_timeout: float) -> int:
     """Import hand-written charts: chart folders, .tgz packages, folders of them, or the base URL
     of a live market source. Each app becomes apps/<name>/app.yaml (the chart as written) and one
@@ -48,8 +52,13 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
     from rich.progress import Progress
 
     from olares_pack.common import console
+    from olares_pack.equivalence import KINDS, unknown_kinds
     from olares_pack.importing import importer
 
+    if bad := unknown_kinds(accept):
+        raise click.UsageError(f"--accept {', '.join(bad)}: not a kind of difference (expected one of {', '.join(sorted(KINDS))})")
+    if accept and not structured:
+        raise click.UsageError("--accept takes differences of the typed render: use it with --structured")
     repo = Repo.of_apps(apps_dir)
     found = []
     said: list[str] = []  # what a live source lists, names and serves
@@ -62,7 +71,7 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
         if not dry_run or repo.state_dir.exists() else contextlib.nullcontext(repo)
     with held:
         plan = importer.plan(repo, found, (date or dt.datetime.now()).date(), upgrade=upgrade, rename=rename,
-                             structured=structured)
+                             structured=structured, accept=accept)
         if not dry_run:
             plan.write(repo)
     rows = plan.rows()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from olares_pack import olares
 from olares_pack.cli.args import app_folder
 from olares_pack.cli.group import cli
 from olares_pack.cli.options import apps_dir_option
@@ -20,10 +21,12 @@ from olares_pack.common.errors import ExitCode, InputError
 @click.option("--from", "froms", multiple=True, metavar="V0",
               help="Upgrade from this published version (default: the previous one on each OS line). Repeatable.")
 @click.option("--from-all", is_flag=True, help="Upgrade from every older published version, each from a clean slate.")
-@click.option("--target", "targets", multiple=True, metavar="LINE", help="Only this OS line (current, legacy). Repeatable.")
+@click.option("--target", "targets", multiple=True, type=click.Choice(sorted(olares.TARGETS)),
+              help="Only this OS line. Repeatable.")
 @click.option("--kubeconfig", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="Rehearse on this cluster (a dev cluster, a device you administer) in namespaces of this run "
-              "only, removed afterwards; default: a kube-apiserver started here on loopback.")
+              help="Rehearse on this cluster (a dev cluster, a device you administer): users, namespaces and release "
+              "names of this run only, removed afterwards, every workload created held (no pod starts beside the "
+              "installed app); default: a kube-apiserver started here on loopback.")
 @click.option("--reuse-values", is_flag=True,
               help="Upgrade with Helm's ReuseValues, as app-service did before ResetThenReuseValues (the old chart's "
               "defaults are kept: a value the new chart adds is missing).")
@@ -41,6 +44,8 @@ def rehearse_cmd(app_ref: str, version: str | None, froms: tuple[str, ...], from
     from olares_pack.catalogue.repo import Repo
     from olares_pack.rehearse import flow
 
+    if from_all and froms:
+        raise click.UsageError("give --from V0 (these versions) or --from-all (every older one), not both")
     repo = Repo.of_apps(apps_dir)
     name = app_folder(app_ref, apps_dir).name
     with repo.open(write=False):
@@ -85,11 +90,12 @@ def _run(name: str, version: str, lines: dict[str, list[str]], charts: dict[tupl
             console.info(f"kube-apiserver {cluster.version} on {cluster.server}, helm {tools.HELM_VERSION}")
             return flow.rehearse(cluster, name, version, lines, chart_of, froms, reuse_values=reuse_values)
     run_id = "rh" + secrets.token_hex(3)
-    names = flow.Names(admin=f"alice-{run_id}", other=f"bob-{run_id}", shared_suffix=f"-{run_id}")
+    names = flow.Names.of_run(run_id)
     cluster = controlplane.from_kubeconfig(kubeconfig, tools.ensure_helm(console.info))
-    console.info(f"rehearsing on {kubeconfig} in namespaces ending in {run_id} (removed afterwards)")
+    console.info(f"rehearsing on {kubeconfig} in namespaces and releases ending in {run_id} (removed afterwards); "
+                 "every workload is created held: nothing starts beside what the cluster runs")
     try:
-        return flow.rehearse(cluster, name, version, lines, chart_of, froms, names, reuse_values)
+        return flow.rehearse(cluster, name, version, lines, chart_of, froms, names, reuse_values, held=True)
     finally:
         cleanup.namespaces(kubeconfig, run_id)
 

@@ -27,9 +27,11 @@ class Result:
 
 
 class Helm:
-    def __init__(self, cluster: Cluster, home: Path) -> None:
+    def __init__(self, cluster: Cluster, home: Path, post_renderer: Path | None = None) -> None:
         self.cluster = cluster
         self.home = home
+        # an executable the rendered manifests pass through before the server sees them
+        self.post = ("--post-renderer", str(post_renderer)) if post_renderer else ()
         self.env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig),
                     "HELM_CONFIG_HOME": str(home / "config"), "HELM_CACHE_HOME": str(home / "cache"),
                     "HELM_DATA_HOME": str(home / "data"), "HELM_DRIVER": "secret"}
@@ -48,7 +50,7 @@ class Helm:
     def install(self, release: str, chart: Path, namespace: str, values: dict[str, Any]) -> Result:
         # app-service: action.Install with CreateNamespace (framework/app-service/pkg/helm/helm.go InstallCharts)
         return self.run("install", release, str(chart), "--namespace", namespace, "--create-namespace", *NO_HOOKS,
-                        "--values", self._values_file(values), "--timeout", "300s")
+                        *self.post, "--values", self._values_file(values), "--timeout", "300s")
 
     def upgrade(self, release: str, chart: Path, namespace: str, values: dict[str, Any], *, reuse: bool = False) -> Result:
         """app-service's action.Upgrade (no Atomic, no Wait): ResetThenReuseValues, as HelmOps.upgrade calls
@@ -56,7 +58,7 @@ class Helm:
         the old release's overrides); `reuse`: ReuseValues, as it did before (at 22820cc4, and HelmOpsV2.upgrade
         at 2e3244c2), which keeps the OLD chart's defaults, so a value the new chart adds is missing."""
         mode = "--reuse-values" if reuse else "--reset-then-reuse-values"
-        return self.run("upgrade", release, str(chart), "--namespace", namespace, mode, *NO_HOOKS,
+        return self.run("upgrade", release, str(chart), "--namespace", namespace, mode, *NO_HOOKS, *self.post,
                         "--values", self._values_file(values), "--timeout", "2400s")
 
     def uninstall(self, release: str, namespace: str) -> Result:

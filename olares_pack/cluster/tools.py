@@ -81,7 +81,7 @@ def missing_reason() -> str:
         parts.append(f"helm {HELM_VERSION} ({helm_path()})")
     if etcd_path() is None:
         parts.append("etcd (Debian package etcd-server)")
-    return ", ".join(parts) + " not built: `make control-plane` (or `olares-pack rehearse --build`) builds them"
+    return ", ".join(parts) + " not built: `make control-plane` builds them (minutes, once per machine)"
 
 
 def ensure(log=None) -> Tools:  # noqa: ANN001 - a callable taking one line

@@ -35,6 +35,9 @@ MULTILINE = (
     ("locales", "*", "full_description"),
     ("changelog", "*", "notes"),
     ("changelog", "*", "locales", "*", "notes"),
+    ("engine", "command", "*"),  # a wrapper's shell script (`sh -c '...'`), rendered Helm-escaped
+    ("engine", "script"),
+    ("engine", "args", "*"),  # a generic server's arguments (a shell script among them), rendered Helm-escaped
 )
 # Rendered through the Helm-escaping filter, so template delimiters are literal text there.
 ESCAPED = (("server", "extra_args"), ("server", "chat_template_kwargs"), ("server", "speculative_config"),
@@ -58,7 +61,9 @@ def describe(ch: str) -> str:
 
 # An imported chart's own files and manifest (ChartApp.chart): Helm templates and YAML as written,
 # multi-line, with template delimiters; only their size and control characters are checked.
-RAW = (("chart",),)
+# What a typed app keeps of an imported chart (apps/kept.py) is the same: scripts, Helm expressions
+# naming the installer's values (the render escapes any other `{{`).
+RAW = (("chart",), ("workload",), ("objects",), ("olares",))
 # Characters in one chart file: Helm's own limit on a chart file (MaxDecompressedFileSize, 5 MiB, in
 # pkg/chart/loader of helm.sh/helm/v3 v3.19.5, which beclab/Olares framework/app-service links).
 MAX_FILE = 5 << 20

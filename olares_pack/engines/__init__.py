@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from typing import TYPE_CHECKING
 
 from olares_pack.engines import llamacpp, vllm
@@ -25,12 +27,96 @@ def snapshot_cache(app: App) -> str:
 
 def build_argv(app: App) -> list[str]:
     # By engine.kind (the union's tag) rather than isinstance: reading argv needs no model classes.
+    if app.engine.kind == "generic":  # a server olares-pack does not model: its arguments as written
+        return list(app.engine.args)  # type: ignore[union-attr]
+    m = app.model
     if app.engine.kind == "llamacpp":
-        return llamacpp.build_argv(app.server, f"{model_dir(app)}/{app.model.files[0].name}")  # type: ignore[arg-type]
+        if m.fetch == "engine":  # llama-server downloads it itself (-hf)
+            argv = llamacpp.build_argv(app.server, "")  # type: ignore[arg-type]
+            argv = ["--hf-repo", m.repo, "--hf-file", m.files[0].name, *argv[2:]]
+        else:
+            path = m.path if m.fetch == "chart" else f"{model_dir(app)}/{m.files[0].name}"
+            argv = llamacpp.build_argv(app.server, path)  # type: ignore[arg-type]
+        return _without(argv, app.server.unset or [])  # type: ignore[union-attr]
+    if m.fetch == "chart":
+        return vllm.build_argv(app.server, m.path, download_dir=None, revision=None)  # type: ignore[arg-type]
+    if m.fetch == "engine":  # vLLM fetches the repository from the hub itself
+        return vllm.build_argv(app.server, m.repo, download_dir=None,  # type: ignore[arg-type]
+                               revision=None if m.revision == "main" else m.revision)
     if app.model.files:
         return vllm.build_argv(app.server, model_dir(app), download_dir=None, revision=None)  # type: ignore[arg-type]
     return vllm.build_argv(app.server, app.model.repo, download_dir=snapshot_cache(app),  # type: ignore[arg-type]
                            revision=app.model.revision)
+
+
+def _without(argv: list[str], flags: list[str]) -> list[str]:
+    """argv less the typed flags (each with its value) left to the build's default."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in flags:
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
+_PASSES_ARGS = re.compile(r'"\$[@*]"|\$[@*]')
+
+
+def passes_args(script: str) -> bool:
+    """A shell script that hands its arguments to the program it runs ("$@")."""
+    return bool(_PASSES_ARGS.search(script))
+
+
+SHELLS = ("sh", "bash", "ash", "dash")
+_SHELL_WORD = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+
+
+def is_shell(words: list[str]) -> bool:
+    """`sh -c SCRIPT ...` (any shell, -c with other options)."""
+    return len(words) >= 3 and words[0].split("/")[-1] in SHELLS and words[1].startswith("-") and "c" in words[1]
+
+
+def script_head(script: str, kind: str) -> str | None:
+    """A wrapper script up to the program that starts the engine (`...\nexec /app/llama-server`,
+    `... vllm serve`), when that invocation is the script's last command; else None."""
+    # vLLM: `vllm serve`, `vllm-omni serve`, or an image's entrypoint script handed `serve` (detect.py)
+    pat = r"\S*llama-server\b" if kind == "llamacpp" else r"\S*\b(?:vllm|vllm-omni)\s+serve\b|\S+\.sh\s+serve\b"
+    found = list(re.finditer(pat, script))
+    if not found:
+        return None
+    head = script[: found[-1].end()]
+    try:
+        tail = list(shlex.shlex(script[found[-1].end():].replace("\\\n", " "), posix=True, punctuation_chars=True))
+    except ValueError:
+        return None
+    if any(t and set(t) <= set(";&|()<>") for t in tail) or "\n" in script[found[-1].end():].replace("\\\n", " ").strip():
+        return None  # another command after the engine's
+    return head
+
+
+def _shell_arg(word: str) -> str:
+    """A word for the end of a shell script: a bare variable as the chart wrote it (it may expand
+    to several words or none), any other word double-quoted (its variables still expand)."""
+    if _SHELL_WORD.fullmatch(word):
+        return word
+    return '"' + re.sub(r'(["\\`])', r"\\\1", word) + '"'
+
+
+def container_args(app: App) -> list[str]:
+    """The engine container's args: the engine's argv, less the `serve` a wrapper script names
+    itself (`sh -c '... exec vllm serve "$@"'`); with engine.script, that script ending with the
+    engine's invocation, the typed arguments."""
+    argv = build_argv(app)
+    script = getattr(app.engine, "script", None)
+    if script is not None:
+        words = argv[1:] if argv[:1] == ["serve"] and re.search(r"\bserve$", script) else argv
+        return [script + " " + " ".join(_shell_arg(w) for w in words) + "\n"]
+    cmd = app.engine.command or []
+    if len(cmd) >= 3 and passes_args(cmd[2]) and re.search(r"\bserve\s+\"?\$[@*]", cmd[2]) and argv[:1] == ["serve"]:
+        return argv[1:]
+    return argv
 
 
 def normalized_flags(app: App) -> dict[str, str]:
@@ -40,6 +126,8 @@ def normalized_flags(app: App) -> dict[str, str]:
     from olares_pack.engines.normalize import normalize_generic, normalize_llama
 
     argv = build_argv(app)
+    if app.engine.kind == "generic":
+        return normalize_generic(argv).values()
     if app.engine.kind == "llamacpp":
         try:
             reg = registry.load("llamacpp", app.engine.build)

@@ -80,7 +80,10 @@ def _engine_argv(command: list[str], args: list[str], env: dict[str, str], image
             # no engine to find in the script (a vLLM image's entrypoint script may still start one):
             # spare its (slow) shell split
             return None
-        words = _shell_words(text)
+        # `sh -c 'SCRIPT' NAME ARG...`: the script's "$@" is ARG... (a wrapper that runs a step
+        # and then `exec vllm serve "$@"`)
+        params = words[4:]
+        words = [p for w in _shell_words(text) for p in (params if w in ("$@", "$*") else [w])]
     for i, w in enumerate(words):
         prog = w.split("/")[-1]
         if prog == "llama-server":

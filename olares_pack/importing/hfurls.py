@@ -39,12 +39,16 @@ def _text(container: dict[str, Any]) -> str:
 
 
 def _expanded(text: str, env: dict[str, str]) -> str:
-    """The script with the variables it names replaced by their values, where known; an
-    endpoint variable (HF_ENDPOINT) is left as it is, the pattern reads it as an endpoint."""
+    """The script with the variables it names replaced by their values (one word each), where
+    known; an endpoint variable (HF_ENDPOINT) is left as it is, the pattern reads it as an endpoint."""
     def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(2)
         value = env.get(name)
-        return value if value is not None and "/resolve/" in value else m.group(0)
+        # a URL in a variable, or a part of one (`.../${TARGET_MODEL}/resolve/main/${TARGET_FILE}`);
+        # an endpoint variable stays, the pattern reads it as an endpoint
+        if value is None or "ENDPOINT" in name or (not value.strip()) or any(c.isspace() for c in value):
+            return m.group(0)
+        return value
 
     return _VAR.sub(sub, text)
 

@@ -47,6 +47,8 @@ class Imported:
     notes: list[str] = field(default_factory=list)  # changed or not representable, by path
     publishable: bool = True  # False: imported as a version still to be released (not recorded)
     engine: EngineRecord | None = None  # the engine its render runs, flags parsed back
+    # --structured: typed or kept as written, why, and the differences the comparison found
+    structured: dict[str, Any] | None = None
 
     @property
     def engine_text(self) -> str:
@@ -422,7 +424,8 @@ class Plan:
         """One row per chart version, as the report shows it: app, version, source, engine, status, notes."""
         return [{"app": r.name, "version": r.app.version if r.app else "", "from": r.found.label,
                  "engine": r.engine_text if r.app else "", "status": self.status(r),
-                 "notes": [r.problem] if isinstance(r, Refused) else [self.skipped[r.name]] if r.name in self.skipped else r.notes}
+                 "notes": [r.problem] if isinstance(r, Refused) else [self.skipped[r.name]] if r.name in self.skipped else r.notes,
+                 **({"structured": r.structured} if getattr(r, "structured", None) is not None else {})}
                 for r in sorted(self.results, key=lambda r: (r.name, r.found.label))]
 
     def counts(self) -> tuple[int, int, int]:
@@ -459,7 +462,7 @@ def _dependency(found: ChartSource, line: str) -> str:
 
 
 def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool = False, rename: bool = False,
-         structured: bool = False) -> Plan:
+         structured: bool = False, accept: tuple[str, ...] = ()) -> Plan:
     """Every file an import writes, computed without writing: per app, one record per published
     release (each target's package the source's own bytes), app.yaml (the newest chart, or the
     newest still to be released; --upgrade and --structured make it the next version), the ledger."""
@@ -494,7 +497,7 @@ def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool 
         if upgrade and app_data["targets"] == [olares.LEGACY.name]:
             app_data = _upgraded(app_data, date, newest)
         if structured:
-            app_data = _typed(app_data, date, newest, published=[r.version for r in recs])
+            app_data = _typed(app_data, date, newest, published=[r.version for r in recs], accept=accept)
         out.writes[repo.apps_dir / name / MANIFEST_FILE] = dump_app(app_data)
         out.apps[name] = [r.version for r in recs]
         if recs:
@@ -598,21 +601,38 @@ def _upgraded(app_data: dict[str, Any], date: dt.date, newest: Imported) -> dict
     return data
 
 
-def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published: list[str]) -> dict[str, Any]:
-    """The app in olares-pack's typed form when its engine fits it (else unchanged, with a note);
-    the report names what olares-pack's render does differently (the flag-aware diff)."""
-    from olares_pack import diff
-    from olares_pack.charts.source import ChartSource
+def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published: list[str],
+           accept: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The app in olares-pack's typed form when its engine fits it and the typed render makes the
+    same app as the original (equivalence.py), every OS line it targets; else the chart as
+    written, the differences in the report. `accept` names kinds of difference taken on purpose:
+    the typed app keeps them (`imported.accepted`), so the release record of its first version does."""
+    from olares_pack import equivalence
     from olares_pack.importing import structure
 
     app = validate_data(app_data, newest.found.label)
     assert isinstance(app, ChartApp)
     try:
-        typed, notes = structure.structured(app)
+        try:
+            typed, notes = structure.structured(app)
+        except InputError as exc:
+            if "an engine olares-pack does not model" not in str(exc):
+                raise
+            typed, notes = structure.generic(app)  # a GPU server of another kind, typed as written
     except (InputError, ValueError) as exc:
-        newest.notes.append(f"--structured: kept as written: {str(exc).splitlines()[0]}")
+        reason = str(exc).splitlines()[0]
+        newest.notes.append(f"--structured: kept as written: {reason}")
+        newest.structured = {"typed": False, "reason": reason, "differences": [], "accepted": []}
         return app_data
     data = records.resolved_manifest(typed)
+    # what the typed app keeps of the chart, as the chart writes it: no field it does not set
+    from olares_pack.apps.kept import k8s
+
+    for key in ("workload", "olares"):
+        if getattr(typed, key, None) is not None:
+            data[key] = k8s(getattr(typed, key))
+    if getattr(typed, "objects", None):
+        data["objects"] = [k8s(o) for o in typed.objects]  # type: ignore[union-attr]
     entries = list(typed.changelog)
     if typed.version in published:  # a published version keeps its record: the typed form is the next version
         version = str(semver.Version.parse(max([typed.version, *published], key=semver.Version.parse)).bump_patch())
@@ -620,13 +640,32 @@ def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published:
         entries.append(ChangelogEntry(version=version, date=date, summary="olares-pack's typed app manifest "
                                       "(olares-pack import --structured)"))
     data["changelog"] = [e.model_dump(mode="json", exclude_defaults=True) for e in entries]
-    line = app.targets[0]
-    files = render_app(data, line)
-    res = diff.compare(diff.facts(ChartSource(newest.found.label, app.name, newest.found.files)),
-                       diff.facts(ChartSource(f"{app.name} (typed)", app.name, files)))
+    diffs: list[equivalence.Difference] = []
+    for line in app.targets:
+        try:
+            files = render_app(data, line)
+        except (InputError, ValueError) as exc:
+            diffs.append(equivalence.Difference("undecidable", f"typed render for {line}", str(exc).splitlines()[0], None))
+            continue
+        # the chart the typed app replaces: the source's own, or with --upgrade its 0.12.0 conversion
+        original = newest.found.files if line == newest.line else chartrender.render(app, olares.get(line))
+        diffs += equivalence.compare_charts(app.name, original, files)
+    left = equivalence.remaining(diffs, accept)
+    taken = [d for d in diffs if d not in left]
     newest.notes += [f"--structured: {n}" for n in notes]
-    newest.notes += [f"--structured renders differently: {line}" for line in diff.to_markdown(res).splitlines()
-                     if line.startswith("- ")]
+    if left:
+        kinds = sorted({d.kind for d in left})
+        reason = ("equivalence cannot be decided" if "undecidable" in kinds else
+                  f"the typed render differs ({len(left)} difference(s): {', '.join(kinds)})")
+        newest.notes.append(f"--structured: kept as written: {reason}")
+        newest.notes += [f"--structured differs: {d.text()}" for d in left]
+        newest.structured = {"typed": False, "reason": reason, "differences": [d.to_dict() for d in left],
+                             "accepted": [d.to_dict() for d in taken]}
+        return app_data
+    if taken:
+        data["imported"] = {"original": app.version, "accepted": [{"kind": d.kind, "where": d.where} for d in taken]}
+        newest.notes += [f"--structured accepted: {d.text()}" for d in taken]
+    newest.structured = {"typed": True, "reason": None, "differences": [], "accepted": [d.to_dict() for d in taken]}
     return data
 
 

@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from olares_pack import engines
 from olares_pack.apps.load import validate_data
 from olares_pack.apps.manifest import App, ChartApp
 from olares_pack.charts.objects import container, download_env
@@ -21,7 +22,7 @@ from olares_pack.common.errors import InputError
 from olares_pack.engines import registry
 from olares_pack.engines.detect import Invocation, find_engines
 from olares_pack.engines.normalize import NormalizedArgs, normalize_generic, normalize_llama
-from olares_pack.importing import hfurls
+from olares_pack.importing import hfurls, keep
 
 # llama.cpp flags the typed settings hold (canonical names of the registry), and their fields.
 _LLAMA = {"--alias": "alias", "--host": "host", "--port": "port", "--parallel": "parallel", "--ctx-size": "ctx_size",
@@ -56,6 +57,35 @@ def _container(objects: list[dict[str, Any]], inv: Invocation) -> dict[str, Any]
     return container(objects, inv.workload, inv.container)
 
 
+def _program(container: dict[str, Any], inv: Invocation) -> list[str] | None:
+    """The words before the engine's arguments in an exec-form command (`vllm-omni` of `vllm-omni
+    serve`, `/entrypoint.sh`, `/app/llama-server`); None when the image's entrypoint starts the
+    engine or a shell script does (its text is not held by the typed form)."""
+    words = [str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]]
+    if not container.get("command") or len(words) <= len(inv.argv):
+        return None
+    if words[0].split("/")[-1] in ("sh", "bash", "ash", "dash"):
+        # `sh -c 'STEP && exec vllm serve "$@"' NAME ARG...`: the wrapper is the program, its
+        # arguments the engine's (a script that runs the engine with its own words is not)
+        if len(words) >= 4 and words[1] in ("-c", "-ec", "-xc", "-exc") and engines.passes_args(words[2]):
+            return words[:4]
+        return None
+    program = words[: len(words) - len(inv.argv)]
+    if inv.kind == "llamacpp" and program[-1].split("/")[-1] != "llama-server":
+        return None
+    return program
+
+
+def _script(container: dict[str, Any], inv: Invocation) -> tuple[list[str], str] | None:
+    """`sh -c SCRIPT` whose last command starts the engine: the shell and the script up to the
+    program (engine.command, engine.script)."""
+    words = [str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]]
+    if len(words) != 3 or not engines.is_shell(words):
+        return None
+    head = engines.script_head(words[2], inv.kind)
+    return (words[:2], head) if head is not None else None
+
+
 def _download_env(objects: list[dict[str, Any]]) -> dict[str, str]:
     return {k: str(v) for k, v in download_env(objects).items()}
 
@@ -79,8 +109,9 @@ def _model(flags: dict[str, str], download: dict[str, str], positional: list[str
     for path in [flags.get("--model", ""), *positional]:
         if m := _HF_PATH.search(path):
             return {"repo": m.group(1), "revision": m.group(2), "file": m.group(3)}
-    if positional and re.fullmatch(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+", positional[0]):
-        return {"repo": positional[0], "revision": flags.get("--revision", "main")}
+    for served in [*positional[:1], flags.get("--model", "")]:  # vLLM: `serve REPO` or `serve --model REPO`
+        if re.fullmatch(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+", served):
+            return {"repo": served, "revision": flags.get("--revision", "main")}
     if (found := hfurls.model(fetched or [], flags.get("--model", ""))) is not None:
         return found
     raise InputError("the model's Hugging Face repo is not in the chart (no download step, -hf, hf-files/ path "
@@ -97,11 +128,31 @@ def _resources(container: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any
         "disk": {"request": str(env.get("requiredDisk") or "10Gi"), "limit": str(env.get("limitedDisk") or env.get("requiredDisk") or "10Gi")},
     }
     gpumem = lim.get("nvidia.com/gpumem") or req.get("nvidia.com/gpumem")
+    declared = _gpu_declared(spec)
+    whole = lim.get("nvidia.com/gpu") or req.get("nvidia.com/gpu")
+    if declared is not None and (whole is not None or declared[1] is None
+                                 or quantity.parse(declared[0]) != quantity.parse(declared[1])):
+        # The envelope as declared, request and limit apart: a chart that asks 1Gi so that it
+        # always schedules and lets the engine use 24Gi keeps both (the limit is what the engine gets).
+        out["gpu"] = {"request": declared[0], "limit": declared[1],
+                      "container": "whole" if whole is not None else "gpumem" if gpumem is not None else "none"}
     if gpumem is not None and str(gpumem).isdigit():
         out["gpu_memory_mib"] = int(gpumem)
-    elif env.get("requiredGPUMemory") or env.get("requiredGpu"):
-        out["gpu_memory_mib"] = int(quantity.parse(env.get("requiredGPUMemory") or env.get("requiredGpu")) / (1 << 20))
+    elif declared is not None:
+        mib = max(int(quantity.parse(q) / (1 << 20)) for q in declared if q)
+        out["gpu_memory_mib"] = mib if mib > 0 else "auto"  # a count of GPUs (requiredGpu: 1) names no memory
     return out
+
+
+def _gpu_declared(spec: dict[str, Any]) -> tuple[str, str | None] | None:
+    """(requiredGpu, limitedGpu) as the manifest writes them: 0.12.0 per mode, 0.10.0 flat."""
+    modes = [r for r in [*(spec.get("accelerator") or []), *(spec.get("resources") or [])] if isinstance(r, dict)]
+    for part in [*(r for r in modes if r.get("mode") != "cpu"), spec]:
+        req = part.get("requiredGPUMemory") or part.get("requiredGpu") or part.get("requiredGPU")
+        lim = part.get("limitedGPUMemory") or part.get("limitedGpu") or part.get("limitedGPU")
+        if req not in (None, ""):
+            return str(req), None if lim in (None, "") else str(lim)
+    return None
 
 
 def _probes(container: dict[str, Any]) -> dict[str, Any]:
@@ -132,16 +183,36 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
     inv = invs[0]
     container = _container(objects, inv)
     repo, tag = registry.image_parts(inv.image, as_written=True)
-    engine: dict[str, Any] = {"kind": inv.kind, "image": {"repository": repo.lower(), "tag": tag or "latest",
+    # An import keeps the chart's form: one engine per user who installs it (its own entrances), or
+    # the v2 shared form (a shared server sub-chart, sharedEntrances).
+    m = app.chart.manifest
+    shared = bool(m.get("sharedEntrances")) or any(isinstance(c, dict) and c.get("shared")
+                                                   for c in (m.get("spec") or {}).get("subCharts") or [])
+    engine: dict[str, Any] = {"kind": inv.kind, "shared": shared, "image": {"repository": repo.lower(), "tag": tag or "latest",
                                                           "digest": inv.image.split("@", 1)[1] if "@" in inv.image else None}}
+    if (program := _program(container, inv)) is not None:
+        engine["command"] = program
+    elif (wrapper := _script(container, inv)) is not None:
+        engine["command"], engine["script"] = wrapper
+    elif not shared and not llmbase_import.is_llmbase(app) and engines.is_shell([str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]]):
+        raise InputError(f"{inv.workload} container {inv.container}: a shell script starts the engine, and its "
+                         "invocation is not the script's last command naming the program (a program in a variable, "
+                         "another command after it): the typed form cannot say where its arguments go")
     if inv.kind == "llamacpp":
         engine["build"] = inv.build or registry.tag_build(tag)
         args, server, used = _llama_server(inv, engine["build"])
     else:
         args, server, used = _vllm_server(inv)
-    extra = [a.spelled for k, a in sorted(args.args.items()) if k not in used]
-    server["extra_args"] = [w for s in extra for w in s.split(" ", 1)]
     download = _download_env(objects) or llmbase_import.download_env(objects)
+    # flags the typed settings do not hold, as written; one the registry does not know keeps its
+    # value (its spelling is the flag alone); one read from the environment stays there
+    extra = [(a.spelled if k not in args.unknown or a.value == "true" else f"{k} {a.value}")
+             for k, a in sorted(args.args.items()) if k not in used and not a.spelled.startswith("env ")]
+    if inv.kind == "vllm" and not download and "--download-dir" in args.args:
+        extra.append(args.args["--download-dir"].spelled)  # where vLLM itself caches what it fetches
+    server["extra_args"] = [w for s in extra for w in s.split(" ", 1)]
+    if inv.kind == "llamacpp":
+        server["extra_args"] += args.positional  # words no flag takes (a fork's flag read as a switch), in order
     consumed = {k for k in inv.env if k.startswith("LLAMA_ARG_")}
     if download:
         consumed.add("HF_HUB_OFFLINE")  # the typed render sets it whenever a download step fetches the model
@@ -149,8 +220,23 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
             "engine": engine, "server": server,
             "model": _model(args.values(), download, args.positional, hfurls.downloads(objects, inv.workload)),
             **_chart_fields(app, container, consumed)}
+    workload = next((o for o in objects if f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}" == inv.workload), {})
+    selector = ((workload.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    if selector and selector != {"app.kubernetes.io/name": app.name}:
+        data["selector"] = {str(k): str(v) for k, v in selector.items()}  # immutable: the users' upgrade needs it
     notes: list[str] = []
     data = llmbase_import.extras(data, app, objects, inv, notes)
+    if not data["engine"].get("shared") and not download and not llmbase_import.is_llmbase(app):
+        # A chart of its own: the typed form keeps what it says beyond the engine (apps/kept.py),
+        # so that the typed render makes the same app; the model is fetched as the chart does.
+        data["model"] = _kept_model(data["model"], inv, args)
+        data |= keep.kept(app, inv.workload, inv.container)
+        data["env"] = {}
+        data.pop("probes", None)
+        data["resources"] = _envelope_resources(app.chart.manifest.get("spec") or {}, data["resources"])
+        notes.append("the chart's workload, objects and manifest fields kept as typed fields (workload, objects, olares)")
+    if data["engine"].get("shared"):
+        data.pop("selector", None)  # the shared form keeps the installed selector itself (Helm lookup)
     typed = validate_data(data, f"{app.name} (typed)")
     if extra:
         notes.append(f"engine arguments the typed settings do not hold, kept as server.extra_args: {' '.join(extra)}")
@@ -175,6 +261,10 @@ def _llama_server(inv: Invocation, build: str) -> tuple[NormalizedArgs, dict[str
         server["speculative"] = {field: _number(flags[f]) if field != "type" else flags[f] for f, field in _SPEC.items() if f in flags}
     if "--chat-template-kwargs" in flags:
         server["chat_template_kwargs"] = json.loads(flags["--chat-template-kwargs"])
+    stated = {"--host", "--port", "--parallel", "--ctx-size", "--gpu-layers", "--flash-attn", "--cache-type-k", "--cache-type-v"}
+    unset = sorted({"--gpu-layers": "--n-gpu-layers"}.get(f, f) for f in stated - set(flags))
+    if unset:
+        server["unset"] = unset
     used = {*_LLAMA, *_SPEC, "--cache-type-k", "--cache-type-v", "--chat-template-kwargs", "--model", "--hf-repo", "--hf-file"}
     return args, server, used
 
@@ -207,3 +297,100 @@ def _chart_fields(app: ChartApp, container: dict[str, Any], consumed: set[str]) 
             "probes": _probes(container),
             "modes": sorted({str(a.get("mode")) for a in spec.get("accelerator") or [] if a.get("mode") in ("nvidia", "cpu")})
             or ["nvidia"]}
+
+
+_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _kept_model(model: dict[str, Any], inv: Invocation, args: NormalizedArgs) -> dict[str, Any]:
+    """Who fetches the model of a chart of its own: the engine (llama.cpp's --hf-repo, vLLM given a
+    repository id) or the chart's own step (the engine reads a path: model.path)."""
+    flags = args.values()
+    if inv.kind == "llamacpp":
+        if flags.get("--hf-repo"):
+            return {**model, "fetch": "engine"}
+        if not flags.get("--model"):
+            raise InputError("llama-server is given no --model and no --hf-repo")
+        return {**model, "fetch": "chart", "path": flags["--model"]}
+    served = args.positional[0] if args.positional else flags.get("--model", "")
+    if _REPO_ID.fullmatch(served):
+        return {**model, "repo": served, "fetch": "engine", "revision": flags.get("--revision", "main")}
+    if not served.startswith("/"):
+        raise InputError(f"vLLM serves {served!r}: neither a repository id nor a path")
+    return {**model, "fetch": "chart", "path": served}
+
+
+def _envelope_resources(spec: dict[str, Any], resources: dict[str, Any]) -> dict[str, Any]:
+    """The typed resources of a chart whose container resources are kept as written: the
+    manifest's envelope as declared (the installer's view), request and limit apart."""
+    modes = [r for r in [*(spec.get("accelerator") or []), *(spec.get("resources") or [])] if isinstance(r, dict)]
+    env = next((r for r in modes if r.get("mode") != "cpu"), spec)
+
+    def pair(req: str, lim: str, default: str) -> dict[str, str]:
+        r = env.get(req) or default
+        return {"request": str(r), "limit": str(env.get(lim) or r)}
+
+    out = {**resources, "cpu": pair("requiredCpu", "limitedCpu", resources["cpu"]["request"]),
+           "memory": pair("requiredMemory", "limitedMemory", resources["memory"]["request"]),
+           "disk": pair("requiredDisk", "limitedDisk", resources["disk"]["request"])}
+    declared = _gpu_declared(spec)
+    if declared is not None:
+        out["gpu"] = {"request": declared[0], "limit": declared[1], "container": "none"}
+    if out.get("gpu_memory_mib") == "auto":
+        # a count of GPUs (requiredGpu: 1) names no memory: the whole GPU of the catalogue's device
+        from olares_pack.vram.estimate import DEVICES
+
+        out["gpu_memory_mib"] = DEVICES["olares-one"].total_mib
+    return out
+
+
+def generic(app: ChartApp) -> tuple[App, list[str]]:
+    """The typed app of a per-user chart whose GPU server is neither llama.cpp nor vLLM (GenericApp):
+    the GPU container's image, command and arguments, and what the chart says beyond them kept;
+    InputError when the chart is no single GPU server."""
+    from olares_pack.charts.objects import pod_spec
+    from olares_pack.render import imported as chartrender
+
+    m = app.chart.manifest
+    if m.get("sharedEntrances") or any(isinstance(c, dict) and c.get("shared") for c in (m.get("spec") or {}).get("subCharts") or []):
+        raise InputError("a shared chart (sharedEntrances, a shared sub-chart): the generic kind is per-user")
+    objects = chartrender.objects(app)
+    gpu = []
+    for o in objects:
+        if o.get("kind") != "Deployment":
+            continue
+        containers = [c for c in (pod_spec(o) or {}).get("containers") or [] if isinstance(c, dict)]
+        # the GPU the installer injects (HAMi): into the container the annotation names, or a pod's only one
+        inject = str(((o.get("metadata") or {}).get("annotations") or {}).get("applications.app.bytetrade.io/gpu-inject", ""))
+        for c in containers:
+            res = c.get("resources") or {}
+            asked = {**(res.get("requests") or {}), **(res.get("limits") or {})}
+            if any(k.startswith("nvidia.com/") for k in asked) or inject == c.get("name") or (
+                    inject == "true" and len(containers) == 1):
+                gpu.append((o, c))
+    if len(gpu) != 1:
+        raise InputError("no container is given a GPU (nvidia.com/gpu or gpumem, or the installer's gpu-inject for a "
+                         "pod of one container): not a GPU server" if not gpu else
+                         f"{len(gpu)} containers are given a GPU: the generic kind types one GPU server")
+    dep, container = gpu[0]
+    workload = f"Deployment/{(dep.get('metadata') or {}).get('name')}"
+    image = str(container.get("image", ""))
+    repo, tag = registry.image_parts(image, as_written=True)
+    engine = {"kind": "generic", "image": {"repository": repo.lower(), "tag": tag or "latest",
+                                           "digest": image.split("@", 1)[1] if "@" in image else None},
+              "command": [str(w) for w in container["command"]] if container.get("command") else None,
+              "args": [str(w) for w in container.get("args") or []]}
+    spec = m.get("spec") or {}
+    if any(isinstance(a, dict) and a.get("mode") == "cpu" for a in spec.get("accelerator") or []):
+        raise InputError("a cpu mode beside nvidia: the generic kind is kept as the chart renders for the GPU")
+    data: dict[str, Any] = {**app.model_dump(mode="json", exclude={"chart"}), "engine": engine, "modes": ["nvidia"],
+                            "resources": _envelope_resources(spec, _resources(container, spec))}
+    found = hfurls.model(hfurls.downloads(objects, workload))
+    if found is not None:
+        data["model"] = found
+    data |= keep.kept(app, workload, str(container.get("name")))
+    selector = ((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    if selector:
+        data["selector"] = {str(k): str(v) for k, v in selector.items()}
+    return validate_data(data, f"{app.name} (typed)"), ["a GPU server olares-pack does not model, typed as the generic kind: "
+                                                      "its image, command and arguments as written"]

@@ -24,6 +24,14 @@ class Names:
     admin: str = planner.ADMIN
     other: str = planner.OTHER
     shared_suffix: str = ""
+    release_suffix: str = ""
+
+    @classmethod
+    def of_run(cls, run_id: str) -> Names:
+        """A user's cluster: users, shared namespaces and release names of this run only, so that
+        nothing the rehearsal makes can collide with an installed app's (its namespace is
+        `<app>-<user>`, its releases named after the app and its sub-charts)."""
+        return cls(f"alice-{run_id}", f"bob-{run_id}", f"-{run_id}", f"-{run_id}")
 
 
 def previous(versions: list[str], version: str) -> str | None:
@@ -32,8 +40,10 @@ def previous(versions: list[str], version: str) -> str | None:
 
 
 def rehearse(cluster: Cluster, app: str, version: str, line_versions: dict[str, list[str]], chart_of: ChartOf,
-             froms: list[str] | None = None, names: Names = Names(), reuse_values: bool = False) -> list[Step]:
-    """line_versions: target -> the versions published on it (the new one may be among them)."""
+             froms: list[str] | None = None, names: Names = Names(), reuse_values: bool = False,
+             held: bool = False) -> list[Step]:
+    """line_versions: target -> the versions published on it (the new one may be among them).
+    held: a user's cluster, where every workload is created held (rehearse/hold.py)."""
     steps: list[Step] = []
     with tempfile.TemporaryDirectory(prefix="olares-pack-rehearse-") as tmp:
         for target in sorted(line_versions):
@@ -42,7 +52,7 @@ def rehearse(cluster: Cluster, app: str, version: str, line_versions: dict[str, 
                 continue
             older = [v for v in line_versions[target] if v != version]
             wanted = froms if froms is not None else [p for p in [previous(older, version)] if p]
-            with session(cluster, target, reuse_values) as r:
+            with session(cluster, target, reuse_values, held) as r:
                 new = chart_plan(new_chart, Path(tmp), target, app, version, names)
                 steps += r.install(new)
                 r.clean()
@@ -69,7 +79,7 @@ def chart_plan(data: bytes, tmp: Path, target: str, app: str, version: str, name
     dest = tmp / target / version
     dest.mkdir(parents=True, exist_ok=True)
     return planner.plan(data, dest, app, version, admin=names.admin, other=names.other,
-                        shared_suffix=names.shared_suffix)
+                        shared_suffix=names.shared_suffix, release_suffix=names.release_suffix)
 
 
 def findings(steps: list[Step]) -> list[Finding]:

@@ -56,6 +56,7 @@ class ChartPlan:
     users: list[str]
     admin: str = ADMIN
     shared_suffix: str = ""  # a user's cluster: the v2 shared namespace gets the run's suffix
+    release_suffix: str = ""  # a user's cluster: every release name gets the run's suffix too
     sub_charts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -68,16 +69,19 @@ class ChartPlan:
     def shared_namespace(self, chart: str) -> str:
         return f"{chart}-shared{self.shared_suffix}"
 
+    def release_name(self, chart: str) -> str:
+        return f"{chart}{self.release_suffix}"
+
     def releases(self, user: str) -> list[Release]:
         if not self.multi:
-            return [Release(user, self.app, self.namespace(user), self.folder)]
+            return [Release(user, self.release_name(self.app), self.namespace(user), self.folder)]
         out = []
         for sub in self.sub_charts:
             name, shared = str(sub["name"]), bool(sub.get("shared"))
             if shared and user != self.admin:
                 continue
             ns = self.shared_namespace(name) if shared else self.namespace(user)
-            out.append(Release(user, name, ns, self.folder / name, shared))
+            out.append(Release(user, self.release_name(name), ns, self.folder / name, shared))
         return out
 
     def values(self, user: str) -> dict[str, Any]:
@@ -113,12 +117,13 @@ def extract(data: bytes, dest: Path, app: str) -> Path:
 
 
 def plan(data: bytes, dest: Path, app: str, version: str, *, admin: str = ADMIN, other: str = OTHER,
-         shared_suffix: str = "") -> ChartPlan:
-    return plan_folder(extract(data, dest, app), app, version, admin=admin, other=other, shared_suffix=shared_suffix)
+         shared_suffix: str = "", release_suffix: str = "") -> ChartPlan:
+    return plan_folder(extract(data, dest, app), app, version, admin=admin, other=other, shared_suffix=shared_suffix,
+                       release_suffix=release_suffix)
 
 
 def plan_folder(folder: Path, app: str, version: str, *, admin: str = ADMIN, other: str = OTHER,
-                shared_suffix: str = "") -> ChartPlan:
+                shared_suffix: str = "", release_suffix: str = "") -> ChartPlan:
     """The releases of a chart folder (a published package unpacked, or a catalogue's chart)."""
     files = {p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8", errors="replace")
              for p in folder.rglob("*") if p.is_file() and p.suffix in (".yaml", ".yml", "") and p.name != "owners"}
@@ -135,4 +140,4 @@ def plan_folder(folder: Path, app: str, version: str, *, admin: str = ADMIN, oth
         form, users = "shared", [admin]
     else:
         form, users = "per-user", [admin, other]
-    return ChartPlan(app, version, api, form, folder, manifest, users, admin, shared_suffix, subs)
+    return ChartPlan(app, version, api, form, folder, manifest, users, admin, shared_suffix, release_suffix, subs)

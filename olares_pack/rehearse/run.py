@@ -86,8 +86,11 @@ class Step:
 class Rehearsal:
     """Helm steps on one cluster; every release it makes is uninstalled by `clean`."""
 
-    def __init__(self, cluster: Cluster, home: Path, line: str, reuse_values: bool = False) -> None:
-        self.helm = Helm(cluster, home)
+    def __init__(self, cluster: Cluster, home: Path, line: str, reuse_values: bool = False, held: bool = False) -> None:
+        from olares_pack.rehearse import hold
+
+        # held: a user's cluster, where nothing the rehearsal installs may start (rehearse/hold.py)
+        self.helm = Helm(cluster, home, hold.script(home) if held else None)
         self.line = line
         self.reuse_values = reuse_values
         self.made: list[tuple[str, str]] = []  # (release, namespace), to clean up
@@ -155,10 +158,11 @@ class Rehearsal:
         return r.ok
 
     def _upgrade_user(self, old: ChartPlan, new: ChartPlan, user: str, step: Step) -> None:
-        main = self.helm.status(new.app, new.namespace(user))
+        main = self.helm.status(new.release_name(new.app), new.namespace(user))
         if main != "deployed":
             step.ok = False
-            step.error = f"cannot upgrade release {new.namespace(user)}/{new.app}, current state is {main or 'not installed'}"
+            step.error = (f"cannot upgrade release {new.namespace(user)}/{new.release_name(new.app)}, current state is "
+                          f"{main or 'not installed'}")
             return
         for rel in new.releases(user):
             status = self.helm.status(rel.name, rel.namespace)
@@ -223,9 +227,9 @@ def _error_line(output: str) -> str:
 
 
 @contextmanager
-def session(cluster: Cluster, line: str, reuse_values: bool = False) -> Iterator[Rehearsal]:
+def session(cluster: Cluster, line: str, reuse_values: bool = False, held: bool = False) -> Iterator[Rehearsal]:
     with tempfile.TemporaryDirectory(prefix="olares-pack-helm-") as home:
-        r = Rehearsal(cluster, Path(home), line, reuse_values)
+        r = Rehearsal(cluster, Path(home), line, reuse_values, held)
         try:
             yield r
         finally:

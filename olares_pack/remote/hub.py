@@ -128,3 +128,69 @@ def open_file(repo: str, path: str, revision: str, block_size: int = 1 << 20) ->
         raise _explain(exc, what) from None
     finally:
         f.close()
+
+
+# ---------------------------------------------------------------- what a repository is now (outdated, propose)
+
+
+@dataclass(frozen=True)
+class Commit:
+    commit: str
+    date: str  # ISO 8601 as the hub gives it
+    title: str
+
+
+@dataclass(frozen=True)
+class RepoState:
+    """A model repository as the hub answers for it now.
+
+    status: ok; moved (the hub answered under another name: a renamed repository redirects, 307,
+    and huggingface_hub follows it, so the model's `id` is the new name); gone (RepoNotFound);
+    gated (files only for accounts granted access); no-revision (the revision asked names nothing);
+    unreachable (no answer, or a refusal that says nothing of the repository)."""
+
+    asked: str
+    revision: str
+    status: str
+    name: str  # the name the hub answers under
+    detail: str = ""
+    pin: ModelPin | None = None
+    gated: bool = False
+    commits: tuple[Commit, ...] = ()  # newest first, down to the asked commit when known
+
+
+def repo_state(repo: str, revision: str = "main", since: str | None = None) -> RepoState:
+    """What `repo` at `revision` is now: its commit and files (GET /api/models/{repo}/revision/{rev}
+    ?blobs=true, redirects followed), and the commits on it after `since` (GET /api/models/{repo}/
+    commits/{rev}); every failure becomes a status, never an exception."""
+    from huggingface_hub import errors
+
+    api = _api()
+    try:
+        info = api.model_info(repo, revision=revision, files_metadata=True)
+    except errors.GatedRepoError as exc:
+        return RepoState(repo, revision, "gated", repo, str(_explain(exc, repo)), gated=True)
+    except errors.RepositoryNotFoundError as exc:
+        return RepoState(repo, revision, "gone", repo, str(_explain(exc, repo)))
+    except errors.RevisionNotFoundError as exc:
+        return RepoState(repo, revision, "no-revision", repo, str(_explain(exc, f"{repo}@{revision}")))
+    except Exception as exc:  # noqa: BLE001 - network and HTTP errors: nothing is known
+        return RepoState(repo, revision, "unreachable", repo, str(_explain(exc, f"{repo}@{revision}")))
+    name = str(info.id or repo)
+    files = tuple(sorted((HubFile(s.rfilename, int(s.size or 0), s.lfs.sha256 if s.lfs else None, s.blob_id or "")
+                          for s in info.siblings or []), key=lambda f: f.path))
+    pin = ModelPin(name, revision, str(info.sha), files)
+    commits: list[Commit] = []
+    if since is not None and since != info.sha:
+        try:
+            for c in api.list_repo_commits(name, revision=str(info.sha)):
+                if c.commit_id == since:
+                    break
+                commits.append(Commit(c.commit_id, c.created_at.isoformat(), c.title))
+        except Exception:  # noqa: BLE001 - the history is a detail; the commit itself is known
+            commits = []
+    gated = bool(info.gated)
+    status = "moved" if name != repo else ("gated" if gated else "ok")
+    detail = f"{repo} now answers as {name} (the hub redirects the old name)" if status == "moved" else (
+        f"{repo}: gated ({info.gated}): the device downloads it only with a token granted access" if gated else "")
+    return RepoState(repo, revision, status, name, detail, pin, gated, tuple(commits))

@@ -418,6 +418,55 @@ class RegistryClient:
         hint = f"; nearest tags: {', '.join(nearest)}" if nearest else ""
         raise TagNotFound(f"{image}{sep}{reference}: not found on {image.registry} ({answer}){hint}", nearest)
 
+    def list_tags(self, image: ImageName, page_size: int = 1000, max_pages: int = 200) -> list[str]:
+        """Every tag of the repository (distribution-spec "Listing tags": `?n=` pages, the next one
+        named by the `Link: <…>; rel="next"` header); unlike tags(), a registry that cannot be
+        read raises, so that silence is never taken for "no newer tag"."""
+        out: list[str] = []
+        url: str | None = f"{image.base_url}/tags/list?n={page_size}"
+        for _ in range(max_pages):
+            if url is None:
+                return out
+            resp = self.request("GET", url, image)
+            if resp.status_code == 404:
+                raise RegistryError(f"{image}: no such repository on {image.registry} ({_errors_text(resp)})")
+            if resp.status_code != 200:
+                raise RegistryError(f"{image}: listing its tags: {image.registry} answered {_errors_text(resp)}")
+            try:
+                out += [str(t) for t in resp.json().get("tags") or []]
+            except (ValueError, AttributeError):
+                raise RegistryError(f"{image}: listing its tags: {image.registry} answered no JSON tag list") from None
+            m = re.match(r"\s*<([^>]+)>", resp.headers.get("Link", ""))
+            url = str(httpx.URL(url).join(m.group(1))) if m else None
+        raise RegistryError(f"{image}: more than {max_pages} pages of tags; stopped reading")
+
+    def config(self, image: ImageName, reference: str) -> dict[str, Any]:
+        """The image config (image-spec "Image Configuration": created, os, architecture…) of
+        `reference`, the linux/amd64 image of an index."""
+        digest, media, body = self.manifest(image, reference)
+        data: dict[str, Any] = json.loads(body)
+        if media in INDEXES:
+            chosen = next((m for m in data.get("manifests") or []
+                           if (m.get("platform") or {}).get("os") == AMD64[0]
+                           and (m.get("platform") or {}).get("architecture") == AMD64[1]), None)
+            if chosen is None:
+                raise RegistryError(f"{image}:{reference} ({digest}) offers no linux/amd64 image")
+            _, _, body = self.manifest(image, str(chosen["digest"]))
+            data = json.loads(body)
+        blob = (data.get("config") or {}).get("digest")
+        if not blob:
+            raise RegistryError(f"{image}:{reference}: the manifest names no config blob")
+        resp = self.request("GET", f"{image.base_url}/blobs/{blob}", image)
+        if resp.status_code != 200:
+            raise RegistryError(f"{image}: its config blob {blob}: {image.registry} answered {_errors_text(resp)}")
+        try:
+            cfg = resp.json()
+        except ValueError:
+            raise RegistryError(f"{image}: its config blob {blob} is not JSON") from None
+        if not isinstance(cfg, dict):
+            raise RegistryError(f"{image}: its config blob {blob} is not a JSON object")
+        return cfg
+
     def tags(self, image: ImageName) -> list[str] | None:
         """The repository's tags (tags/list, following Link pages), or None if the registry does not list them."""
         out: list[str] = []

@@ -13,11 +13,11 @@ import jinja2
 
 from olares_pack import engines, olares
 from olares_pack.apps.changelog import upgrade_description
-from olares_pack.apps.manifest import App, ChartApp, LlamaCppApp
+from olares_pack.apps.manifest import App, ChartApp, GenericApp, LlamaCppApp
 from olares_pack.common import quantity
 from olares_pack.common.yamlsrc import safe_load
 from olares_pack.olares import TargetProfile
-from olares_pack.render import generation, llmbase, sharedv2
+from olares_pack.render import generation, kept, llmbase, sharedv2
 
 # Download init container: small, and never above the engine container (the pod's effective
 # request is the larger of the two, and the installer only sums the primary containers).
@@ -86,6 +86,7 @@ def _environment() -> jinja2.Environment:
     env.filters["q"] = _yaml_str
     env.filters["hq"] = _helm_str
     env.filters["block"] = _block
+    env.globals["kept_yaml"] = kept.manifest_block
     return env
 
 
@@ -100,7 +101,8 @@ class Envelope:
     limited_memory: str
     required_disk: str
     limited_disk: str
-    gpu_memory: str | None
+    gpu_memory: str | None  # the request
+    gpu_limit: str | None  # the limit; None: none declared
 
 
 def envelopes(app: App, *, shared: bool = False) -> list[Envelope]:
@@ -109,7 +111,10 @@ def envelopes(app: App, *, shared: bool = False) -> list[Envelope]:
     s = llmbase.sized(app) if shared else None
     out = []
     for mode in app.modes:
-        gpu = quantity.mib_string(r.gpu_memory_mib) if mode != "cpu" and r.gpu_memory_mib else None
+        gpu = quantity.mib_string(r.gpu_memory_mib) if mode != "cpu" and isinstance(r.gpu_memory_mib, int) else None
+        gpu_limit = gpu
+        if r.gpu is not None and mode != "cpu":  # declared apart (an imported chart's envelope)
+            gpu, gpu_limit = r.gpu.request, r.gpu.limit
         out.append(
             Envelope(
                 mode=mode,
@@ -120,6 +125,7 @@ def envelopes(app: App, *, shared: bool = False) -> list[Envelope]:
                 required_disk=r.disk.request,
                 limited_disk=r.disk.limit,
                 gpu_memory=gpu,
+                gpu_limit=gpu_limit,
             )
         )
     return out
@@ -148,7 +154,7 @@ def _download_files(app: App) -> str:
 
 
 def context(app: App, target: TargetProfile) -> dict[str, Any]:
-    argv = engines.build_argv(app)
+    argv = engines.container_args(app)
     args = [_helm_str(a) for a in argv]
     if "cpu" in app.modes and isinstance(app, LlamaCppApp):
         # cpu mode keeps every layer on the host: swap the --n-gpu-layers value at install time.
@@ -159,6 +165,8 @@ def context(app: App, target: TargetProfile) -> dict[str, Any]:
     shared = llmbase.active(app, target)
     return {
         "llm": llmbase.context(app) if shared else None,
+        "kept": app.olares,
+        "kept_options": kept_options(app, target),
         "v2": sharedv2.context(app) if sharedv2.active(app, target) else None,
         "app": app,
         "target": target,
@@ -186,6 +194,31 @@ def context(app: App, target: TargetProfile) -> dict[str, Any]:
         "download_script": "" if shared else _environment().get_template("download.sh").render(),
         "wrapper_script": _environment().get_template("llmbase/engine.sh").render() if shared else "",
     }
+
+
+def kept_options(app: App, target: TargetProfile) -> dict[str, Any] | None:
+    """An imported chart's options as written, its olares dependency in the target's spelling when
+    it is the same window (a legacy chart's `>=1.12.3-0` is `>=1.12.3-0,<1.12.6`: 1.12.6+ refuses
+    0.10.0 manifests), so that the release records the window the package states."""
+    from olares_pack import equivalence
+
+    kept_ = getattr(app, "olares", None)
+    if kept_ is None or kept_.options is None:
+        return None
+    opts = dict(kept_.options)
+    deps = opts.get("dependencies")
+    if isinstance(deps, list):
+        m = {"olaresManifest.version": target.manifest_version}
+        out = []
+        for d in deps:
+            if isinstance(d, dict) and d.get("name") == "olares" and isinstance(d.get("version"), str):
+                ours = {**d, "version": target.dependency}
+                same = equivalence._options({**m, "options": {"dependencies": [d]}}) == \
+                    equivalence._options({**m, "options": {"dependencies": [ours]}})
+                d = ours if same else d
+            out.append(d)
+        opts["dependencies"] = out
+    return opts
 
 
 def _locale_texts(app: App) -> dict[str, dict[str, str]]:
@@ -264,14 +297,46 @@ def render(app: App, target: TargetProfile) -> dict[str, str]:
 
         return chartrender.render(app, target)
     env = _environment()
+    if isinstance(app, GenericApp):
+        return _render_generic(env, app, target)
     ctx = context(app, target)
     chart_files = SHARED_CHART_FILES if ctx["llm"] else CHART_FILES
     if ctx["llm"]:
         ctx = {**ctx, **ctx["llm"]}
     if ctx["v2"]:
         files = _render_v2(env, ctx)
+    elif app.workload is not None:
+        # an imported chart's workload and objects, kept: olares-pack's own ones are not written
+        files = {path: env.get_template(tpl).render(ctx) for path, tpl in chart_files.items()
+                 if path not in ("templates/deployment.yaml", "templates/service.yaml", "templates/configmap.yaml",
+                                 "templates/secret.yaml")}
+        files["templates/deployment.yaml"] = kept.deployment(app, engines.container_args(app))
+        if app.objects:
+            files["templates/objects.yaml"] = kept.objects(app)
     else:
         files = {path: env.get_template(tpl).render(ctx) for path, tpl in chart_files.items()}
+    for loc in app.all_locales:
+        files[f"i18n/{loc}/OlaresManifest.yaml"] = env.get_template("i18n.yaml.j2").render(ctx, locale=loc)
+    return dict(sorted(files.items()))
+
+
+def _render_generic(env: jinja2.Environment, app: GenericApp, target: TargetProfile) -> dict[str, str]:
+    """A generic GPU server: the manifest from the app's own fields and what its chart states
+    (olares), the Deployment and the other objects as the chart writes them, the server's image,
+    command and arguments."""
+    entry = app.changelog_entry
+    ctx = {"llm": None, "v2": None, "kept": app.olares, "kept_options": kept_options(app, target), "app": app, "target": target,
+           "version": olares.chart_version(app.version, target), "envelopes": envelopes(app),
+           "has_cpu_mode": False, "gpu": True, "legacy_cpu": legacy_envelope(app, target)[0],
+           "legacy_memory": legacy_envelope(app, target)[1], "full_description": app.full_description or app.description,
+           "upgrade": {loc: upgrade_description(entry.model_dump(mode="json"), loc) if entry else ""
+                       for loc in app.all_locales},
+           "texts": _locale_texts(app)}
+    files = {path: env.get_template(tpl).render(ctx) for path, tpl in CHART_FILES.items()
+             if not path.startswith("templates/")}
+    files["templates/deployment.yaml"] = kept.deployment(app, list(app.engine.args))
+    if app.objects:
+        files["templates/objects.yaml"] = kept.objects(app)
     for loc in app.all_locales:
         files[f"i18n/{loc}/OlaresManifest.yaml"] = env.get_template("i18n.yaml.j2").render(ctx, locale=loc)
     return dict(sorted(files.items()))

@@ -110,18 +110,26 @@ def objects(app: ChartApp, mode: str = "nvidia") -> list[dict[str, Any]]:
     """The Kubernetes objects the installer renders from the app's chart (owner == admin,
     GPU.Type = mode); an apiVersion v2 chart sub-chart by sub-chart, as lint renders it."""
     from olares_pack import olares
+
+    return objects_of(app.name, render(app, olares.get(app.targets[0])), app.chart.manifest, mode)
+
+
+def objects_of(name: str, files: dict[str, str], manifest: dict[str, Any], mode: str = "nvidia", *,
+               owner: str = "alice", olares_env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The Kubernetes objects the installer renders from a chart's files (owner == admin, GPU.Type
+    = mode): an apiVersion v2 chart sub-chart by sub-chart, the root chart alone otherwise."""
     from olares_pack.charts import helm, package
 
-    files = render(app, olares.get(app.targets[0]))
-    m = app.chart.manifest
+    m = manifest
     subs = [str(c["name"]) for c in (m.get("spec") or {}).get("subCharts") or [] if isinstance(c, dict) and c.get("name")] \
         if str(m.get("apiVersion", "")).lower() == "v2" else []
-    parts = [(sub, {k[len(sub) + 1:]: v for k, v in files.items() if k.startswith(f"{sub}/")}) for sub in subs] or [(app.name, files)]
+    parts = [(sub, {k[len(sub) + 1:]: v for k, v in files.items() if k.startswith(f"{sub}/")}) for sub in subs] or [(name, files)]
     entrances = [str(e.get("name")) for e in m.get("entrances") or [] if isinstance(e, dict)]
-    values = helm.installer_values(app.name, entrances, owner="alice", admin="alice", gpu_type=mode)
+    values = helm.installer_values(name, entrances, owner=owner, admin=owner, gpu_type=mode,
+                                   olares_env=helm.env_defaults(m) if olares_env is None else olares_env)
     out: list[dict[str, Any]] = []
     for release, part in parts:
         with helm.load_bytes(package.build_archive(release, part)) as chart:
-            rendered = chart.render(values=values, name=release, namespace=f"{app.name}-alice")
+            rendered = chart.render(values=values, name=release, namespace=f"{name}-{owner}")
         out += [o for _, o in helm.objects(rendered) if isinstance(o, dict)]
     return out

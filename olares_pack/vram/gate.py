@@ -55,6 +55,6 @@ def of_catalogue(app: App, app_dir: Path) -> Verdict | None:
     """The verdict lint's vram.budget and `release` give an app on the catalogue's device (an
     Olares One); None where nothing is estimated (an app that runs without an NVIDIA GPU, or a
     chart olares-pack does not model)."""
-    if "nvidia" not in getattr(app, "modes", ()):
-        return None
+    if "nvidia" not in getattr(app, "modes", ()) or getattr(getattr(app, "engine", None), "kind", None) == "generic":
+        return None  # a generic GPU server runs what olares-pack does not estimate
     return of_app(app, app_dir, DEVICES["olares-one"])

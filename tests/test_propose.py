@@ -1,0 +1,142 @@
+"""`olares-pack propose` against the loopback registry and the local hub (fixtures of
+test_outdated.py): the next version's draft in app.yaml, its checks, and refusals that write
+nothing. The replay: from 1.0.8 toward upstream llama.cpp b9409."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import yaml
+from fakehub import FakeHub
+from test_outdated import (
+    APP,
+    C2,
+    NEW_QUANT,
+    NEW_REPO,
+    OLD_REPO,
+    QUANT,
+    SHOWN_HOST,
+    Upstream,
+    catalogue_at_1_0_8,
+    docs_block,
+    local_hub,
+    needs_registry,
+    upstream_registry,
+)
+
+from olares_pack.cli import main
+from olares_pack.common.errors import ExitCode
+
+_upstream = pytest.fixture(scope="module", name="upstream")(upstream_registry)
+_hub = pytest.fixture(name="hub")(local_hub)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".olares-pack" not in p.parts}
+
+
+def propose(apps: Path, up: Upstream, *args: str) -> list[str]:
+    return ["propose", APP, *args, "--apps-dir", str(apps), "--upstream-image", up.repo("ggml-org/llama.cpp"),
+            "--date", "2026-05-22"]
+
+
+@needs_registry
+def test_replay_1_0_8_proposes_draft_mtp_the_new_repository_and_says_why(
+        upstream: Upstream, hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str], update_golden: bool) -> None:
+    apps = catalogue_at_1_0_8(tmp_path / "repo", upstream.repo("aamsellem/llamacpp-mtp"))
+    before = (apps / APP / "app.yaml").read_text()
+    code = main(propose(apps, upstream))
+    out, err = capsys.readouterr()
+    assert code == ExitCode.OK, err
+    assert out.split() == [f"apps/{APP}/app.yaml", f"apps/{APP}/model.lock.json"]
+    after = (apps / APP / "app.yaml").read_text()
+    doc = yaml.safe_load(after)
+    assert doc["version"] == "1.0.9"
+    # the newest upstream build found, its digest from the registry
+    assert doc["engine"]["image"] == {"repository": upstream.repo("ggml-org/llama.cpp"), "tag": "server-cuda-b9409",
+                                      "digest": upstream.digests["ggml-org/llama.cpp:server-cuda-b9409"]}
+    assert doc["engine"]["build"] == "b9409"
+    # the arguments translated: the renamed value; the default change noted, the app's own 5 kept
+    assert doc["server"]["speculative"] == {**doc["server"]["speculative"], "type": "draft-mtp", "draft_n_max": 5}
+    # the model under its new name, pinned, with its file's size and sha256 from the hub
+    gguf = hub.repos[NEW_REPO].commits[C2][QUANT]
+    assert doc["model"]["repo"] == NEW_REPO and doc["model"]["revision"] == C2
+    [f] = doc["model"]["files"] if "files" in doc["model"] else [doc["model"]]
+    assert (f["size"], f["sha256"]) == (len(gguf), hashlib.sha256(gguf).hexdigest())
+    # the changelog draft: each change with its reason and upstream reference
+    entry = doc["changelog"][-1]
+    assert (entry["version"], str(entry["date"])) == ("1.0.9", "2026-05-22")
+    texts = [c["text"] for c in entry["changes"]]
+    assert any(t.startswith("--spec-type mtp → draft-mtp: same mode, renamed when the MTP branch was merged "
+                            "(PR #22673, first in llama.cpp b9254, 2026-05-13)") for t in texts), texts
+    assert any("--spec-draft-n-max 5 kept: the upstream default became 3 (was 16) (PR #23269" in t for t in texts)
+    assert f"Hugging Face repository renamed upstream: {OLD_REPO} → {NEW_REPO} (the hub redirects the old name to it)" in texts
+    assert entry["notes"].startswith("Not yet measured: no bench record for 1.0.9")
+    # comments and order kept: the old text is the new one's prefix up to the changelog
+    assert after.startswith("# the example app as 1.0.8 published it\n")
+    assert list(doc) == list(yaml.safe_load(before))
+    # what a release would check, printed
+    assert "lint: 0 error(s)" in err and "GPU memory on llama.cpp b9409: " in err
+    assert "Changes from llamacppqwen36mtpone 1.0.8 to llamacppqwen36mtpone 1.0.9 (draft)" in err
+    assert "- arguments: `--spec-type` mtp → draft-mtp" in err
+    assert "not yet measured" in err
+    # as the how-to page shows them
+    shown = (f"$ olares-pack propose {APP} --upstream-image {upstream.repo('ggml-org/llama.cpp')} --date 2026-05-22\n"
+             + err + out)
+    docs_block("propose", shown.replace(upstream.host, SHOWN_HOST), update_golden)
+    docs_block("changelog", after[after.index("  - version: 1.0.9\n"):].replace(upstream.host, SHOWN_HOST), update_golden)
+
+
+@needs_registry
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--engine-build", "b12345"], "llama.cpp build 'b12345' is not in the flag registry"),
+    (["--engine-build", "b9553"], "server-cuda-b9553: not found"),  # known build, no such tag (only cuda13)
+    (["--image-tag", "9.9.9"], "names no llama.cpp build"),
+    (["--engine-build", "b9101"], "cannot move to llama.cpp b9101: --spec-type mtp: not accepted by llama.cpp b9101"),
+    (["--model-revision", "v404"], "no such revision"),
+    (["--quant", "absent.gguf"], f"absent.gguf is not in {NEW_REPO} at {C2} (its GGUF files: {QUANT}, {NEW_QUANT})"),
+])
+def test_a_refused_proposal_writes_nothing(upstream: Upstream, hub: FakeHub, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str], args: list[str], expected: str) -> None:
+    apps = catalogue_at_1_0_8(tmp_path / "repo", upstream.repo("aamsellem/llamacpp-mtp"))
+    state = snapshot(tmp_path / "repo")
+    assert main(propose(apps, upstream, *args)) == ExitCode.INPUT
+    err = capsys.readouterr().err
+    assert expected in err, err
+    assert snapshot(tmp_path / "repo") == state
+
+
+@needs_registry
+def test_a_build_and_a_quant_asked(upstream: Upstream, hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    apps = catalogue_at_1_0_8(tmp_path / "repo", upstream.repo("aamsellem/llamacpp-mtp"))
+    assert main(propose(apps, upstream, "--engine-build", "b9254", "--quant", NEW_QUANT, "--dry-run")) == ExitCode.OK
+    out, _ = capsys.readouterr()
+    assert "+    tag: server-cuda-b9254\n" in out and f"name: {NEW_QUANT}\n" in out and "+    type: draft-mtp\n" in out
+    assert "b9409" not in out
+
+
+def test_an_unreachable_registry_writes_nothing(hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from registry import free_port
+
+    closed = f"127.0.0.1:{free_port()}"
+    apps = catalogue_at_1_0_8(tmp_path / "repo", f"{closed}/aamsellem/llamacpp-mtp")
+    state = snapshot(tmp_path / "repo")
+    code = main(["propose", APP, "--apps-dir", str(apps), "--upstream-image", f"{closed}/ggml-org/llama.cpp"])
+    assert code == ExitCode.INPUT and "cannot reach the registry" in capsys.readouterr().err
+    assert snapshot(tmp_path / "repo") == state
+
+
+@needs_registry
+def test_a_removed_flag_in_extra_args_takes_its_successor(upstream: Upstream, hub: FakeHub, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    apps = catalogue_at_1_0_8(tmp_path / "repo", upstream.repo("aamsellem/llamacpp-mtp"))
+    path = apps / APP / "app.yaml"
+    path.write_text(path.read_text().replace("  extra_args: []\n", "  extra_args:\n  - --draft-min\n  - '2'\n"))
+    assert main(propose(apps, upstream, "--engine-build", "b9254")) == ExitCode.OK, capsys.readouterr().err
+    doc = yaml.safe_load(path.read_text())
+    assert doc["server"]["extra_args"] == ["--spec-draft-n-min", "2"]
+    assert any(c["text"].startswith("--draft-min → --spec-draft-n-min: --draft-min was removed upstream")
+               for c in doc["changelog"][-1]["changes"])
