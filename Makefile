@@ -10,6 +10,11 @@ WRANGLER := node/node_modules/.bin/wrangler
 # the official chart checker (oac) built as a test oracle; see oracle/main.go
 ORACLE := oracle/bin/oac-oracle
 
+# one target at a time, but `make test`'s prerequisites side by side
+ifeq ($(MAKECMDGOALS),test)
+MAKEFLAGS += -j4
+endif
+
 .PHONY: all build docs docs-check lint test test-tools clean oracle control-plane llama-server actionlint
 
 all: build
@@ -43,8 +48,8 @@ test-tools:
 # time about 5-6 minutes on 2 free cores, more on a busy machine; then nothing). Where it cannot be
 # built, the reason is in that folder's build-cpu.log and the engine tests say so and skip.
 LLAMA_CACHE ?= $(HOME)/.cache/olares-pack
-llama-server:
-	@bash bench/llama/build.sh cpu $(LLAMA_CACHE) || echo "llama-server not built, see $(LLAMA_CACHE)/build-cpu.log" >&2
+llama-server: $(BIN)/olares-pack
+	@PYTHON=$(abspath $(BIN))/python bash measurements/llama/build.sh cpu $(LLAMA_CACHE) || echo "llama-server not built, see $(LLAMA_CACHE)/build-cpu.log" >&2
 
 # actionlint checks the workflow `init --ci github` writes (tests/test_workflow.py): built once per
 # machine from the Go module proxy into ~/.cache/olares-pack (about 40 s); shellcheck (Debian) lets
@@ -52,7 +57,7 @@ llama-server:
 # there and the test says so and skips.
 ACTIONLINT_VERSION ?= v1.7.12
 ACTIONLINT := $(LLAMA_CACHE)/actionlint-$(ACTIONLINT_VERSION)/actionlint
-actionlint:
+actionlint: test-tools
 	@command -v shellcheck >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; } || echo "shellcheck is missing: actionlint will not check run: scripts" >&2
 	@mkdir -p $(LLAMA_CACHE)
@@ -86,15 +91,19 @@ docs-check: $(BIN)/olares-pack
 # kube-apiserver and helm built from the Go module proxy, etcd from Debian, cached per machine in
 # ~/.cache/olares-pack (first run 5-10 minutes, later runs nothing). Where it cannot be built
 # (no Go, no root for apt), the reason is printed and the rehearsal tests skip, saying so.
-control-plane: $(BIN)/olares-pack
+control-plane: $(BIN)/olares-pack test-tools
 	@$(BIN)/python -m olares_pack.cluster.tools >/dev/null || echo "control plane not built: the rehearsal tests will skip" >&2
 
 # ruff, configured in pyproject.toml ([tool.ruff])
 lint: $(BIN)/olares-pack
 	$(BIN)/ruff check .
 
+# `make test` builds what the tests run side by side (on a fresh machine the Go and C++ builds
+# overlap their downloads with the other's compiling; later runs find everything built), then runs
+# the suite on every core (pytest-xdist): a module's tests stay on one worker (--dist loadscope), so
+# a server a module shares (the control plane, the registry, the engine, workerd) starts once.
 test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle control-plane llama-server actionlint lint docs-check
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadscope
 	$(BIN)/olares-pack build --check
 
 clean:

@@ -132,9 +132,21 @@ def serve_process(*args: str, **popen: Any) -> tuple[Any, str]:
 @pytest.fixture(autouse=True)
 def _rehearse_only_where_asked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """`release` rehearses on the control plane when one is built (seconds per release): only the
-    tests that ask for the control plane pay for it; the others release as on a machine without one."""
+    tests that ask for the control plane pay for it; the others release as on a machine without one.
+    The commands those tests run (release, rehearse) rehearse on the session's API server instead of
+    booting one each (seconds a boot): every rehearsal uninstalls what it installed."""
     if "control_plane" not in request.fixturenames:
         monkeypatch.setenv("OLARES_PACK_REHEARSE", "0")
+        return
+    from olares_pack.cluster import controlplane
+
+    cluster = request.getfixturevalue("control_plane")
+
+    @contextmanager
+    def running(tools: Any) -> Iterator[Any]:  # noqa: ARG001 - the session's programs are the same
+        yield cluster
+
+    monkeypatch.setattr(controlplane, "running", running)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Strategies shared by the fuzz test (tests/test_fuzz.py) and its longer run (bench/fuzz_bench.py):
+"""Strategies shared by the fuzz test (tests/test_fuzz.py) and its longer run (measurements/fuzz_bench.py):
 app manifests mutated at random places, and command lines built from the CLI's own vocabulary."""
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """Header-only GGUFs that declare the real architecture of the example model (Qwen3.6-27B, qwen35:
-64 trunk layers, the tensor table of bench/vram/synth.py) at a chosen quant type: metadata and
+64 trunk layers, the tensor table of olares_pack/vram/synth.py) at a chosen quant type: metadata and
 tensor table as gguf.GGUFWriter writes them, no tensor data. A few hundred KiB each, yet the
 budget reads the same numbers from them as from the real multi-GB files (it reads only the header).
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import gguf
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("vram_synth", ROOT / "bench" / "vram" / "synth.py")
-assert _spec and _spec.loader
-synth = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(synth)
+from olares_pack.vram import synth
 
 T = gguf.GGMLQuantizationType
 QUANTS = {"Q2_K": (T.Q2_K, T.Q6_K), "Q3_K_M": (T.Q3_K, T.Q6_K), "Q4_K_M": (T.Q4_K, T.Q6_K),

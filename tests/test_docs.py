@@ -219,7 +219,7 @@ def test_the_readme_walk_is_the_getting_started_walk() -> None:
 
 
 def test_every_shell_block_of_getting_started_tells_the_walkthrough_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = importlib.util.spec_from_file_location("walkthrough", ROOT / "bench" / "walkthrough.py")
+    spec = importlib.util.spec_from_file_location("walkthrough", ROOT / "tests" / "walkthrough.py")
     assert spec and spec.loader
     walkthrough = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "walkthrough", walkthrough)  # its dataclasses look their module up

@@ -1,5 +1,5 @@
 """Property-based: whatever a manifest or a command line says, olares-pack answers with a result
-or a clear error (exit 0, 1 or 2), never a traceback. A longer run: bench/fuzz_bench.py."""
+or a clear error (exit 0, 1 or 2), never a traceback. A longer run: measurements/fuzz_bench.py."""
 
 from __future__ import annotations
 

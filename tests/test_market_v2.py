@@ -310,7 +310,7 @@ def rss() -> int:
 def test_padded_requests_land_on_one_cache_entry(repo: Path) -> None:
     """3,000 distinct padded GETs and 3,000 distinct padded POSTs, all answered 200, leave one
     cache entry per thing actually asked and the memory where it was (before: one entry per raw
-    request, 31 -> 462 MiB for 5,000 of them; bench/serve_bench.py --rss measures a whole server)."""
+    request, 31 -> 462 MiB for 5,000 of them; measurements/serve_bench.py --rss measures a whole server)."""
     n, pad = 3000, b"x" * 4000
     source = Source(repo, repo / "market-index.json")
     with serving(source) as url:

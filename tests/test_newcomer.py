@@ -263,8 +263,8 @@ NOTES = re.compile(r"shared/|olares-format\.md|llama-server\.md|market-source-ap
 
 
 def test_the_product_cites_no_file_its_users_do_not_have() -> None:
-    # tests and benches too: a contributor reads them on a clone that has no team notes either
-    files = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(p for d in ("olares_pack", "templates", "apps", "tests", "bench") for p in (ROOT / d).rglob("*")
+    # tests and measurements too: a contributor reads them on a clone that has no team notes either
+    files = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(p for d in ("olares_pack", "templates", "apps", "tests", "measurements") for p in (ROOT / d).rglob("*")
                                    if p.is_file() and p.suffix in (".py", ".j2", ".sh", ".yaml", ".json", ".js", ".txt")
                                    and p != Path(__file__))]
     cited = sorted(p.relative_to(ROOT).as_posix() for p in files if NOTES.search(p.read_text(errors="replace")))

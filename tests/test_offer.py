@@ -140,7 +140,7 @@ def test_the_serve_process_maps_no_helm_jinja_or_pydantic(tmp_path: Path) -> Non
     imported = {line.rsplit("|", 1)[-1].strip() for line in log.splitlines() if line.startswith("import time:")}
     assert "olares_pack.market.server" in imported  # the log is whole
     assert not {m for m in imported if m.split(".")[0] in ("helm_python", "jinja2", "pydantic", "pydantic_core")}
-    assert "VmRSS" in status  # the figure itself is measured by bench/serve_bench.py --rss
+    assert "VmRSS" in status  # the figure itself is measured by measurements/serve_bench.py --rss
 
 
 def test_a_release_writes_the_offer_of_every_chart_when_the_file_is_missing(repo: Path) -> None:

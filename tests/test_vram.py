@@ -232,7 +232,7 @@ def test_the_history_against_the_records() -> None:
 
 
 def test_the_device_reproduction_against_the_estimate() -> None:
-    """The device runs (bench/vram runtime.py device-*: 64 layers, a ballast leaving free what the
+    """The device runs (measurements/vram runtime.py device-*: 64 layers, a ballast leaving free what the
     Olares One leaves each version, on b11434) neither crashed nor grew after their first
     request, and the headroom they kept at their peak is the estimate's headroom for that
     version within its band: on the measured build the estimate, not the record, is what the
@@ -260,17 +260,16 @@ def test_the_estimate_names_an_unmeasured_build() -> None:
     assert any("extrapolated: 64 layers" in n for n in est.notes)
 
 
-B9294 = Path(__file__).resolve().parent.parent / "bench" / "vram" / "runtime-b9294.raw.json"
+B9294 = Path(__file__).resolve().parent.parent / "measurements" / "vram" / "runtime-b9294.raw.json"
 
 
 def test_the_build_before_the_dequant_reservation_grows_with_the_context() -> None:
-    """The device reproduction of 1.0.5 on b9294, a build from before PR #23907 (bench/vram
+    """The device reproduction of 1.0.5 on b9294, a build from before PR #23907 (measurements/vram
     runtime-b9294.raw.json): the growth follows the context in use (not requests or drafts), comes
     with CUDA graphs on and off alike, and with 512 MiB free the process ran out of memory in the
-    CUDA pool, graphs on and off. The pre-#23907 constants are what bench/vram/fit.py fits from
+    CUDA pool, graphs on and off. The pre-#23907 constants are what measurements/vram/fit.py fits from
     this file (the committed olares_pack/data/vram-fit.json), and the estimate on b9294 gives
     every answered request's peak within the fit's residuals."""
-    import sys
 
     from olares_pack.vram import builds
 
@@ -295,11 +294,10 @@ def test_the_build_before_the_dequant_reservation_grows_with_the_context() -> No
         assert any("CUDA error: out of memory" in line for line in r["log_errors"])
         assert "cuMemCreate(&handle, reserve_size, &prop, 0)" in r["log_tail"]  # the pool growing (ggml_cuda_pool_vmm::alloc)
     # the constants: fitted from this file
-    sys.path.insert(0, str(B9294.parent))
-    import fit as benchfit
+    from olares_pack.vram import calibration
 
     committed = vram.calibration()[builds.BEFORE]
-    assert benchfit.before_reservation(vram.calibration()) == committed
+    assert calibration.before_reservation(list(runs.values()), vram.calibration()) == committed
     c = committed["constants"]
     assert c["pool_copies"] == pytest.approx(2.0, abs=0.01)  # two f16 copies of one layer's K/V, as measured
     lo, hi = committed["served_tokens_measured"]
@@ -307,9 +305,9 @@ def test_the_build_before_the_dequant_reservation_grows_with_the_context() -> No
     # and the estimate on b9294, request by request (the synthetic model the runs served)
     h200, worst = vram.Device("H200", 143771, 0), 0.0
     for r in runs.values():
-        meta = benchfit.synthetic_meta(r["config"]["layers"])
+        meta = calibration.synthetic_meta(r["config"]["layers"])
         for _copy, growth, served in vramfit.pool_points(r, 4, meta.key_length, meta.value_length):
-            est = vram.estimate(meta, benchfit.settings(r["config"]), h200, measured_gpu=True, build="b9294", filled=served)
+            est = vram.estimate(meta, calibration.settings(r["config"]), h200, measured_gpu=True, build="b9294", filled=served)
             worst = max(worst, abs(est.total_mib - (r["boot_mib"] + growth)))
     assert worst <= committed["residuals"]["growth_worst_abs_mib"] + committed["residuals"]["boot_worst_abs_mib"]
     print(f"worst error of the b9294 estimate over {committed['residuals']['points']} requests: {worst:.1f} MiB")
@@ -486,9 +484,9 @@ def test_lint_reports_declared_gpu_memory_below_the_estimate(tmp_path: Path, cap
     assert any(f["message"].startswith("does not fit") for f in doc["findings"] if f["rule"] == "vram.budget")
 
 
-# ---- the measurements the constants come from (bench/vram)
+# ---- the measurements the constants come from (measurements/vram)
 
-MEASUREMENTS = Path(__file__).resolve().parent.parent / "bench" / "vram" / "measurements.json"
+MEASUREMENTS = Path(__file__).resolve().parent.parent / "measurements" / "vram" / "measurements.json"
 
 
 def test_the_constants_are_fitted_from_the_measurements() -> None:
@@ -503,12 +501,9 @@ def test_the_estimator_against_every_measured_run() -> None:
     """Every run's estimate is recomputed here from its model, its arguments and the tokens it
     filled: the stored figure, and within 1 % of the measured peak, flash attention on or off (the
     worst case is printed)."""
-    import sys
 
     from olares_pack.vram import fit as vramfit
-
-    sys.path.insert(0, str(MEASUREMENTS.parent))
-    from fit import settings
+    from olares_pack.vram.calibration import settings
 
     entries = json.loads(MEASUREMENTS.read_text())
     h200 = vram.Device("H200", 143771, 0)
@@ -535,12 +530,9 @@ def test_without_flash_attention_the_growth_follows_the_tokens_filled() -> None:
     """The run that filled 65,536 of its 131,072 tokens grew by half what the full context would
     (its KQ workspaces cover the cells in use): estimated at what it filled it is within 0.1 %, at
     the full context (what a verdict uses) about 3 GiB higher."""
-    import sys
 
     from olares_pack.vram import fit as vramfit
-
-    sys.path.insert(0, str(MEASUREMENTS.parent))
-    from fit import settings
+    from olares_pack.vram.calibration import settings
 
     half = next(e for e in json.loads(MEASUREMENTS.read_text())
                 if e["config"]["fa"] == "off" and e["config"]["ctx"] == 131072)
@@ -611,14 +603,11 @@ def test_the_run_time_growth_term_is_fitted_from_the_run_time_runs() -> None:
 def test_synthetic_weights_encode_the_values_they_claim() -> None:
     """The one-hot rows of synth.py, read back by gguf-py's own dequantization, and the
     acceptance its simulation of llama.cpp's draft loop predicts."""
-    import sys
-
     import gguf
     import numpy as np
     from gguf.quants import dequantize
 
-    sys.path.insert(0, str(MEASUREMENTS.parent))
-    import synth
+    from olares_pack.vram import synth
 
     for cols in ([0], [5], [0, 5], [31], [32], [63], [64], [200], [255]):
         v = dequantize(np.frombuffer(synth._q4k_onehot(cols), np.uint8).reshape(1, -1), gguf.GGMLQuantizationType.Q4_K).ravel()

@@ -1,5 +1,5 @@
 """A small GGUF of the example app's architecture (qwen35: gated delta-net with full attention
-every 4th layer, one MTP block) whose MTP drafts the main model accepts: bench/vram/synth.py's
+every 4th layer, one MTP block) whose MTP drafts the main model accepts: olares_pack/vram/synth.py's
 `full`/`mix80` recipe at test dimensions (n_embd 256, 2 query and 1 KV head of 128, vocabulary
 9,216), 4 trunk layers (1 layer has no attention layer, and llama.cpp aborts). About 5 MB: the
 CPU engine answers 2,000 tokens in seconds."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-SYNTH = Path(__file__).resolve().parent.parent / "bench" / "vram" / "synth.py"
+SYNTH = Path(__file__).resolve().parent.parent / "olares_pack" / "vram" / "synth.py"
 SMALL = {"N_EMBD": 256, "N_HEAD": 2, "N_HEAD_KV": 1, "HEAD_DIM": 128, "N_FF": 256, "SSM_STATE": 128,
          "SSM_K_HEADS": 1, "SSM_V_HEADS": 2, "N_VOCAB": 9216}
 

@@ -20,7 +20,7 @@ from olares_pack.remote import hub
 from olares_pack.vram import estimate as vram
 
 MIB = 2**20
-# Not measured here (unlike llama.cpp's constants, bench/vram): the CUDA context, vLLM's
+# Not measured here (unlike llama.cpp's constants, measurements/vram): the CUDA context, vLLM's
 # activation peak from its profiling run and its CUDA graphs, at max_num_seqs 1. An assumption.
 OVERHEAD_MIB = 3072
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "half": 2}

@@ -9,7 +9,7 @@ writes the repository runs first under the repository lock. Nothing is ever writ
 destination, so no temporary file can be left in the tree.
 
 `OLARES_PACK_FAULT=N` kills the process (SIGKILL, no clean-up) at the N-th write step: the tests
-and bench/release_crash.py use it to crash a release at every step.
+and measurements/release_crash.py use it to crash a release at every step.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The schemas are kubernetes-validate's; its `validate()` re-reads the multi-megab
 file on every call, so the compiled validator of each kind is cached here (same files, same
 resolution rules). The verdict comes from jsonschema-rs: 4 us an object against 540 us for the
 Python validator, on the 48 objects of six example charts (a one-off measurement of issue #14,
-not a committed bench; bench/lint_bench.py shows the effect on lint). Only an object it refuses
+not a committed bench; measurements/lint_bench.py shows the effect on lint). Only an object it refuses
 goes through the Python validator, whose messages the findings quote.
 """
 

@@ -86,7 +86,7 @@ def print_estimate(title: str, e: Estimate, verdict: str | None = None, reasons:
     color = {"fits": "green", "tight": "yellow", "does not fit": "red"}[verdict]
     table.add_row("headroom", f"{e.headroom_mib:,.0f}", "", f"[{color}]{verdict}[/{color}]")
     table.add_row("uncertainty", f"±{e.uncertainty_mib:,.0f}", "",
-                  f"the fit's worst residual {e.uncertainty_pct:g} % (bench/vram) + {e.extra_uncertainty_mib:,.0f} MiB for a "
+                  f"the fit's worst residual {e.uncertainty_pct:g} % (measurements/vram) + {e.extra_uncertainty_mib:,.0f} MiB for a "
                   f"GPU that was not measured + {e.runtime_band_mib:,.0f} MiB, the largest growth a measured run showed after "
                   "its first request" + (f" + {e.pool_band_mib:,.0f} MiB, the worst residuals of the pre-#23907 build's fit"
                                          if e.pool_band_mib else "") + "; 'tight' when the headroom is smaller")

@@ -9,19 +9,21 @@
   (beclab/Olares framework/app-service/go.mod).
 - etcd from Debian (`etcd-server`), installed with apt when missing and we run as root.
 
-Nothing is downloaded from outside the registries. Cached under $OLARES_PACK_CACHE (default
+Sources come through Go's own client (`go list -m`, `go mod tidy`, `go install`: GOPROXY and
+GONOSUMDB apply as for any Go build), never from a download address of ours; etcd through apt. Cached under $OLARES_PACK_CACHE (default
 ~/.cache/olares-pack): kube/kube-apiserver-<v>, helm/helm-<v>; Go's own module and build caches
 make a rebuild after a cache wipe quick.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import urllib.request
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +31,6 @@ from olares_pack.common.errors import OlaresPackError
 
 KUBE_VERSION = "v1.32.2"
 HELM_VERSION = "v3.19.5"
-GO_PROXY = os.environ.get("GOPROXY", "https://proxy.golang.org").split(",")[0]
 # Staging modules the module proxy does not serve (and kube-apiserver does not import).
 _UNSERVED = ("k8s.io/sample-cli-plugin", "k8s.io/sample-controller")
 # The build date ldflags stamp (the release date of v1.32.2), so a rebuild is byte-identical.
@@ -148,14 +149,24 @@ def _version_ldflags(version: str) -> str:
     return " ".join(flags)
 
 
+def _module_go_mod(go: str, module: str, version: str) -> str:
+    """A published module's go.mod, fetched by Go itself (it lands in the module cache, checked
+    against the checksum database like any dependency)."""
+    # outside any module (an empty folder, no workspace), `go list -m MODULE@VERSION` resolves that one module
+    with tempfile.TemporaryDirectory() as empty:
+        proc = subprocess.run([go, "list", "-m", "-json", f"{module}@{version}"], cwd=empty, capture_output=True,
+                              text=True, env={**os.environ, "GOWORK": "off"})
+    if proc.returncode != 0:
+        raise ToolsMissing(f"go list -m {module}@{version} failed:\n{proc.stderr[-3000:]}")
+    return Path(json.loads(proc.stdout)["GoMod"]).read_text(encoding="utf-8")
+
+
 def _build_apiserver(say) -> None:  # noqa: ANN001
     go = _go()
     src = cache_root() / "kube" / f"src-{KUBE_VERSION}"
     src.mkdir(parents=True, exist_ok=True)
     say(f"building kube-apiserver {KUBE_VERSION} from the Go module proxy (first run: about 4-10 minutes)")
-    url = f"{GO_PROXY}/k8s.io/kubernetes/@v/{KUBE_VERSION}.mod"
-    with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 - the module proxy
-        upstream = resp.read().decode()
+    upstream = _module_go_mod(go, "k8s.io/kubernetes", KUBE_VERSION)
     (src / "go.mod").write_text(wrapper_go_mod(upstream), encoding="utf-8")
     (src / "tools.go").write_text('package tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n', encoding="utf-8")
     _run([go, "mod", "tidy"], cwd=src)

@@ -111,6 +111,6 @@ def scratch_dir() -> str | None:
     """Where throw-away chart folders go: /dev/shm (memory) where there is one, else the system's
     temporary folder. Helm loads charts from folders; writing a 10-file chart folder took 0.58 ms
     in /dev/shm against 5.1 ms in /tmp on the development machine (50 folders each, a one-off
-    measurement of issue #14, not a committed bench); bench/lint_bench.py shows the effect on lint."""
+    measurement of issue #14, not a committed bench); measurements/lint_bench.py shows the effect on lint."""
     shm = "/dev/shm"
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None

@@ -234,7 +234,7 @@ RULES: dict[str, RuleInfo] = {
                                       "the chart's download step fetches {repo}/resolve/{commit}/{file}: a commit gone from the hub "
                                       "cannot be downloaded"),
     "vram.budget": RuleInfo("error", "the GPU memory estimate fits the device, and the declared GPU memory covers it (olares-pack apps)",
-                            "olares-pack policy: bench/vram measurements (llama-server b11434 on an H200) and the device profile",
+                            "olares-pack policy: measurements/vram measurements (llama-server b11434 on an H200) and the device profile",
                             policy=True),
     "secret.plaintext": RuleInfo("error", "tokens and API keys never appear in plain text (ConfigMap, args, env value)",
                                  "olares-pack policy: a published chart is public; tokens travel in Secrets", policy=True),

@@ -43,7 +43,7 @@ class SourceApp:
     title: str = "LLM market source"
     port: int = 8080
     workers: int = 1
-    # Measured: the server holds a 200-app x 10-version catalogue in 76 MiB (bench/scale_bench.py).
+    # Measured: the server holds a 200-app x 10-version catalogue in 76 MiB (measurements/scale_bench.py).
     memory: tuple[str, str] = ("128Mi", "512Mi")
     cpu: tuple[str, str] = ("100m", "1")
     disk: str = "1Gi"

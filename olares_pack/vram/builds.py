@@ -1,7 +1,7 @@
 """llama.cpp builds that allocate differently from the measured one, by a known upstream change.
 
 The estimate's constants come from b11434. One change before it moves memory from run time to
-boot, and a build from before it was measured (bench/vram/runtime-b9294.raw.json;
+boot, and a build from before it was measured (measurements/vram/runtime-b9294.raw.json;
 docs/concepts/gpu-memory.md): ggml-org/llama.cpp PR #23907, "cuda: reserve space for quantize kv-cache at
 startup". With flash attention and a quantized KV cache, CUDA converts the cache it attends over
 to f16 first. b11434 reserves that copy at boot, for the whole context, in the flash-attention
@@ -22,7 +22,7 @@ from olares_pack.engines import registry
 from olares_pack.vram.fit import QUANTIZED
 
 # the key of olares_pack/data/vram-fit.json that holds what the measured pre-#23907 build did
-# (bench/vram/fit.py fits it from bench/vram/runtime-b9294.raw.json)
+# (measurements/vram/fit.py fits it from measurements/vram/runtime-b9294.raw.json)
 BEFORE = "before_pr23907"
 PR = "PR #23907"
 # The sdists read: b9294 (2026-05-23) takes the copy from the pool, b9538 (2026-06-07) and every

@@ -1,7 +1,7 @@
 """The GPU memory budget of one llama-server (single GPU, everything offloaded), term by term.
 
 Weights, KV caches and recurrent state follow the model's architecture exactly (checked against
-llama-server's own buffer report, bench/vram/measurements.json). What llama.cpp allocates beyond
+llama-server's own buffer report, measurements/vram/measurements.json). What llama.cpp allocates beyond
 them (compute buffers, CUDA context, growth while the context fills) uses constants fitted from
 those measurements (olares_pack/vram/fit.py, olares_pack/data/vram-fit.json): those, and only
 those, are "calibrated". The rest are assumptions, each in ASSUMED with its source.
@@ -25,7 +25,7 @@ MIB = 1024 * 1024
 
 @lru_cache(maxsize=1)
 def calibration() -> dict[str, Any]:
-    """The fitted constants and the residuals of the fit (bench/vram/fit.py writes the file)."""
+    """The fitted constants and the residuals of the fit (measurements/vram/fit.py writes the file)."""
     return json.loads(resources.files("olares_pack").joinpath("data/vram-fit.json").read_text())
 
 
@@ -45,7 +45,7 @@ ASSUMED: dict[str, tuple[float, str]] = {
 }
 # What neither the estimate nor its band holds, because nothing here measured it (named in every
 # estimate for a GPU other than the measured one).
-# Growth under memory pressure was measured (bench/vram device-* runs: 64 MiB left free, no growth).
+# Growth under memory pressure was measured (measurements/vram device-* runs: 64 MiB left free, no growth).
 NOT_MEASURED = ("the chart's engine build where it is not the measured one", "sm_120 kernels against the measured sm_90",
                 "the device's driver", "HAMi's own use of the GPU", "the desktop reserve (assumed, see the device)")
 MTP_TYPES = {"mtp", "draft-mtp"}
@@ -199,8 +199,8 @@ def estimate(meta: ModelMeta, s: Settings, dev: Device, *, measured_gpu: bool = 
              fit: dict[str, Any] | None = None, filled: int | None = None) -> Estimate:
     """`measured_gpu`: the device is the GPU the constants were measured on (no extra allowance).
     `build`: the llama.cpp build the chart runs, when known. `fit`: other constants than the
-    committed ones (bench/vram/fit.py tries the ones it is fitting). `filled`: the KV cells a slot
-    holds when the growth is read (default: its whole context, the verdict's case); bench/vram
+    committed ones (measurements/vram/fit.py tries the ones it is fitting). `filled`: the KV cells a slot
+    holds when the growth is read (default: its whole context, the verdict's case); measurements/vram
     compares a run that filled part of its context with what it filled."""
     fit = fit or calibration()
     mode = "fa_off" if s.flash_attn == "off" else "fa_on"

@@ -1,4 +1,4 @@
-"""The estimator's fitted constants, computed from GPU measurements (bench/vram/measurements.json).
+"""The estimator's fitted constants, computed from GPU measurements (measurements/vram/measurements.json).
 
 The shapes come from llama.cpp b11434 (derived, exact where the buffers are: weights, KV cache,
 recurrent state, the MTP draft's KV); what llama.cpp allocates beyond them is fitted here, each
@@ -18,7 +18,7 @@ constant from the measurements that isolate it:
   the KQ matrix over the tokens the run actually filled (`filled_per_slot`: one run filled 65,536
   of 131,072 tokens, and its growth is half the full context's);
 - growth at run time, after the first request (the run-time population: sequences of requests
-  with long generations and accepted MTP drafts, bench/vram/runtime.py): MiB per request, per
+  with long generations and accepted MTP drafts, measurements/vram/runtime.py): MiB per request, per
   1,000 generated tokens and per 1,000 accepted drafts, each a least-squares slope through the
   origin over every later request of every run, and `runtime_growth_max_mib`, the largest
   growth any run showed after its first request.
@@ -113,7 +113,7 @@ def filled_per_slot(e: dict[str, Any]) -> int:
 
 
 def fit(entries: list[dict[str, Any]]) -> dict[str, float]:
-    """The constants, from entries of bench/vram/measurements.json (each with config, model,
+    """The constants, from entries of measurements/vram/measurements.json (each with config, model,
     terms and the measured boot and peak)."""
     c: dict[str, float] = runtime_fit(entries)
     ok = [e for e in entries if "measured_mib" in e and e.get("population", BOOT_FILL) == BOOT_FILL]

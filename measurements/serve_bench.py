@@ -1,8 +1,8 @@
 """`olares-pack serve` beside nginx serving the same bytes, in one run.
 
-    .venv/bin/python bench/serve_bench.py [SECONDS] [CONNECTIONS] [APPS...]
-    .venv/bin/python bench/serve_bench.py --rss [N]          # memory under N distinct padded requests
-    .venv/bin/python bench/serve_bench.py --pipelined [SECONDS]  # req/s without wrk or nginx
+    .venv/bin/python measurements/serve_bench.py [SECONDS] [CONNECTIONS] [APPS...]
+    .venv/bin/python measurements/serve_bench.py --rss [N]          # memory under N distinct padded requests
+    .venv/bin/python measurements/serve_bench.py --pipelined [SECONDS]  # req/s without wrk or nginx
 
 `--rss` starts `olares-pack serve` on the bundled catalogue, syncs it as a device does, then
 sends N (default 5,000) distinct padded POSTs and N padded GETs (4 KiB of padding each, in an
@@ -38,7 +38,7 @@ from pathlib import Path
 from urllib.request import Request, urlopen
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "measurements"))
 VERSION = "1.12.6"
 V2_VERSION = "1.12.7"
 RUNS = 3

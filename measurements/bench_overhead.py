@@ -1,6 +1,6 @@
 """Harness overhead: does streaming through olares-pack's harness slow the server it measures?
 
-    python3 bench/bench_overhead.py URL [PAIRS] [MAX_TOKENS] [--json OUT]
+    python3 measurements/bench_overhead.py URL [PAIRS] [MAX_TOKENS] [--json OUT]
 
 Against a running llama-server, PAIRS times (default 5): one completion through the harness
 (streamed, parsed chunk by chunk) and one plain non-streamed request with the same method, in the

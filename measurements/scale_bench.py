@@ -1,9 +1,9 @@
 """How every command's cost grows with the catalogue: medians of several runs, and ratios.
 
-    .venv/bin/python bench/scale_bench.py [--sizes 1,2,50,200] [--versions 10] [--runs 5] [--only release,build]
+    .venv/bin/python measurements/scale_bench.py [--sizes 1,2,50,200] [--versions 10] [--runs 5] [--only release,build]
 
 Each figure is a whole command as a user runs it (a new process, imports included), on a copy
-of a synthetic catalogue (bench/catalogue.py) of N apps x V published versions:
+of a synthetic catalogue (measurements/catalogue.py) of N apps x V published versions:
 
   help           olares-pack --help
   build          build of a catalogue whose build/charts is up to date, after touching one app.yaml

@@ -1,7 +1,8 @@
 """Synthetic GGUFs with the architecture of the example app's model, for measuring llama-server's
-GPU memory without the hub.
+GPU memory without the hub (measurements/vram) and for the tests' small models (tests/tinyqwen.py,
+tests/ggufrepo.py). Needs only gguf and numpy: the GPU jobs copy this file beside their scripts.
 
-    python bench/vram/synth.py OUT.gguf LAYERS [--no-mtp] [--accept zero|full|mix|mix80]
+    python -m olares_pack.vram.synth OUT.gguf LAYERS [--no-mtp] [--accept zero|full|mix|mix80]
 
 Qwen3.6-27B (GGUF architecture `qwen35`, a hybrid of gated delta-net and full attention every
 4th layer, one MTP/NextN block) with the numbers of apps/llamacppqwen36mtpone/model.lock.json and

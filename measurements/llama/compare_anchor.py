@@ -3,7 +3,7 @@
 prompt sizes the server logged for each tool's requests (the workload the two compared: equal
 prompts, or the comparison compares different work).
 
-    python3 bench/llama/compare_anchor.py bench/llama/runs/interleave-b
+    python3 measurements/llama/compare_anchor.py measurements/llama/runs/interleave-b
 """
 
 from __future__ import annotations

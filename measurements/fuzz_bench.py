@@ -1,6 +1,6 @@
 """The fuzz test's longer run: mutated manifests and random command lines, counted by outcome.
 
-    .venv/bin/python bench/fuzz_bench.py [MANIFESTS] [COMMAND_LINES]   (defaults 5000 and 1000)
+    .venv/bin/python measurements/fuzz_bench.py [MANIFESTS] [COMMAND_LINES]   (defaults 5000 and 1000)
 
 Every manifest must load and render, or be refused with an InputError; every command line must
 exit 0, 1 or 2. Anything else is printed and makes the run fail.

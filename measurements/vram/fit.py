@@ -1,15 +1,16 @@
 """From the GPU runs to the estimator: measurements.json, the fitted constants, the residuals.
 
-    .venv/bin/python bench/vram/fit.py [--check]
+    .venv/bin/python measurements/vram/fit.py [--check]
 
-Reads bench/vram/measurements.raw.json (what bench/vram/measure.py wrote on the GPU machine:
+Reads measurements/vram/measurements.raw.json (what measure.py wrote on the GPU machine:
 runs that boot and fill the context once, population "boot and fill") and
-bench/vram/runtime.raw.json (bench/vram/runtime.py: sequences of requests with long generations
-and accepted MTP drafts, population "run time"), writes bench/vram/measurements.json (one entry
+measurements/vram/runtime.raw.json (runtime.py: sequences of requests with long generations
+and accepted MTP drafts, population "run time"), writes measurements/vram/measurements.json (one entry
 per run: configuration, build, GPU, the synthetic model's numbers, each measured term,
 `boot_mib`, the peak as `measured_mib`, llama.cpp's own projection as `llamacpp_fit_mib`,
 olares-pack's `estimated_mib`; run-time runs add `run_time`: acceptance, tokens, requests and the
-memory around every request), fits the constants (olares_pack/vram/fit.py) into
+memory around every request), fits the constants (olares_pack/vram/fit.py; the synthetic model's numbers and the
+build before PR #23907: olares_pack/vram/calibration.py) into
 olares_pack/data/vram-fit.json, and prints every run with its residual. `--check` writes nothing
 and exits 1 when either file is not what the runs give.
 """
@@ -26,38 +27,18 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
-import synth  # noqa: E402
-
-from olares_pack.vram import builds  # noqa: E402
+from olares_pack.vram import builds, synth  # noqa: E402
 from olares_pack.vram import estimate as vram  # noqa: E402
 from olares_pack.vram import fit as vramfit  # noqa: E402
+from olares_pack.vram.calibration import BEFORE_MEASURED, MEASURED, settings, synthetic_meta  # noqa: E402
+from olares_pack.vram.calibration import before_reservation as fit_before  # noqa: E402
 from olares_pack.vram.gguf_meta import ModelMeta  # noqa: E402
 
 RAW, OUT, FIT = HERE / "measurements.raw.json", HERE / "measurements.json", ROOT / "olares_pack" / "data" / "vram-fit.json"
 RUNTIME_RAW = HERE / "runtime.raw.json"
-BEFORE_RAW = HERE / "runtime-b9294.raw.json"  # a build before llama.cpp PR #23907 (bench/vram/runtime.py --build b9294)
+BEFORE_RAW = HERE / "runtime-b9294.raw.json"  # a build before llama.cpp PR #23907 (runtime.py --build b9294)
+assert BEFORE_RAW.relative_to(ROOT).as_posix() in BEFORE_MEASURED
 MIB = 1024 * 1024
-
-
-def synthetic_meta(layers: int) -> ModelMeta:
-    """The numbers of the synthetic GGUF (bench/vram/synth.py), from its tensor table."""
-    tensors = synth.tensors(layers, True)
-    sizes = {name: synth.nbytes(shape, q) for name, shape, q in tensors}
-    return ModelMeta(
-        arch="qwen35", block_count=layers + 1, embedding_length=synth.N_EMBD, head_count=synth.N_HEAD,
-        head_count_kv=[synth.N_HEAD_KV] * (layers + 1), key_length=synth.HEAD_DIM, value_length=synth.HEAD_DIM,
-        context_length=synth.N_CTX_TRAIN, vocab_size=synth.N_VOCAB, nextn_predict_layers=1, full_attention_interval=4,
-        ssm_conv_kernel=synth.SSM_CONV, ssm_state_size=synth.SSM_STATE, ssm_group_count=synth.SSM_K_HEADS,
-        ssm_inner_size=synth.SSM_STATE * synth.SSM_V_HEADS, tensor_bytes=sum(sizes.values()),
-        token_embd_bytes=sizes["token_embd.weight"],
-        nextn_bytes=sum(n for name, n in sizes.items() if name.startswith(f"blk.{layers}.")),
-        file=f"qwen35-{layers}L-mtp.gguf", provenance="gguf-header")
-
-
-def settings(cfg: dict[str, Any]) -> vram.Settings:
-    return vram.Settings(ctx=cfg["ctx"], parallel=cfg["parallel"], cache_k=cfg["cache"], cache_v=cfg["cache"],
-                         flash_attn=cfg["fa"], ubatch=cfg["ubatch"],
-                         spec_type="draft-mtp" if cfg["draft_n"] else None, draft_n_max=cfg["draft_n"] or 3)
 
 
 def terms_of(raw: dict[str, Any], meta: ModelMeta) -> dict[str, Any]:
@@ -143,7 +124,7 @@ def build() -> tuple[list[dict[str, Any]], dict[str, Any]]:
             "run_time": rt,
         })
     constants = vramfit.fit(entries)
-    fit = {"source": "bench/vram/measurements.json (bench/vram/fit.py)", "build": entries[0]["build"],
+    fit = {"source": MEASURED, "build": entries[0]["build"],
            "gpu": entries[0]["gpu"].split(",")[0] + f", driver {entries[0]['gpu'].split(',')[-1].strip()}",
            "layers_measured": sorted({e["config"]["layers"] for e in entries if e["population"] == vramfit.BOOT_FILL}),
            "constants": constants, "residuals": {"worst_abs_pct": 0.0}}
@@ -194,37 +175,10 @@ def residuals(entries: list[dict[str, Any]], fit: dict[str, Any]) -> dict[str, A
     return out
 
 
-def shape(cfg: dict[str, Any]) -> str:
-    return (f"{cfg['ctx']:,} tokens, {cfg['cache']}/{cfg['cache']} cache, flash attention {cfg['fa']}, -ub {cfg['ubatch']}, "
-            f"{cfg['parallel']} slot(s), MTP draft n {cfg['draft_n']}, {cfg['layers']} layers")
-
-
-def before_reservation(fit: dict[str, Any]) -> dict[str, Any]:
-    """What the build before PR #23907 did (bench/vram/runtime-b9294.raw.json): its growth with
-    the context served and its boot beyond the estimate's terms, fitted (olares_pack/vram/fit.py
-    pool_fit). The estimate's boot for each run is taken with that build's own boot difference
-    set to 0, so the difference is what the runs measured."""
-    raws = json.loads(BEFORE_RAW.read_text())
-    (build,) = {r["build"] for r in raws}
-    shapes = sorted({shape(r["config"]) for r in raws})
-    zero = {"build": build, "shapes": shapes, "served_tokens_measured": [0, 0],
-            "constants": {"boot_other_mib": 0.0, "pool_base_mib": 0.0, "pool_copies": 0.0},
-            "residuals": {"points": 0, "runs": 0, "growth_worst_abs_mib": 0.0, "boot_worst_abs_mib": 0.0}}
-    runs = []
-    for raw in raws:
-        meta = synthetic_meta(raw["config"]["layers"])
-        est = vram.estimate(meta, settings(raw["config"]), vram.Device("H200", 143771, 0), measured_gpu=True, build=build,
-                            fit={**fit, builds.BEFORE: zero})
-        points = vramfit.pool_points(raw, max(meta.head_count_kv), meta.key_length, meta.value_length)
-        runs.append((raw["boot_mib"], round(est.boot_mib, 2), points))
-    return {"source": f"bench/vram/{BEFORE_RAW.name} (bench/vram/fit.py)", "build": build, "gpu": raws[0]["gpu"],
-            "shapes": shapes, **vramfit.pool_fit(runs)}
-
-
 def main() -> None:
     entries, fit = build()
     fit["residuals"] = residuals(entries, fit)
-    fit[builds.BEFORE] = before_reservation(fit)
+    fit[builds.BEFORE] = fit_before(json.loads(BEFORE_RAW.read_text()), fit)
     out_text = json.dumps(entries, indent=1, sort_keys=True) + "\n"
     fit_text = json.dumps(fit, indent=1, sort_keys=True) + "\n"
     print(f"{'layers':>6} {'ctx':>7} {'cache':>5} {'fa':>3} {'np':>2} {'ub':>5} {'mtp':>3} {'measured':>9} {'estimate':>9} "
@@ -241,7 +195,7 @@ def main() -> None:
     if "--check" in sys.argv:
         stale = [p for p, text in ((OUT, out_text), (FIT, fit_text)) if not p.exists() or p.read_text() != text]
         if stale:
-            raise SystemExit(f"stale: {', '.join(str(p.relative_to(ROOT)) for p in stale)} (run bench/vram/fit.py)")
+            raise SystemExit(f"stale: {', '.join(str(p.relative_to(ROOT)) for p in stale)} (run measurements/vram/fit.py)")
         return
     FIT.parent.mkdir(exist_ok=True)
     OUT.write_text(out_text)

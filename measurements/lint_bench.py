@@ -1,7 +1,7 @@
 """Lint a corpus of charts beside a raw render of the same charts, in one run (issue #14's target:
 lint within 2x the raw render).
 
-    .venv/bin/python bench/lint_bench.py [N] [RUNS] [JOBS]
+    .venv/bin/python measurements/lint_bench.py [N] [RUNS] [JOBS]
 
 The corpus: the bundled example apps rendered for both targets under N distinct names, plus the
 hand-written charts under tests/data/charts/ (multi-container pods, sh -c wrappers, forks). The

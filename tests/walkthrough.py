@@ -1,6 +1,6 @@
 """docs/getting-started.md, run as a new user would, in a fresh clone.
 
-    .venv/bin/python bench/walkthrough.py [--make] [--keep]
+    .venv/bin/python tests/walkthrough.py [--make] [--keep]
 
 Clones this repository's committed HEAD into a temporary folder and runs the page's shell blocks
 there, in order, each as its marker says (the HTML comment on the line before the block):

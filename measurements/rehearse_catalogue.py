@@ -1,6 +1,6 @@
 """Install a sample of the official catalogue on a real kube-apiserver with the installer's values.
 
-    .venv/bin/python bench/rehearse_catalogue.py /work/corpus/apps [--others 20] [--format json]
+    .venv/bin/python measurements/rehearse_catalogue.py /work/corpus/apps [--others 20] [--format json]
 
 The sample: every llmbase app of the catalogue (a template that runs llm-init) and OTHERS more,
 spread evenly over the rest in name order. Each is installed as app-service installs it

@@ -1,6 +1,6 @@
 """A synthetic catalogue of N apps x V published versions, for the scale benchmarks.
 
-    .venv/bin/python bench/catalogue.py OUT N V
+    .venv/bin/python measurements/catalogue.py OUT N V
 
 Apps are varied the way real sources are: llama.cpp and vLLM engines (2 : 1), one or both
 targets, a CPU mode on some, per-locale texts on a third, different models, contexts, cache

@@ -1,7 +1,7 @@
 """How many legacy charts (manifest < 0.12.0) `import --upgrade` turns into 0.12.0/v3 charts that
 `lint --olares 1.12.6` passes without an error, and what blocks the rest.
 
-    .venv/bin/python bench/upgrade_charts.py CHARTS_FOLDER [--limit N] [--ignore RULE]...
+    .venv/bin/python measurements/upgrade_charts.py CHARTS_FOLDER [--limit N] [--ignore RULE]...
 
 Each chart folder is imported on its own into an empty repository (so one chart's refusal does
 not hide another's); prints one line per chart and the totals. Reads only the folder given."""

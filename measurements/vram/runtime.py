@@ -1,9 +1,9 @@
 """Measure llama-server's GPU memory at run time: long generations with accepted MTP drafts,
-request after request, on the synthetic GGUFs of bench/vram/synth.py (`--accept zero|full|mix|mix80`).
+request after request, on the synthetic GGUFs of olares_pack/vram/synth.py (`--accept zero|full|mix|mix80`).
 
 On the GPU machine (standard library and NVML through nvidia-ml-py; gguf-py for synth.py):
 
-    python bench/vram/runtime.py SERVER MODELS_DIR OUT_DIR [--only JOB,...] [--seconds S]
+    python measurements/vram/runtime.py SERVER MODELS_DIR OUT_DIR [--only JOB,...] [--seconds S]
 
 Every job boots one llama-server (262,144 tokens, q4_0 cache, -ub 512, one slot, flash attention,
 MTP with draft n 3 or 5, CUDA graphs on or off through GGML_CUDA_DISABLE_GRAPHS) and sends it
@@ -63,7 +63,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import measure  # noqa: E402
-import synth  # noqa: E402
+
+try:  # on the GPU machine synth.py is copied beside this script (runtime.sh)
+    import synth
+except ImportError:  # in the checkout
+    from olares_pack.vram import synth
 
 LAYERS = 8
 # Part 2: the device's memory and the example app's versions (apps/llamacppqwen36mtpone history;
