@@ -357,7 +357,31 @@ def _workload_changes(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple
     from olares_pack import equivalence
 
     found = [d for d in equivalence.compare_objects(a, b) if d.kind in _WORKLOAD_KINDS]
-    return [Change("workloads", f"{d.where} ({d.kind})", d.original, d.other) for d in found], []
+    return [Change("workloads", f"{d.where} ({d.kind})", *_brief(d.original, d.other)) for d in found], []
+
+
+def _brief(old: Any, new: Any, limit: int = 100) -> tuple[Any, Any]:
+    """What a reader needs of two changed values: of two mappings only the keys that differ, and a
+    long value (a whole mounted script) cut to its start, so one changed line does not print pages."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        a, b = _leaves(old), _leaves(new)
+        keys = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        old, new = {k: a[k] for k in keys if k in a}, {k: b[k] for k in keys if k in b}
+
+    def cut(v: Any) -> Any:
+        text = str(v)
+        return v if v is None or len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+    return cut(old), cut(new)
+
+
+def _leaves(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested mapping as 'a.b.c' -> leaf, so the one line that changed is named by its path."""
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        path = f"{prefix}.{k}" if prefix else str(k)
+        out.update(_leaves(v, path) if isinstance(v, dict) and v else {path: v})
+    return out
 
 
 # ---------------------------------------------------------------- output
