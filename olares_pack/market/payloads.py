@@ -508,7 +508,7 @@ def load(root: Path, index_file: Path | None = None, base_url: str = "", *, stri
             c.installed_manifest = None
         elif not c.problem:
             keys[id(c)] = k = store.key(cat, c)
-            c.listing = store.take(k, c)
+            c.listing = store.take(k, c, Listing)
     for version in probes:
         cat.view(version)
     cat.by_version.clear()  # probes are not versions devices send

@@ -76,15 +76,14 @@ class Store:
         """Chart C's key: taken before its listing is computed, which lets its manifest go."""
         return key(cat, c, self.code)
 
-    def take(self, k: str, c: Chart) -> Listing | None:
-        """The stored listing under K, when chart C's file is the one it was made from."""
-        from olares_pack.market.payloads import Listing
-
+    def take(self, k: str, c: Chart, make: type[Listing]) -> Listing | None:
+        """The stored listing under K, when chart C's file is the one it was made from; `make` is
+        payloads.Listing, passed in so this module does not import the one that imports it."""
         e = self.entries.get(k)
         if e is None or c.stamp is None or e.get("stamp") != list(c.stamp):
             return None
         try:
-            listing = Listing(e["fragment"].encode(), e["summary"], e["v2_item"], e["v2_fragment"].encode(),
+            listing = make(e["fragment"].encode(), e["summary"], e["v2_item"], e["v2_fragment"].encode(),
                               frozenset(e["locales"]))
         except (KeyError, TypeError, AttributeError):
             return None
