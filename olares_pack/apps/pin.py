@@ -98,7 +98,7 @@ class PinPlan:
         return out
 
 
-def _set_after(node: Any, key: str, value: Any, after: str) -> None:
+def set_after(node: Any, key: str, value: Any, after: str) -> None:
     """node[key] = value, a new key placed after `after` (a kept key keeps its place and comment)."""
     if key in node:
         node[key] = value
@@ -133,7 +133,7 @@ def plan_pin(manifest_path: Path, *, image: bool = True, model: bool = True,
         try:
             img = app.engine.image
             plan.image = _image_change(owned, img)
-            _set_after(tree["engine"]["image"], "digest", plan.image.digest, "tag")
+            set_after(tree["engine"]["image"], "digest", plan.image.digest, "tag")
             if app.engine.shared:
                 # the shared form runs more images beside the engine (llm-init and its chown
                 # step on current, the proxy client on legacy): a default written out is pinned
@@ -143,8 +143,8 @@ def plan_pin(manifest_path: Path, *, image: bool = True, model: bool = True,
                     if key not in tree["engine"]:
                         from ruamel.yaml.comments import CommentedMap
 
-                        _set_after(tree["engine"], key, CommentedMap(repository=helper.repository, tag=helper.tag), "image")
-                    _set_after(tree["engine"][key], "digest", change.digest, "tag")
+                        set_after(tree["engine"], key, CommentedMap(repository=helper.repository, tag=helper.tag), "image")
+                    set_after(tree["engine"][key], "digest", change.digest, "tag")
         finally:
             if client is None:
                 owned.close()
@@ -153,7 +153,7 @@ def plan_pin(manifest_path: Path, *, image: bool = True, model: bool = True,
         pin = hub.resolve_model(m.repo, m.revision)
         plan.model = ModelChange(m.revision, pin)
         node = tree["model"]
-        _set_after(node, "revision", pin.commit, "repo")
+        set_after(node, "revision", pin.commit, "repo")
         declared = [(node, f.name) for f in m.files]
         if m.file is None:
             declared = list(zip(node.get("files") or [], [f.name for f in m.files], strict=True))
@@ -163,9 +163,9 @@ def plan_pin(manifest_path: Path, *, image: bool = True, model: bool = True,
                 raise InputError(f"{manifest_path}: model: {name} is not in {m.repo} at {m.revision} "
                                  f"(commit {pin.commit})")
             anchor = "file" if where is node else "name"
-            _set_after(where, "size", found_file.size, anchor)
+            set_after(where, "size", found_file.size, anchor)
             if found_file.sha256:
-                _set_after(where, "sha256", found_file.sha256, "size")
+                set_after(where, "sha256", found_file.sha256, "size")
         lock = gguf_meta.load_lock(manifest_path.parent)
         record = pin.to_dict()
         kept = lock.revision(m.repo, pin.commit)

@@ -227,14 +227,6 @@ def _replace_flag(extra: Any, spelled: str, new: str) -> bool:
 # ---------------------------------------------------------------- the whole draft
 
 
-def _set_after(node: Any, key: str, value: Any, after: str) -> None:
-    if key in node:
-        node[key] = value
-        return
-    keys = list(node.keys())
-    node.insert(keys.index(after) + 1 if after in keys else len(keys), key, value)
-
-
 def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryClient, opts: outdated.Options) -> Proposal:
     """The draft and its checks, computed without writing anything."""
     from olares_pack.apps import pin
@@ -266,7 +258,7 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
         node = tree["engine"]["image"]
         node["repository"] = image.repository
         node["tag"] = image.tag
-        _set_after(node, "digest", image.digest, "tag")
+        pin.set_after(node, "digest", image.digest, "tag")
         changes.append(("image", f"{image.repository}:{image.tag} ({image.digest}) replaces "
                                  f"{app.engine.image.repository}:{app.engine.image.tag} ({image.why})"))
         if app.engine.kind == "llamacpp" and image.build and image.build != build:
@@ -274,7 +266,7 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
             if refused:
                 raise InputError(f"{app.name}: cannot move to llama.cpp {image.build}: " + "; ".join(refused)
                                  + ". Nothing was written.")
-            _set_after(tree["engine"], "build", image.build, "image")
+            pin.set_after(tree["engine"], "build", image.build, "image")
             build = image.build
             changes += arg_changes
             titles.append(f"llama.cpp {image.build}")
