@@ -13,9 +13,9 @@ import hashlib
 import re
 from pathlib import Path
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field
 
-from olares_pack.bench.recordbase import FOLDER, Kind, MethodRecord, RunFigures, _dump, _Model
+from olares_pack.bench.recordbase import FOLDER, Kind, MethodRecord, RunFigures, _dump, _Model, parse_model
 from olares_pack.common import jsontext
 from olares_pack.common.errors import InputError
 from olares_pack.common.fsio import write_text_atomic
@@ -95,16 +95,7 @@ def text_of(ef: ExperimentFile) -> str:
 
 
 def parse(text: str, where: str) -> ExperimentFile:
-    try:
-        doc = jsontext.loads(text)
-    except jsontext.JSONDecodeError as exc:
-        raise InputError(f"{where}: not JSON ({exc})") from None
-    try:
-        return ExperimentFile.model_validate(doc)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        path = ".".join(str(p) for p in first["loc"])
-        raise InputError(f"{where}: {path}: {first['msg']} ({len(exc.errors())} problem(s))") from None
+    return parse_model(ExperimentFile, text, where)
 
 
 def read(app_dir: Path, name: str) -> ExperimentFile | None:

@@ -7,13 +7,17 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from olares_pack.common import jsontext
 from olares_pack.common.errors import InputError
 
 FOLDER = "bench"
+
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class _Model(BaseModel):
@@ -51,6 +55,20 @@ Kind = Literal["measured", "transcribed", "synthetic"]
 
 def _dump(model: BaseModel) -> dict[str, object]:
     return model.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+
+
+def parse_model(model: type[M], text: str, where: str) -> M:
+    """TEXT as MODEL (a record file), or an InputError naming WHERE, the field path and the problem."""
+    try:
+        doc = jsontext.loads(text)
+    except jsontext.JSONDecodeError as exc:
+        raise InputError(f"{where}: not JSON ({exc})") from None
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = ".".join(str(p) for p in first["loc"])
+        raise InputError(f"{where}: {path}: {first['msg']} ({len(exc.errors())} problem(s))") from None
 
 
 def _git(root: Path, *args: str) -> str | None:

@@ -26,9 +26,19 @@ import hashlib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
-from olares_pack.bench.recordbase import FOLDER, Kind, MethodRecord, RunFigures, _dump, _git, _Model, history_problems
+from olares_pack.bench.recordbase import (
+    FOLDER,
+    Kind,
+    MethodRecord,
+    RunFigures,
+    _dump,
+    _git,
+    _Model,
+    history_problems,
+    parse_model,
+)
 from olares_pack.bench.stats import Summary, summarize
 from olares_pack.common import jsontext
 from olares_pack.common.errors import InputError
@@ -176,16 +186,7 @@ def versions(app_dir: Path) -> list[str]:
 
 
 def parse(text: str, where: str) -> BenchFile:
-    try:
-        doc = jsontext.loads(text)
-    except jsontext.JSONDecodeError as exc:
-        raise InputError(f"{where}: not JSON ({exc})") from None
-    try:
-        return BenchFile.model_validate(doc)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        path = ".".join(str(p) for p in first["loc"])
-        raise InputError(f"{where}: {path}: {first['msg']} ({len(exc.errors())} problem(s))") from None
+    return parse_model(BenchFile, text, where)
 
 
 def read(app_dir: Path, version: str) -> BenchFile | None:
