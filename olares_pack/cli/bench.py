@@ -169,18 +169,25 @@ def bench_cmd(app_ref: str, endpoint: str | None, version: str | None, runs: int
                      sampler, asked, fmt, apps_dir)
     with sampler or nullcontext():
         result = harness.bench(client, method, console.info, server)
+    _show_and_record(result, sampler, fmt, asked, app_dir, app.name, version)
+    return ExitCode.OK
+
+
+def _show_and_record(result: Result, sampler: GpuSampler | None, fmt: str, asked: _RecordAsked | None,
+                     app_dir: Path, name: str, version: str) -> None:
+    """A measured result printed (JSON or table) and, with --record, kept with its own times."""
+    from olares_pack.bench import report
+    from olares_pack.common import console
+
     doc = report.result_json(result, sampler.peak_mib if sampler else None, sampler.name if sampler else None)
     if fmt == "json":
         console.out.print_json(json.dumps(doc))
     else:
         _print_table(result, sampler)
     if asked is not None:
-        import datetime as _dt
-
-        _record(app_dir, app.name, version, doc, asked, tool=report.TOOL,
-                started=_dt.datetime.fromisoformat(result.started) if result.started else None,
-                ended=_dt.datetime.fromisoformat(result.ended) if result.ended else None)
-    return ExitCode.OK
+        _record(app_dir, name, version, doc, asked, tool=report.TOOL,
+                started=dt.datetime.fromisoformat(result.started) if result.started else None,
+                ended=dt.datetime.fromisoformat(result.ended) if result.ended else None)
 
 
 class _RecordAsked:
@@ -319,7 +326,7 @@ def _launched(app_dir: Path, name: str, version: str, apps_dir: Path, binary: Pa
     """--launch: everything checked before the engine starts (exit 2), then one bench or a sweep."""
     import tempfile
 
-    from olares_pack.bench import experiments, launch, report, sweep
+    from olares_pack.bench import experiments, launch, sweep
     from olares_pack.common import console
 
     if fill:
@@ -349,15 +356,7 @@ def _launched(app_dir: Path, name: str, version: str, apps_dir: Path, binary: Pa
                     result = harness.bench(client, method, console.info, server)
             except BenchFailure as exc:
                 raise engine.failure(exc) from None
-        doc = report.result_json(result, sampler.peak_mib if sampler else None, sampler.name if sampler else None)
-        if fmt == "json":
-            console.out.print_json(json.dumps(doc))
-        else:
-            _print_table(result, sampler)
-        if asked is not None:
-            _record(app_dir, name, version, doc, asked, tool=report.TOOL,
-                    started=dt.datetime.fromisoformat(result.started) if result.started else None,
-                    ended=dt.datetime.fromisoformat(result.ended) if result.ended else None)
+        _show_and_record(result, sampler, fmt, asked, app_dir, name, version)
         return ExitCode.OK
     configs = sweep.configurations(axes, inv, reg, one_at_a_time)
     design = "one-at-a-time" if one_at_a_time else "grid"
