@@ -10,7 +10,10 @@ of a synthetic catalogue (measurements/catalogue.py) of N apps x V published ver
   build-fresh    build into an empty build/charts
   check          build --check
   release        release one patch version of one app
-  serve          serve: from start to the first answer of /hash, and its peak RSS
+  serve          serve's first start after `build` (a fresh copy of the catalogue, built, then
+                 served): from spawn to the first answer of /hash, and its peak RSS
+  serve-cold     serve's first start with nothing prepared (a fresh copy, not built: every
+                 shown chart unpacked and parsed), for comparison
   lint           lint of one published chart (.tgz)
 
 The ratio column divides by the figure of the 2-app catalogue (1-app for release, the goal of
@@ -109,9 +112,20 @@ def measure(n: int, versions: int, runs: int, only: set[str]) -> dict[str, list[
             out["release"] = [timed(["release", "benchapp0000", "--bump", "patch", "--summary", f"bench {r}",
                                      "--date", "2026-12-01"], root) for r in range(runs)]
         if "serve" in only:
-            pairs = [serve_start(root) for _ in range(runs)]
+            # Each run a first start as a user meets it: a fresh copy of the catalogue, `build`
+            # (which prepares serve's listings), then serve; and the same without the build.
+            pairs, cold = [], []
+            for r in range(runs):
+                fresh = gen.copy_of(n, versions, Path(tmp) / f"serve{r}")
+                cold.append(serve_start(fresh)[0])
+                shutil.rmtree(fresh)
+                fresh = gen.copy_of(n, versions, Path(tmp) / f"serve{r}")
+                timed(["build"], fresh)
+                pairs.append(serve_start(fresh))
+                shutil.rmtree(fresh)
             out["serve"] = [p[0] for p in pairs]
             out["serve-rss"] = [p[1] for p in pairs]
+            out["serve-cold"] = cold
         if "lint" in only:
             out["lint"] = [timed(["lint", str(pkg)], root) for _ in range(runs)]
     return out
@@ -134,7 +148,8 @@ def main() -> None:
         results[n] = measure(n, args.versions, args.runs, only)
     print(f"medians of {args.runs} runs, {args.versions} versions per app, {os.cpu_count()} cores")
     print(f"{'figure':<12}" + "".join(f"{n:>9} apps" for n in sizes) + "   ratio to " + ("1 (release) / 2 apps"))
-    figures = [f for f in ("help", "build", "build-fresh", "check", "release", "serve", "serve-rss", "lint")
+    figures = [f for f in ("help", "build", "build-fresh", "check", "release", "serve", "serve-cold", "serve-rss",
+                                 "lint")
                if any(f in results[n] for n in sizes)]
     for f in figures:
         meds = {n: statistics.median(results[n][f]) for n in sizes if f in results[n]}
