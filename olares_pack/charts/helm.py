@@ -12,8 +12,8 @@ from typing import Any
 
 import helm_python
 
+from olares_pack.charts.fastyaml import safe_load
 from olares_pack.common.errors import InputError
-from olares_pack.common.yamlsrc import safe_load
 from olares_pack.olares import DEFAULT_OS_VERSION
 
 # Helm lint severities (helm_python.lint): 1 info, 2 warning, 3 error.

@@ -36,9 +36,9 @@ from olares_pack import olares
 from olares_pack.catalogue import ledger as index
 from olares_pack.catalogue.repo import INDEX_FILE, OFFER_FILE
 from olares_pack.charts import package
+from olares_pack.charts.fastyaml import safe_load
 from olares_pack.common import quantity
 from olares_pack.common.errors import InputError
-from olares_pack.common.yamlsrc import safe_load
 from olares_pack.market import ledgerscan, prepared
 from olares_pack.market import offers as offers_mod
 from olares_pack.market import taxonomy as taxonomy_mod
