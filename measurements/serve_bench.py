@@ -285,7 +285,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="serve-bench-"))
     tmp.chmod(0o755)
     print(f"wrk -t2 -c{connections}, {seconds} s per run, median of {RUNS}; one process each; {os.cpu_count()} CPUs "
-          "shared with the load generator")
+          f"shared with the load generator; load average {os.getloadavg()[0]:.1f} (the ratio moves with it: other work "
+          "on the cores slows nginx more than serve)")
     print(f"{'catalogue':<14}{'route':<9}{'serve req/s':>12}{'nginx req/s':>12}{'ratio':>7}{'serve p99':>11}{'nginx p99':>11}")
     try:
         catalogues = [("bundled", ROOT)]

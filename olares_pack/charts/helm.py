@@ -139,11 +139,13 @@ _SEPARATOR = re.compile(r"(?:^|\n)---\s*")
 
 
 def objects(rendered: dict[str, str], cache: dict[str, Any] | None = None,
-            key: Callable[[str], str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+            key: Callable[[str], str] | None = None,
+            wanted: Callable[[str], bool] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """(template path, object) for every non-empty YAML document of a render, in path order.
     `cache` (document key -> object) lets several renders of one chart share the documents they
     render alike (the key: the text, or `key(text)`); the objects are then shared too, so callers
-    must not change them."""
+    must not change them. `wanted`: a document whose text it refuses is neither parsed nor listed
+    (for a caller that reads only some kinds)."""
     out = []
     for path in sorted(rendered):
         if not path.endswith((".yaml", ".yml", ".json")):
@@ -151,7 +153,7 @@ def objects(rendered: dict[str, str], cache: dict[str, Any] | None = None,
         # Helm trims the whole template output before splitting, so an indented first '---' is a separator.
         text = rendered[path].strip()
         for part in _SEPARATOR.split(text) if "---" in text else (text,):
-            if not part.strip():
+            if not part.strip() or (wanted is not None and not wanted(part)):
                 continue
             if cache is None:
                 doc = safe_load(part)

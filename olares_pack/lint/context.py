@@ -58,7 +58,7 @@ class ChartContext:
     manifest: dict[str, Any] = field(default_factory=dict)
     manifest_doc: SourceDoc | None = None  # for line numbers (static manifests)
     renders: list[Render] = field(default_factory=list)
-    zero_replicas: list[dict[str, Any]] | None = None  # a render with every replicaCount at 0
+    zero_replicas: list[dict[str, Any]] | None = None  # the Deployments and StatefulSets of a render with every replicaCount at 0
     declared_modern: bool = False  # olaresManifest.version >= 0.12.0, read from the text
     olares: str = targets.KNOWN_RELEASES[-1]  # the Olares release whose rule set applies
     olares_how: str = "the newest release olares-pack knows"
@@ -398,7 +398,8 @@ def _as_owner(owner: str, first: str) -> Callable[[str], str] | None:
 
 
 def _render_zero(ctx: ChartContext, chart: helm_python.Chart, name: str, docs: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """A render with every workloads.<name>.replicaCount set to 0, the way stop works."""
+    """A render with every workloads.<name>.replicaCount set to 0, the way stop works: its
+    Deployments and StatefulSets (other documents are not parsed)."""
     keys = set(ctx.workload_replicas)
     if ctx.renders:
         keys |= {o.get("metadata", {}).get("name") for o in ctx.renders[0].objects if o.get("kind") in ("Deployment", "StatefulSet")}
@@ -411,9 +412,16 @@ def _render_zero(ctx: ChartContext, chart: helm_python.Chart, name: str, docs: d
     values["workloads"] = {k: {"replicaCount": 0} for k in sorted(keys)}
     try:
         out = chart.render(values=values, name=name, namespace=f"{name}-alice")
-        return [o for _, o in helm.objects(out, docs) if isinstance(o, dict)]
+        return [o for _, o in helm.objects(out, docs, wanted=_may_be_workload) if isinstance(o, dict)]
     except (helm_python.HelmError, yaml.YAMLError):
         return None
+
+
+def _may_be_workload(text: str) -> bool:
+    """Whether a document can be a Deployment or StatefulSet, the only kinds stop's render is read
+    for (template_rules.replicas_wiring): its kind is spelt out in the text, unless an escape in a
+    double-quoted scalar spells it."""
+    return "Deployment" in text or "StatefulSet" in text or "\\" in text
 
 
 _WORKLOAD_KIND = re.compile(r"^kind:\s*[\"']?(Deployment|StatefulSet)[\"']?\s*$", re.M)
