@@ -358,6 +358,17 @@ def _reads_gpu(ctx: ChartContext) -> bool:
 
 
 PROBES = ("oac-lint-probe-a", "oac-lint-probe-b")  # the release names oac renders with (cluster_scoped.go)
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume", "StorageClass",
+                  "CustomResourceDefinition", "PriorityClass", "MutatingWebhookConfiguration",
+                  "ValidatingWebhookConfiguration", "IngressClass", "RuntimeClass"}
+# The kinds the probes' renders are read for (template_rules.multiple_install): workloads and cluster-scoped objects.
+_PROBED_KINDS = ("Deployment", "StatefulSet", *sorted(CLUSTER_SCOPED))
+
+
+def _may_be_probed(text: str) -> bool:
+    """Whether a document can be of a kind the probes are read for: the kind spelt out in the
+    text, unless an escape in a double-quoted scalar spells it."""
+    return "\\" in text or any(kind in text for kind in _PROBED_KINDS)
 
 
 def _allows_multiple(ctx: ChartContext) -> bool:
@@ -366,14 +377,15 @@ def _allows_multiple(ctx: ChartContext) -> bool:
 
 
 def _render_probes(ctx: ChartContext, chart: helm_python.Chart, name: str, docs: dict[str, Any]) -> list[list[dict[str, Any]]] | None:
-    """The chart rendered under two other release names, as oac does for options.allowMultipleInstall.
+    """The chart rendered under two other release names, as oac does for options.allowMultipleInstall
+    (its workloads and cluster-scoped objects: other documents are not parsed).
     A document the release name does not reach renders as it did under the app's name: `docs`
     (the first renders' documents, by text) spares parsing it again."""
     out = []
     for release in PROBES:
         try:
             rendered = chart.render(values=ctx.values(*OWNERS[0], ctx.modes[0]), name=release, namespace=f"{name}-alice")
-            out.append([o for _, o in helm.objects(rendered, docs) if isinstance(o, dict)])
+            out.append([o for _, o in helm.objects(rendered, docs, wanted=_may_be_probed) if isinstance(o, dict)])
         except (helm_python.HelmError, yaml.YAMLError):
             return None
     return out

@@ -12,12 +12,9 @@ from typing import Any
 from olares_pack.charts import kube
 from olares_pack.charts.objects import containers, obj_name, pod_spec
 from olares_pack.common import quantity
-from olares_pack.lint.context import ChartContext, Render
+from olares_pack.lint.context import CLUSTER_SCOPED, ChartContext, Render
 
 Rule = Callable[[ChartContext], None]
-CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume", "StorageClass",
-                  "CustomResourceDefinition", "PriorityClass", "MutatingWebhookConfiguration",
-                  "ValidatingWebhookConfiguration", "IngressClass", "RuntimeClass"}
 USERSPACE = ("appData", "appCache", "userData", "appCommon")
 
 
