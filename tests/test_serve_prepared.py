@@ -65,3 +65,22 @@ def test_a_store_that_cannot_be_written_or_read_only_costs_time(repo: Path) -> N
     os.rmdir(repo / prepared.STORE)
     (repo / prepared.STORE).write_bytes(b"{not json")
     assert bodies(payloads.load(repo)) == first
+
+
+def test_the_first_start_after_build_reads_no_package(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`build` prepares the listings where it finds the catalogue consistent: the first start
+    after it answers what a start with nothing prepared answers, without parsing a package."""
+    from olares_pack.cli import main
+
+    assert not (repo / prepared.STORE).exists()
+    assert main(["build", "--apps-dir", str(repo / "apps"), "--out", str(tmp_path / "charts")]) == 0
+    assert (repo / prepared.STORE).is_file()
+
+    def no_parsing(*_: object) -> None:
+        raise AssertionError("a package was opened and parsed on the first start after build")
+
+    with monkeypatch.context() as m:
+        m.setattr(payloads.package, "read_archive_split", no_parsing)
+        after_build = bodies(payloads.load(repo))
+    (repo / prepared.STORE).unlink()
+    assert after_build == bodies(payloads.load(repo))
