@@ -230,9 +230,18 @@ def llama_flags(ctx: ChartContext) -> None:
 _VLLM_TAG = re.compile(r"^v?([0-9]+\.[0-9]+\.[0-9]+)")
 
 
-def _vllm_args(ctx: ChartContext, args: Any, known: Any, repo: str, upstream: bool, at: dict[str, Any], where: Where) -> None:
-    for flag in sorted(a.flag for a in args.args.values() if a.flag.startswith("--")):
-        if known.accepts(flag):
+def _vllm_args(ctx: ChartContext, argv: list[str], known: Any, repo: str, upstream: bool, at: dict[str, Any], where: Where) -> None:
+    """Each option as vLLM's FlexibleArgumentParser names it (engines/vllmargs.serve_flags:
+    `--compilation_config` is `--compilation-config`, `--x.key v` sets a key of `--x`), once."""
+    from olares_pack.engines.vllmargs import serve_flags
+
+    named: dict[str, str] = {}
+    for name, spelled in serve_flags(argv):
+        named.setdefault(name, spelled)
+    for flag, spelled in sorted(named.items()):
+        # -O: an alias of --compilation-config up to 0.11, rewritten to --optimization-level by
+        # parse_args from 0.14 (no longer an argparse option there)
+        if known.accepts(flag) or (flag == "-O" and known.accepts("--optimization-level")):
             continue
         if known.neighbours and any(registry.vllm_accepts(n, flag) for n in known.neighbours):
             doubt = "a neighbouring release accepts it"
@@ -240,8 +249,9 @@ def _vllm_args(ctx: ChartContext, args: Any, known: Any, repo: str, upstream: bo
             doubt = f"the image {repo} may carry patches that add it"
         else:
             doubt = ""
-        ctx.add("engine.flag", f"vLLM {known.version} does not accept {flag}" + (f" ({doubt})" if doubt else ": vllm serve exits at start"),
-                **(where(flag) or at), severity="warning" if doubt else None,
+        said = flag if spelled.split("=", 1)[0] == flag else f"{spelled.split('=', 1)[0]} (read as {flag})"
+        ctx.add("engine.flag", f"vLLM {known.version} does not accept {said}" + (f" ({doubt})" if doubt else ": vllm serve exits at start"),
+                **(where(spelled) or where(flag) or at), severity="warning" if doubt else None,
                 hint=next((f"did you mean {c}?" for c in difflib.get_close_matches(flag, sorted(known.flags), n=1, cutoff=0.8)), ""))
 
 
@@ -271,9 +281,9 @@ def vllm_flags(ctx: ChartContext) -> None:
         ctx.add("engine.build", told, path=where, file=file, severity="info" if known.exact or not upstream else "warning")
         at = {"path": where, "file": file}
         placed = engine_args.placer(ctx, inv.env.get(engine_args.ENV) if inv.llmbase else None)
-        _vllm_args(ctx, args, known, repo, upstream, at, placed)
+        _vllm_args(ctx, inv.argv, known, repo, upstream, at, placed)
         for other, written in _other_engine_args(ctx, inv):
-            _vllm_args(ctx, normalize_generic(other.argv), known, repo, upstream, written, _nowhere)
+            _vllm_args(ctx, other.argv, known, repo, upstream, written, _nowhere)
         for flag in ("--host", "--port"):
             if flag not in args.args:
                 ctx.add("engine.defaults", f"{flag} is left to its default", path=where, file=file, hint=f"set {flag} explicitly")
