@@ -215,6 +215,7 @@ def llama_flags(ctx: ChartContext) -> None:
                 hint="" if sure else "olares-pack apps: set engine.build; hand-written charts: --engine-build or an image tag bNNNN")
         at = {"path": where, "file": file}
         placed = engine_args.placer(ctx, inv.env.get(engine_args.ENV) if inv.llmbase else None)
+        _engine_parse(ctx, inv, eb, workload, r.objects, at)
         args = _llama_args(ctx, inv, eb, reg, at, placed)
         for other, written in _other_engine_args(ctx, inv):
             _llama_args(ctx, other, eb, reg, written, _nowhere)
@@ -225,6 +226,50 @@ def llama_flags(ctx: ChartContext) -> None:
                 ctx.add("engine.defaults", f"{label} is left to its default", path=where, file=file, hint=f"set {flag} explicitly")
         port = args.args.get("--port")
         _ports_agree(ctx, inv, int(port.value) if port and port.value.isdigit() else None, r.objects)
+
+
+def _engine_parse(ctx: ChartContext, inv: Invocation, eb: EngineBuild, workload: dict[str, Any], objects: list[dict[str, Any]],
+                  at: dict[str, Any]) -> None:
+    """llama-server's own parser on the argv the container starts it with (engines/argv_check: the
+    argv read from the rendered container by its own reading, `$(VAR)` and `sh -c` expanded). The
+    exact build's binary when this machine has it; else the newest binary's parser with what it does
+    not know set aside, which still refuses an option given another option as its value."""
+    from olares_pack.charts.objects import pod_spec
+    from olares_pack.engines import argv_check
+    from olares_pack.engines.detect import configmaps
+
+    container = next((c for c in (pod_spec(workload) or {}).get("containers") or [] if c.get("name") == inv.container), None)
+    if container is None:
+        return
+    env = argv_check.container_env(container, configmaps(objects))
+    argv = inv.argv if inv.llmbase else argv_check.engine_argv(container, env)  # llmbase: the form's wrapper builds it
+    build = eb.resolved.registry.build
+    how = "engine.parse"
+    if argv is None:
+        return
+    if left := argv_check.unresolved(argv):
+        ctx.add(how, f"not parsed by llama-server: {', '.join(left)} is not resolved from the chart", **at, severity="info")
+        return
+    exact = eb.resolved.exact and eb.fork is None and eb.strict and argv_check.binary(build) is not None
+    if exact:
+        r = argv_check.parse(argv, build, env)
+        aside: list[str] = []
+        used = f"llama-server {build}'s own parser"
+    else:
+        ref = next((b for b in reversed(argv_check.BUILT) if argv_check.binary(b)), None)
+        if ref is None:
+            ctx.add(how, f"not parsed by llama-server: no binary of {build} or of any build here; checked against the flag registry",
+                    **at, severity="info")
+            return
+        r, aside = argv_check.parse_around_unknown(argv, ref, env)
+        used = (f"llama-server {ref}'s own parser (no binary of {eb.origin if not eb.strict else build} here"
+                + (f"; set aside as the registry's to judge: {' '.join(aside)}" if aside else "") + ")")
+    stand = f"; empty stand-ins for the container's files {', '.join(r.stand_ins)}" if r is not None and r.stand_ins else ""
+    if r is None or r.ok:
+        ctx.add(how, f"parsed by {used}: accepted{stand}", **at, severity="info")
+        return
+    ctx.add(how, f"llama-server refuses the arguments: {r.error} ({used}{stand})", **at,
+            hint=f"{r.flag} takes a value: give it one before {r.value}" if argv_check.takes_flag_as_value(r) else "")
 
 
 _VLLM_TAG = re.compile(r"^v?([0-9]+\.[0-9]+\.[0-9]+)")
