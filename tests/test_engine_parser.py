@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from test_lint import DIGEST, D, base_files, edit, lint_files
 from test_lint_device import vllm_chart
 
+from olares_pack.engines import argv_check
 from olares_pack.engines.vllmargs import serve_flags
 
 # ---------------------------------------------------------------- vLLM (#52.14)
@@ -54,3 +56,81 @@ def test_a_short_option_is_checked_against_its_release(tmp_path: Path, release: 
     # -cc (--compilation-config) came with 0.14.0 (engines/data/vllm-flags.json)
     findings = vllm_chart(tmp_path / "a", f"vllm/vllm-openai:{release}", '            - "-cc"\n            - "{}"\n')
     assert any("-cc" in f.message for f in findings if f.rule == "engine.flag") is not accepted
+
+
+# ---------------------------------------------------------------- llama-server's own parser (#50.4)
+
+needs_llama = pytest.mark.skipif(argv_check.binary("b11434") is None,
+                                 reason="llama-server b11434 is not built (`make llama-server`)")
+
+# the shape of the typed imports of gemma4e2bone / gemma426ba4bone (issue #50): `-fa on` became
+# `-fa --mtp-head /models/<drafter>.gguf ... on`; the drafter's file name comes from the env
+TYPED_IMPORT = ('            - "--mlock"\n            - "-fa"\n            - "--mtp-head"\n'
+                '            - "/models/$(MTP_FILE)"\n            - "--jinja"\n            - "on"\n')
+ENV = '          env:\n            - name: MTP_FILE\n              value: "drafter.Q4_K_M.gguf"\n          ports:\n'
+
+
+def _chart(image: str | None = None, flash: str = TYPED_IMPORT) -> dict[str, str]:
+    files = edit(base_files(), D, '            - "--flash-attn"\n            - "on"\n', flash)
+    files = edit(files, D, "          ports:\n", ENV)
+    if image:
+        files = {k: v.replace("docker.io/aamsellem/llama-cpp-mtp:master-ad27757", image) for k, v in files.items()}
+    return files
+
+
+def _parse_findings(findings: list) -> list[tuple[str, str]]:
+    return [(f.severity, f.message) for f in findings if f.rule == "engine.parse"]
+
+
+ENGINE_TEXT = "error while handling argument \"-fa\": error: unknown value for --flash-attn: '--mtp-head'"
+# the same defect in upstream b11434's own spelling (it has neither --mlock nor --mtp-head)
+UPSTREAM = '            - "-fa"\n            - "--spec-draft-model"\n            - "/models/$(MTP_FILE)"\n            - "on"\n'
+
+
+@needs_llama
+def test_the_exact_build_refuses_a_flag_given_as_a_value(tmp_path: Path) -> None:
+    found = _parse_findings(lint_files(tmp_path, _chart(flash=UPSTREAM), engine_build="b11434"))
+    assert len(found) == 1 and found[0][0] == "error", found
+    assert ENGINE_TEXT.replace("--mtp-head", "--spec-draft-model") in found[0][1]
+    assert "llama-server b11434's own parser)" in found[0][1]
+
+
+@needs_llama
+def test_a_fork_without_a_binary_is_parsed_around_what_it_adds(tmp_path: Path) -> None:
+    # the image of the issue's apps: a fork of no declared build; --mlock and the drafter flags are
+    # the registry's business, the swallowed --mtp-head is not
+    found = _parse_findings(lint_files(tmp_path, _chart(f"docker.io/aamsellem/llamacpp-atomic-mtp:0.1.0@{DIGEST}".split("@")[0])))
+    assert len(found) == 1 and found[0][0] == "error", found
+    assert ENGINE_TEXT in found[0][1] and "set aside" in found[0][1] and "--mlock" in found[0][1]
+
+
+@needs_llama
+def test_a_good_argv_is_accepted_and_says_which_parser(tmp_path: Path) -> None:
+    good = '            - "-fa"\n            - "on"\n            - "--spec-draft-model"\n            - "/models/$(MTP_FILE)"\n'
+    found = _parse_findings(lint_files(tmp_path, _chart(flash=good), engine_build="b11434"))
+    assert found == [("info", "parsed by llama-server b11434's own parser: accepted")], found
+
+
+def test_the_argv_through_kubernetes_and_a_shell_wrapper() -> None:
+    env = argv_check.container_env({"env": [{"name": "DRAFT", "value": "/models/$(NAME).gguf"},
+                                            {"name": "ARGS", "value": "-c 4096 --mlock"}]}, {})
+    env["NAME"] = "d"  # defined after DRAFT: Kubernetes leaves DRAFT's $(NAME) as written
+    assert env["DRAFT"] == "/models/$(NAME).gguf"
+    script = 'set -e\nif [ -n "$X" ]; then echo "$X"; fi\nexec /app/llama-server --port "${PORT:-8080}" $ARGS -fa "$ARGS" \\\n  --model \'$(M)\' "$@"'
+    c = {"command": ["/bin/sh", "-c", script, "sh", "--jinja"], "image": "alpine"}
+    assert argv_check.engine_argv(c, {"ARGS": "-c 4096 --mlock"}) == \
+        ["--port", "8080", "-c", "4096", "--mlock", "-fa", "-c 4096 --mlock", "--model", "$(M)", "--jinja"]
+    assert argv_check.unresolved(["--model", "$(M)"]) == ["$(M)"]
+
+
+@needs_llama
+def test_a_container_file_gets_a_stand_in_and_results_are_cached() -> None:
+    argv_check._run.cache_clear()
+    r = argv_check.parse(["--chat-template-file", "/models/t.jinja", "-fa", "on"], "b11434")
+    assert r is not None and r.ok and r.stand_ins == ("/models/t.jinja",)
+    bad = argv_check.parse(["-fa", "--mtp-head", "x", "on"], "b11434", {"LLAMA_ARG_CTX_SIZE": "4096"})
+    again = argv_check.parse(["-fa", "--mtp-head", "x", "on"], "b11434", {"LLAMA_ARG_CTX_SIZE": "4096", "PATH": "/x"})
+    assert bad == again and bad is not None and not bad.ok and argv_check.takes_flag_as_value(bad)
+    assert argv_check._run.cache_info().hits >= 1
+    env_bad = argv_check.parse(["-fa", "on"], "b11434", {"LLAMA_ARG_CTX_SIZE": "lots"})
+    assert env_bad is not None and "LLAMA_ARG_CTX_SIZE" in env_bad.error  # the container's env is parsed too

@@ -290,8 +290,12 @@ def _shell_words(script: str, env: dict[str, str], params: list[str]) -> list[li
 
 def engine_argv(container: dict[str, Any], env: dict[str, str]) -> list[str] | None:
     """The arguments llama-server is started with in this container (no program name), or None
-    when it does not start llama-server by name (an image entrypoint, a script in a file)."""
+    when it does not start llama-server by name nor through a llama.cpp image's entrypoint (whose
+    ENTRYPOINT is llama-server: `args` only, starting with an option)."""
     words = [expand_k8s(str(w), env) for w in [*(container.get("command") or []), *(container.get("args") or [])]]
+    image = str(container.get("image", "")).split("@")[0].rsplit("/", 1)[-1].lower()
+    if not container.get("command") and words and words[0].startswith("-") and "llama" in image:
+        return words
     candidates = [words]
     if len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and re.fullmatch(r"-[a-z]*c", words[1]):
         candidates = _shell_words(words[2], env, words[4:])
