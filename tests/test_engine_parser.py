@@ -134,3 +134,31 @@ def test_a_container_file_gets_a_stand_in_and_results_are_cached() -> None:
     assert argv_check._run.cache_info().hits >= 1
     env_bad = argv_check.parse(["-fa", "on"], "b11434", {"LLAMA_ARG_CTX_SIZE": "lots"})
     assert env_bad is not None and "LLAMA_ARG_CTX_SIZE" in env_bad.error  # the container's env is parsed too
+
+
+# ---------------------------------------------------------------- what the flag history can claim (#52.12)
+
+
+def test_the_first_build_with_a_change_is_claimed_only_where_the_table_holds_the_one_before() -> None:
+    from olares_pack.engines import registry
+
+    # the table samples b9093, b9101, b9254, ...: a change of 2026-05-13 came after b9101 (2026-05-11)
+    # and is in b9254 (2026-05-21), in a build the table does not hold
+    assert registry.first_builds("2026-05-13", "b11434") == "first in a llama.cpp build between b9101 and b9254"
+    assert registry.first_builds("2026-04-29") == "in llama.cpp b9093 or earlier"
+    assert registry.first_builds("2026-05-13", "b9101") is None
+
+
+def test_the_history_agrees_with_the_builds_it_was_read_from() -> None:
+    # every removal the history dates must not postdate a table build that already declares the
+    # flag removed (--draft-min: PR #22397, removed in b9093 of 2026-05-10, not on 2026-05-13)
+    from olares_pack.engines import registry
+
+    table = registry.flag_table("llamacpp")
+    for ev in registry.history("llamacpp"):
+        if ev.kind != "removed":
+            continue
+        row = next(f for f in table["flags"] if ev.old in f["names"])
+        first_removed = min((b for b in row["builds"] if row.get("removed")), key=registry.build_number, default=None)
+        if first_removed is not None:
+            assert ev.date <= table["builds"][first_removed]["date"], (ev.old, ev.date, first_removed)
