@@ -124,7 +124,8 @@ def takes_flag_as_value(result: ParseResult) -> bool:
 _INVALID = re.compile(r"error: invalid argument: (\S+)")
 
 
-def parse_around_unknown(argv: list[str], build: str, env: dict[str, str] | None = None) -> tuple[ParseResult | None, list[str]]:
+def parse_around_unknown(argv: list[str], build: str, env: dict[str, str] | None = None,
+                         options: dict[str, bool] | None = None) -> tuple[ParseResult | None, list[str]]:
     """For a fork, or a build with no binary here: parse with `build`'s llama-server, setting aside
     each option it refuses for a reason of its own build (an option it does not know or has removed,
     a value it does not accept: with the word after it when that is not an option), which the flag
@@ -135,6 +136,24 @@ def parse_around_unknown(argv: list[str], build: str, env: dict[str, str] | None
         return w.replace("_", "-") if w.startswith("--") else w
 
     words, aside = list(argv), []
+    if options is not None:
+        # `options`: every option spelling of `build` (its own --help) -> whether it takes a value:
+        # what it does not know is set aside at once rather than one llama-server run each (a
+        # fork's chart carries many), except where it stands as the value of the option before it
+        # (`-fa --mtp-head`): that is the parser's to read
+        kept: list[str] = []
+        i = 0
+        while i < len(words):
+            w = words[i]
+            after_valued = bool(kept) and options.get(norm(kept[-1]), False) and "=" not in kept[-1]
+            if (w.startswith("-") and not re.fullmatch(r"-[0-9.]+", w) and norm(w.split("=", 1)[0]) not in options
+                    and not after_valued):
+                aside.append(w)
+                i += 2 if "=" not in w and i + 1 < len(words) and not words[i + 1].startswith("-") else 1
+                continue
+            kept.append(w)
+            i += 1
+        words = kept
     for _ in range(64):
         r = parse(words, build, env)
         if r is None or r.ok:

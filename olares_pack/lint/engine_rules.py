@@ -228,6 +228,16 @@ def llama_flags(ctx: ChartContext) -> None:
         _ports_agree(ctx, inv, int(port.value) if port and port.value.isdigit() else None, r.objects)
 
 
+def _options_of(build: str) -> dict[str, bool] | None:
+    """Every option spelling of `build` from its own `llama-server --help` (bundled) -> whether it
+    may take a value (the help's `[on|off|auto]` of -fa is a value the parser requires); None without one."""
+    known = registry.builds("llamacpp").get(build) or {}
+    if "help" not in known:
+        return None
+    reg = registry.load("llamacpp", build)
+    return {name: bool(spec.takes_value) for name, spec in reg.by_name.items()}
+
+
 def _engine_parse(ctx: ChartContext, inv: Invocation, eb: EngineBuild, workload: dict[str, Any], objects: list[dict[str, Any]],
                   at: dict[str, Any]) -> None:
     """llama-server's own parser on the argv the container starts it with (engines/argv_check: the
@@ -261,7 +271,7 @@ def _engine_parse(ctx: ChartContext, inv: Invocation, eb: EngineBuild, workload:
             ctx.add(how, f"not parsed by llama-server: no binary of {build} or of any build here; checked against the flag registry",
                     **at, severity="info")
             return
-        r, aside = argv_check.parse_around_unknown(argv, ref, env)
+        r, aside = argv_check.parse_around_unknown(argv, ref, env, _options_of(ref))
         used = (f"llama-server {ref}'s own parser (no binary of {eb.origin if not eb.strict else build} here"
                 + (f"; set aside as the registry's to judge: {' '.join(aside)}" if aside else "") + ")")
     stand = f"; empty stand-ins for the container's files {', '.join(r.stand_ins)}" if r is not None and r.stand_ins else ""
