@@ -10,7 +10,8 @@ before any backend, model or port is touched (tools/server/server.cpp `llama_ser
 before `llama_backend_init`). `--help` goes first so that no option of ARGV can take it as its value.
 LLAMA_ARG_* variables are read by the same parser (`get_value_from_env`), so the container's are
 passed; HOME points at an empty folder so that no user config.ini (`common_params_apply_system_config`)
-changes the result.
+changes the result. Results are cached in memory and beside the binary (parse-cache/), keyed by the
+binary's path, size and mtime, the argv and the env.
 
 The argv comes from the rendered container by this module's own reading (extract.py's job is
 not shared with the importer's engines/normalize.py): Kubernetes `$(VAR)` expansion from the
@@ -19,6 +20,8 @@ container's env, and shell wrappers (`sh -c "... exec llama-server $ARGS"`) read
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import subprocess
@@ -68,8 +71,35 @@ _FAILED_FILE = re.compile(r"failed to open file '([^']*)'|'([^']*)' is not a (?:
 _ARG = re.compile(r'error while handling argument "([^"]+)"')
 
 
+def _disk_key(exe: str, argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> Path:
+    """Where a parse result is kept between runs: keyed by the binary (path, size, mtime: a rebuild
+    is another binary), the argv and the LLAMA_* env."""
+    st = os.stat(exe)
+    blob = json.dumps([exe, st.st_size, st.st_mtime_ns, argv, env]).encode()
+    return Path(exe).parents[2] / "parse-cache" / f"{hashlib.sha256(blob).hexdigest()}.json"
+
+
 @lru_cache(maxsize=4096)
 def _run(exe: str, argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> tuple[int, str]:
+    key = _disk_key(exe, argv, env)
+    try:
+        code, err = json.loads(key.read_text())
+        return int(code), str(err)
+    except (OSError, ValueError, TypeError):
+        pass
+    code, err = _spawn(exe, argv, env)
+    try:  # a cache, not a record: a write that fails costs the next run a spawn
+        key.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=key.parent, suffix=".part")
+        with os.fdopen(fd, "w") as f:
+            json.dump([code, err], f)
+        os.replace(tmp, key)
+    except OSError:
+        pass
+    return code, err
+
+
+def _spawn(exe: str, argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> tuple[int, str]:
     with tempfile.TemporaryDirectory(prefix="olares-pack-parse-") as home:
         proc = subprocess.run([exe, "--help", *argv], capture_output=True, text=True, timeout=30,
                               env={"HOME": home, "XDG_CONFIG_HOME": home, "PATH": "/usr/bin:/bin", **dict(env)})
@@ -87,21 +117,25 @@ def parse(argv: list[str], build: str, env: dict[str, str] | None = None) -> Par
         return None
     llama_env = tuple(sorted((k, v) for k, v in (env or {}).items() if k.startswith("LLAMA_")))
     words, stand_ins = list(argv), []
-    with tempfile.TemporaryDirectory(prefix="olares-pack-standin-") as tmp:
-        for _ in range(8):
-            code, err = _run(str(exe), tuple(words), llama_env)
-            text = _engine_text(err)
-            m = _FAILED_FILE.search(text)
-            path = next((g for g in m.groups() if g), None) if m else None
-            if code != 0 and path and path in words:
-                # a container path absent here: an empty file (or folder) of the same kind stands in
-                folder = "directory" in text
-                stand = Path(tmp) / f"stand-in-{len(stand_ins)}"
-                stand.mkdir() if folder else stand.write_text("")
-                words = [str(stand) if w == path else w for w in words]
-                stand_ins.append(path)
-                continue
-            break
+    # one empty file and one empty folder stand in for every container path (fixed names, so that
+    # the argv with them, and its cached result, is the same from run to run)
+    spare = exe.parents[2] / "parse-cache"
+    for _ in range(8):
+        code, err = _run(str(exe), tuple(words), llama_env)
+        text = _engine_text(err)
+        m = _FAILED_FILE.search(text)
+        path = next((g for g in m.groups() if g), None) if m else None
+        if code != 0 and path and path in words:
+            stand = spare / ("stand-in-folder" if "directory" in text else "stand-in-file")
+            stand.parent.mkdir(parents=True, exist_ok=True)
+            if "directory" in text:
+                stand.mkdir(exist_ok=True)
+            elif not stand.is_file():
+                stand.write_text("")
+            words = [str(stand) if w == path else w for w in words]
+            stand_ins.append(path)
+            continue
+        break
     if code == 0:
         return ParseResult(build, True, "", None, None, tuple(stand_ins))
     flag = _ARG.search(text)
