@@ -162,3 +162,17 @@ def test_the_history_agrees_with_the_builds_it_was_read_from() -> None:
         first_removed = min((b for b in row["builds"] if row.get("removed")), key=registry.build_number, default=None)
         if first_removed is not None:
             assert ev.date <= table["builds"][first_removed]["date"], (ev.old, ev.date, first_removed)
+
+
+@needs_llama
+def test_one_call_says_which_parser_judged() -> None:
+    # argv_check.check: what import's proof and the node's runner call
+    bad = ["--port", "8080", "-fa", "--spec-draft-model", "/models/d.gguf", "on"]
+    exact = argv_check.check(bad, "b11434")
+    assert (exact.how, exact.parser, exact.refused) == ("exact", "b11434", True)
+    assert exact.used("b11434") == "llama-server b11434's own parser"
+    fork = argv_check.check(["--mlock", *bad], "b8720", fork=True)  # a build with no binary here, a fork's flag
+    assert (fork.how, fork.refused, fork.set_aside) == ("reference", True, ("--mlock",))
+    assert fork.result is not None and "unknown value for --flash-attn: '--spec-draft-model'" in fork.result.error
+    good = argv_check.check(["--mlock", "-fa", "on"], "b8720", fork=True)
+    assert not good.refused and good.set_aside == ("--mlock",)

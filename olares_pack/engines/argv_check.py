@@ -362,3 +362,54 @@ def engine_argv(container: dict[str, Any], env: dict[str, str]) -> list[str] | N
 def unresolved(argv: list[str]) -> list[str]:
     """Words that still hold a `$(VAR)` reference Kubernetes could not expand from the chart."""
     return [w for w in argv if re.search(r"\$\([A-Za-z_][A-Za-z0-9_]*\)", w)]
+
+
+# ---------------------------------------------------------------- one call for lint, import's proof, the node's runner
+
+
+@dataclass(frozen=True)
+class EngineCheck:
+    """What llama-server's own parser said of an argv, and which parser it was."""
+
+    how: str  # exact: the build's own binary | reference: the newest binary, around what it does not know | none: no binary
+    parser: str | None  # the build whose binary parsed it
+    result: ParseResult | None  # what the parser said (ok or not); None: accepted around what was set aside, or not parsed
+    set_aside: tuple[str, ...] = ()
+
+    @property
+    def refused(self) -> bool:
+        return self.result is not None and not self.result.ok
+
+    def used(self, build: str | None, origin: str | None = None) -> str:
+        if self.how == "exact":
+            return f"llama-server {self.parser}'s own parser"
+        if self.how == "none":
+            return f"the flag registry (no llama-server binary of {build} or of any build here)"
+        aside = f"; set aside as the registry's to judge: {' '.join(self.set_aside)}" if self.set_aside else ""
+        return f"llama-server {self.parser}'s own parser (no binary of {origin or build} here{aside})"
+
+
+def check(argv: list[str], build: str | None, env: dict[str, str] | None = None, *, fork: bool = False) -> EngineCheck:
+    """llama-server's parser on `argv` (its arguments, no program name) for llama.cpp `build`: the
+    binary of exactly that build when this machine has one and the image is not a fork (a refusal
+    is the engine's own); else the newest binary here, with what that build refuses for reasons of
+    its own set aside, so that only an option given another option as its value is refused."""
+    if not fork and build is not None and binary(build) is not None:
+        r = parse(argv, build, env)
+        return EngineCheck("exact", build, r)
+    ref = next((b for b in reversed(BUILT) if binary(b)), None)
+    if ref is None:
+        return EngineCheck("none", None, None)
+    r, aside = parse_around_unknown(argv, ref, env, _options(ref))
+    return EngineCheck("reference", ref, r, tuple(aside))
+
+
+def _options(build: str) -> dict[str, bool] | None:
+    """Every option spelling of `build` from its own `llama-server --help` (bundled with the flag
+    registry) -> whether it may take a value (`-fa`'s `[on|off|auto]` is a value its parser
+    requires); None without one."""
+    from olares_pack.engines import registry
+
+    if "help" not in (registry.builds("llamacpp").get(build) or {}):
+        return None
+    return {name: bool(spec.takes_value) for name, spec in registry.load("llamacpp", build).by_name.items()}

@@ -228,16 +228,6 @@ def llama_flags(ctx: ChartContext) -> None:
         _ports_agree(ctx, inv, int(port.value) if port and port.value.isdigit() else None, r.objects)
 
 
-def _options_of(build: str) -> dict[str, bool] | None:
-    """Every option spelling of `build` from its own `llama-server --help` (bundled) -> whether it
-    may take a value (the help's `[on|off|auto]` of -fa is a value the parser requires); None without one."""
-    known = registry.builds("llamacpp").get(build) or {}
-    if "help" not in known:
-        return None
-    reg = registry.load("llamacpp", build)
-    return {name: bool(spec.takes_value) for name, spec in reg.by_name.items()}
-
-
 def _engine_parse(ctx: ChartContext, inv: Invocation, eb: EngineBuild, workload: dict[str, Any], objects: list[dict[str, Any]],
                   at: dict[str, Any]) -> None:
     """llama-server's own parser on the argv the container starts it with (engines/argv_check: the
@@ -260,20 +250,13 @@ def _engine_parse(ctx: ChartContext, inv: Invocation, eb: EngineBuild, workload:
     if left := argv_check.unresolved(argv):
         ctx.add(how, f"not parsed by llama-server: {', '.join(left)} is not resolved from the chart", **at, severity="info")
         return
-    exact = eb.resolved.exact and eb.fork is None and eb.strict and argv_check.binary(build) is not None
-    if exact:
-        r = argv_check.parse(argv, build, env)
-        aside: list[str] = []
-        used = f"llama-server {build}'s own parser"
-    else:
-        ref = next((b for b in reversed(argv_check.BUILT) if argv_check.binary(b)), None)
-        if ref is None:
-            ctx.add(how, f"not parsed by llama-server: no binary of {build} or of any build here; checked against the flag registry",
-                    **at, severity="info")
-            return
-        r, aside = argv_check.parse_around_unknown(argv, ref, env, _options_of(ref))
-        used = (f"llama-server {ref}'s own parser (no binary of {eb.origin if not eb.strict else build} here"
-                + (f"; set aside as the registry's to judge: {' '.join(aside)}" if aside else "") + ")")
+    exact = eb.resolved.exact and eb.fork is None and eb.strict
+    done = argv_check.check(argv, build, env, fork=not exact)
+    if done.how == "none":
+        ctx.add(how, f"not parsed by llama-server: checked against {done.used(build)}", **at, severity="info")
+        return
+    r = done.result
+    used = done.used(build, None if eb.strict else eb.origin)
     stand = f"; empty stand-ins for the container's files {', '.join(r.stand_ins)}" if r is not None and r.stand_ins else ""
     if r is None or r.ok:
         ctx.add(how, f"parsed by {used}: accepted{stand}", **at, severity="info")
