@@ -79,6 +79,11 @@ CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str
     "template.runtime-class": ("current", lambda f: edit(f, D, "      volumes:\n", "      runtimeClassName: nvidia\n      volumes:\n"), {}),
     "engine.flag": ("current", lambda f: edit(f, D, '            - "--jinja"\n', '            - "--jinja"\n            - "--draft-max"\n            - "4"\n'), {}),
     "engine.value": ("current", lambda f: edit(f, D, '"draft-mtp"', '"mtp"'), {}),
+    # issue #50.4: -fa takes a value; llama-server b11434's own parser (the newest binary here, this
+    # chart's build ad27757 has none) reads --spec-draft-model as it, and `on` as a stray word
+    "engine.parse": ("current", lambda f: edit(f, D, '            - "--flash-attn"\n            - "on"\n',
+                                               '            - "-fa"\n            - "--spec-draft-model"\n            - "/models/d.gguf"\n'
+                                               '            - "on"\n'), {}),
     "engine.defaults": ("current", lambda f: edit(f, D, '            - "--host"\n            - "0.0.0.0"\n', ""), {}),
     "engine.port": ("current", lambda f: edit(f, D, '            - "--port"\n            - "8000"\n', '            - "--port"\n            - "8001"\n'), {}),
     "image.unpinned": ("current", lambda f: {k: v.replace(f"@{DIGEST}", "") for k, v in f.items()}, {}),

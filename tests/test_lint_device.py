@@ -103,6 +103,10 @@ ACCEPTED = {
     "engine.flag": ("current", lambda f: edit(f, D, '            - "--jinja"\n', '            - "--jinja"\n            - "--mlock"\n'),
                     {"engine_build": "b9101"}),
     "engine.value": ("current", lambda f: CASES["engine.value"][1](f), {"engine_build": "pr22673"}),
+    # the same arguments with -fa given its value, on the build of llama-server that parses them
+    "engine.parse": ("current", lambda f: edit(f, D, '            - "--flash-attn"\n            - "on"\n',
+                                               '            - "-fa"\n            - "on"\n            - "--spec-draft-model"\n'
+                                               '            - "/models/d.gguf"\n'), {"engine_build": "b11434"}),
     "engine.port": ("current", lambda f: edit(f, "templates/service.yaml", "targetPort: http", "targetPort: 8000"), {}),
     # a second Service port on the engine's container port, the entrance on it
     "template.entrance-port": ("current", lambda f: edit(edit(f, "templates/service.yaml", "      protocol: TCP\n",

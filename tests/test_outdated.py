@@ -180,10 +180,11 @@ def test_replay_1_0_8_names_the_rename_the_default_and_the_moved_repository(
     # the flags, against the newest build found, each with the first build that has it
     renamed = items[("flags", "renamed-value", "--spec-type")]
     assert (renamed["current"], renamed["upstream"], renamed["build"]) == ("mtp", "draft-mtp", "b9254")
-    assert renamed["message"] == ("you pass --spec-type mtp; renamed draft-mtp in PR #22673, b9254 (2026-05-13): "
+    assert renamed["message"] == ("you pass --spec-type mtp; renamed draft-mtp in PR #22673, first in a llama.cpp build "
+                                  "between b9101 and b9254 (2026-05-13): "
                                   "same mode, renamed when the MTP branch was merged")
     default = items[("flags", "default", "--spec-draft-n-max")]
-    assert default["message"] == "you pass --spec-draft-n-max 5; the default became 3 (was 16) in PR #23269, b9254 (2026-05-19)"
+    assert default["message"] == "you pass --spec-draft-n-max 5; the default became 3 (was 16) in PR #23269, first in a llama.cpp build between b9101 and b9254 (2026-05-19)"
     relied = items[("flags", "default", "--spec-draft-p-min")]
     assert relied["current"] is None and "you rely on the default of --spec-draft-p-min: 0.75 → 0.00" in relied["message"]
     assert "pr22673 → b9409" in renamed["source"]

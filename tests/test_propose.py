@@ -71,7 +71,7 @@ def test_replay_1_0_8_proposes_draft_mtp_the_new_repository_and_says_why(
     assert (entry["version"], str(entry["date"])) == ("1.0.9", "2026-05-22")
     texts = [c["text"] for c in entry["changes"]]
     assert any(t.startswith("--spec-type mtp → draft-mtp: same mode, renamed when the MTP branch was merged "
-                            "(PR #22673, first in llama.cpp b9254, 2026-05-13)") for t in texts), texts
+                            "(PR #22673, first in a llama.cpp build between b9101 and b9254, 2026-05-13)") for t in texts), texts
     assert any("--spec-draft-n-max 5 kept: the upstream default became 3 (was 16) (PR #23269" in t for t in texts)
     assert f"Hugging Face repository renamed upstream: {OLD_REPO} → {NEW_REPO} (the hub redirects the old name to it)" in texts
     assert entry["notes"].startswith("Not yet measured: no bench record for 1.0.9")

@@ -362,3 +362,34 @@ def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     assert zh["spec"]["fullDescription"] == zh["metadata"]["description"]  # exactly, no newline added
     en = yaml.safe_load(files["i18n/en-US/OlaresManifest.yaml"])
     assert en["metadata"]["title"] == "Qwen36 27B Long Context"
+
+
+def _one_target_app(tmp_path: Path, source: str, target: str) -> Path:
+    """A bundled app copied with `targets: [TARGET]` only (its model lock beside it)."""
+    import shutil
+
+    dest = tmp_path / "apps" / source
+    shutil.copytree(APPS / source, dest, ignore=shutil.ignore_patterns("releases"))
+    text = (dest / "app.yaml").read_text()
+    lines = [f"targets: [{target}]" if line.startswith("targets:") else line for line in text.splitlines()]
+    (dest / "app.yaml").write_text("\n".join(lines) + "\n")
+    assert load_app(dest).targets == [target]
+    return dest
+
+
+@pytest.mark.parametrize("declared,asked", [("legacy", "current"), ("current", "legacy")])
+def test_render_refuses_a_target_the_app_does_not_declare(declared: str, asked: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # issue #50.6: a legacy-only app rendered for current wrote 0.12.0 with apiVersion v2, a
+    # current-only one rendered for legacy wrote 0.10.0 with v3 -- charts no device installs; exit 0
+    app_dir = _one_target_app(tmp_path, "llamacppqwen36mtpone", declared)
+    out = tmp_path / "out"
+    capsys.readouterr()
+    assert main(["render", str(app_dir), "--target", asked, "--out", str(out)]) == ExitCode.INPUT
+    err = capsys.readouterr().err
+    assert f"declares targets: {declared}" in err and f"--target {asked}" in err
+    assert not out.exists()  # nothing written, not even the declared target's chart
+    assert main(["render", str(app_dir), "--target", asked, "--target", declared, "--out", str(out)]) == ExitCode.INPUT
+    assert not out.exists()
+    assert main(["render", str(app_dir), "--target", declared, "--out", str(out)]) == ExitCode.OK
+    assert (out / declared / "llamacppqwen36mtpone" / "OlaresManifest.yaml").is_file()

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from olares_pack import olares
 from olares_pack.apps.changelog import CHANGE_KINDS, next_version
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.cli.apps import online_check
@@ -32,10 +31,10 @@ def render_cmd(app_ref: str, target_names: tuple[str, ...], out: Path, apps_dir:
     show_warnings(app)
     # Under the catalogue's lock when there is one: `build` sweeps what interrupted writes left
     # in the same output folders.
+    profiles = [render.declared_target(app, name) for name in target_names or app.targets]  # refused before anything is written
     repo = Repo.of_apps(apps_dir)
     with repo.open(write=True, purpose="render") if apps_dir.is_dir() else contextlib.nullcontext():
-        for name in target_names or app.targets:
-            t = olares.get(name)
+        for t in profiles:
             dest = out / t.name / app.name
             fsio.write_tree(render.render(app, t), dest)
             console.out.print(str(dest))

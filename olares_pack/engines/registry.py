@@ -240,6 +240,27 @@ def table_builds(engine: str = "llamacpp") -> list[str]:
     return sorted(flag_table(engine)["builds"], key=build_number)
 
 
+def first_builds(date: str, upto: str | None = None, engine: str = "llamacpp") -> str | None:
+    """Which builds first carry an upstream change dated `date`, as far as the table can tell: the
+    table samples builds (b9093, b9101, b9254, ...), so the first sampled build on or after the date
+    is the first to have it only when the build just before it is sampled too. Otherwise the change
+    came in a build between the last sampled one before the date and that one. None: no sampled
+    build (up to `upto`) has it yet."""
+    table = flag_table(engine)["builds"]
+    ordered = table_builds(engine)
+    limit = str(table[upto]["date"]) if upto in table else None
+    after = [b for b in ordered if str(table[b]["date"]) >= date and (limit is None or str(table[b]["date"]) <= limit)]
+    if not after:
+        return None
+    first = after[0]
+    before = [b for b in ordered if build_number(b) < build_number(first)]
+    if not before:
+        return f"in llama.cpp {first} or earlier"
+    if build_number(before[-1]) == build_number(first) - 1:
+        return f"first in llama.cpp {first}"
+    return f"first in a llama.cpp build between {before[-1]} and {first}"
+
+
 def build_number(build: str) -> int:
     return int(build[1:]) if re.fullmatch(r"b[0-9]+", build) else -1
 

@@ -23,6 +23,39 @@ from pathlib import Path
 _FLAG = re.compile(r"^(--[a-z][a-z0-9-]*|-[A-Za-z]{1,3})$")
 
 
+def serve_flags(argv: list[str]) -> list[tuple[str, str]]:
+    """The options of a `vllm serve` argv as vLLM's own parser names them, each with the word as
+    written: (name, spelled). vLLM's FlexibleArgumentParser.parse_args (vllm-project/vllm,
+    vllm/utils/argparse_utils.py, read at commit 00da11e37d1f; older releases hold the same class
+    in vllm/utils/__init__.py) rewrites the argv before argparse reads it, and a rule that reads
+    the raw words calls good flags unknown:
+    - in `--name` and `--name=value`, `_` becomes `-` in the name (`--compilation_config`
+      is `--compilation-config`); only the part before the first `.`;
+    - `--name.key value`, `--name.key=value` and `--name.key+ value` set one key of the
+      JSON-valued option `--name` (merged into `--name '{"key": ...}'`);
+    - `-O3`, `-O=3`, `-Odecode` and `-O 3` are `--optimization-level` (v0.14.0+; before, `-O`
+      was itself an alias of `--compilation-config`, and argparse reads `-O3` as `-O 3`);
+    - `--help=topic` is `--help`.
+    Values are not options: a word after one that takes a value is not read as a flag unless it
+    starts with `--` (what argparse does too). `--` ends the options."""
+    out: list[tuple[str, str]] = []
+    for word in argv:
+        if word == "--":
+            break
+        if word.startswith("--"):
+            key = word.split("=", 1)[0]
+            if key.startswith("--help"):
+                out.append(("--help", word))
+                continue
+            head = key.split(".", 1)[0] if "." in key else key
+            out.append(("--" + head[2:].replace("_", "-"), word))
+        elif word.startswith("-O"):
+            out.append(("-O", word))  # an option up to 0.11, --optimization-level from 0.14 (lint accepts either)
+        elif re.fullmatch(r"-[A-Za-z]{1,3}", word):
+            out.append((word, word))  # a short option as a word of its own (`-tp 2`); not a value such as -1
+    return out
+
+
 def _frontend_fields(tree: ast.Module) -> dict[str, tuple[set[str], list[str]]]:
     """class name -> (its annotated fields, its base class names), for *FrontendArgs classes."""
     out = {}

@@ -215,6 +215,7 @@ def llama_flags(ctx: ChartContext) -> None:
                 hint="" if sure else "olares-pack apps: set engine.build; hand-written charts: --engine-build or an image tag bNNNN")
         at = {"path": where, "file": file}
         placed = engine_args.placer(ctx, inv.env.get(engine_args.ENV) if inv.llmbase else None)
+        _engine_parse(ctx, inv, eb, workload, r.objects, at)
         args = _llama_args(ctx, inv, eb, reg, at, placed)
         for other, written in _other_engine_args(ctx, inv):
             _llama_args(ctx, other, eb, reg, written, _nowhere)
@@ -227,12 +228,58 @@ def llama_flags(ctx: ChartContext) -> None:
         _ports_agree(ctx, inv, int(port.value) if port and port.value.isdigit() else None, r.objects)
 
 
+def _engine_parse(ctx: ChartContext, inv: Invocation, eb: EngineBuild, workload: dict[str, Any], objects: list[dict[str, Any]],
+                  at: dict[str, Any]) -> None:
+    """llama-server's own parser on the argv the container starts it with (engines/argv_check: the
+    argv read from the rendered container by its own reading, `$(VAR)` and `sh -c` expanded). The
+    exact build's binary when this machine has it; else the newest binary's parser with what it does
+    not know set aside, which still refuses an option given another option as its value."""
+    from olares_pack.charts.objects import pod_spec
+    from olares_pack.engines import argv_check
+    from olares_pack.engines.detect import configmaps
+
+    container = next((c for c in (pod_spec(workload) or {}).get("containers") or [] if c.get("name") == inv.container), None)
+    if container is None:
+        return
+    env = argv_check.container_env(container, configmaps(objects))
+    argv = inv.argv if inv.llmbase else argv_check.engine_argv(container, env)  # llmbase: the form's wrapper builds it
+    build = eb.resolved.registry.build
+    how = "engine.parse"
+    if argv is None:
+        return
+    if left := argv_check.unresolved(argv):
+        ctx.add(how, f"not parsed by llama-server: {', '.join(left)} is not resolved from the chart", **at, severity="info")
+        return
+    exact = eb.resolved.exact and eb.fork is None and eb.strict
+    done = argv_check.check(argv, build, env, fork=not exact)
+    if done.how == "none":
+        ctx.add(how, f"not parsed by llama-server: checked against {done.used(build)}", **at, severity="info")
+        return
+    r = done.result
+    used = done.used(build, None if eb.strict else eb.origin)
+    stand = f"; empty stand-ins for the container's files {', '.join(r.stand_ins)}" if r is not None and r.stand_ins else ""
+    if r is None or r.ok:
+        ctx.add(how, f"parsed by {used}: accepted{stand}", **at, severity="info")
+        return
+    ctx.add(how, f"llama-server refuses the arguments: {r.error} ({used}{stand})", **at,
+            hint=f"{r.flag} takes a value: give it one before {r.value}" if argv_check.takes_flag_as_value(r) else "")
+
+
 _VLLM_TAG = re.compile(r"^v?([0-9]+\.[0-9]+\.[0-9]+)")
 
 
-def _vllm_args(ctx: ChartContext, args: Any, known: Any, repo: str, upstream: bool, at: dict[str, Any], where: Where) -> None:
-    for flag in sorted(a.flag for a in args.args.values() if a.flag.startswith("--")):
-        if known.accepts(flag):
+def _vllm_args(ctx: ChartContext, argv: list[str], known: Any, repo: str, upstream: bool, at: dict[str, Any], where: Where) -> None:
+    """Each option as vLLM's FlexibleArgumentParser names it (engines/vllmargs.serve_flags:
+    `--compilation_config` is `--compilation-config`, `--x.key v` sets a key of `--x`), once."""
+    from olares_pack.engines.vllmargs import serve_flags
+
+    named: dict[str, str] = {}
+    for name, spelled in serve_flags(argv):
+        named.setdefault(name, spelled)
+    for flag, spelled in sorted(named.items()):
+        # -O: an alias of --compilation-config up to 0.11, rewritten to --optimization-level by
+        # parse_args from 0.14 (no longer an argparse option there)
+        if known.accepts(flag) or (flag == "-O" and known.accepts("--optimization-level")):
             continue
         if known.neighbours and any(registry.vllm_accepts(n, flag) for n in known.neighbours):
             doubt = "a neighbouring release accepts it"
@@ -240,8 +287,9 @@ def _vllm_args(ctx: ChartContext, args: Any, known: Any, repo: str, upstream: bo
             doubt = f"the image {repo} may carry patches that add it"
         else:
             doubt = ""
-        ctx.add("engine.flag", f"vLLM {known.version} does not accept {flag}" + (f" ({doubt})" if doubt else ": vllm serve exits at start"),
-                **(where(flag) or at), severity="warning" if doubt else None,
+        said = flag if spelled.split("=", 1)[0] == flag else f"{spelled.split('=', 1)[0]} (read as {flag})"
+        ctx.add("engine.flag", f"vLLM {known.version} does not accept {said}" + (f" ({doubt})" if doubt else ": vllm serve exits at start"),
+                **(where(spelled) or where(flag) or at), severity="warning" if doubt else None,
                 hint=next((f"did you mean {c}?" for c in difflib.get_close_matches(flag, sorted(known.flags), n=1, cutoff=0.8)), ""))
 
 
@@ -271,9 +319,9 @@ def vllm_flags(ctx: ChartContext) -> None:
         ctx.add("engine.build", told, path=where, file=file, severity="info" if known.exact or not upstream else "warning")
         at = {"path": where, "file": file}
         placed = engine_args.placer(ctx, inv.env.get(engine_args.ENV) if inv.llmbase else None)
-        _vllm_args(ctx, args, known, repo, upstream, at, placed)
+        _vllm_args(ctx, inv.argv, known, repo, upstream, at, placed)
         for other, written in _other_engine_args(ctx, inv):
-            _vllm_args(ctx, normalize_generic(other.argv), known, repo, upstream, written, _nowhere)
+            _vllm_args(ctx, other.argv, known, repo, upstream, written, _nowhere)
         for flag in ("--host", "--port"):
             if flag not in args.args:
                 ctx.add("engine.defaults", f"{flag} is left to its default", path=where, file=file, hint=f"set {flag} explicitly")

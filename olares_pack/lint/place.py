@@ -33,6 +33,7 @@ _RULE_FIELDS: dict[str, tuple[tuple[Any, ...], ...]] = {
     "engine.build": (("engine", "build"), ("engine", "image", "tag")),
     "engine.flag": (("server",),),
     "engine.value": (("server",),),
+    "engine.parse": (("server",), ("engine", "build")),
     "engine.defaults": (("server",),),
     "engine.port": (("server", "port"),),
     "gpu.hami-limit": (("env", "CUDA_DEVICE_MEMORY_LIMIT_0"), ("resources", "gpu_memory_mib")),

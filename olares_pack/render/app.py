@@ -290,6 +290,20 @@ def _render_v2(env: jinja2.Environment, ctx: dict[str, Any]) -> dict[str, str]:
     return files
 
 
+def declared_target(app: App, name: str) -> TargetProfile:
+    """The profile of target NAME, which APP must declare: a chart rendered for a target the app
+    does not offer carries a manifest that no device of that line installs (a legacy-only app
+    rendered for current writes 0.12.0 with apiVersion v2; a current-only one rendered for legacy
+    writes 0.10.0 with v3). An imported chart keeps its own refusal (render/imported.py), which
+    names `import --upgrade`."""
+    from olares_pack.common.errors import InputError
+
+    if name not in app.targets and not isinstance(app, ChartApp):
+        raise InputError(f"{app.name} declares targets: {', '.join(app.targets)}; --target {name} is not one of them "
+                         f"(add {name} to `targets:` in its app.yaml to render for it)")
+    return olares.get(name)
+
+
 def render(app: App, target: TargetProfile) -> dict[str, str]:
     """The chart's files, keyed by path relative to the chart folder, in sorted order."""
     if isinstance(app, ChartApp):

@@ -29,14 +29,15 @@ class FlagChange:
     new: str | None  # renamed-value: the new value; removed: the successor flag; default: the new default
     date: str | None
     ref: str | None
-    build: str | None  # the first known build that has the change
+    build: str | None  # the first sampled build of the table that has the change
     text: str
+    builds: str | None = None  # what the table can say of the first build with it ("first in a llama.cpp build between bA and bB")
 
     def sort_key(self) -> tuple[str, str, str, str]:
         return (self.date or "9999", self.flag, self.kind, self.spelled)
 
     def message(self) -> str:
-        when = ", ".join(p for p in (self.ref, self.build) if p)
+        when = ", ".join(p for p in (self.ref, self.builds or self.build) if p)
         when = (f" in {when}" if when else "") + (f" ({self.date})" if self.date else "")
         if self.kind == "renamed-value":
             return f"you pass {self.flag} {self.value}; renamed {self.new}{when}: {self.text}"
@@ -51,7 +52,8 @@ class FlagChange:
 
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "flag": self.flag, "spelled": self.spelled, "value": self.value, "old": self.old,
-                "new": self.new, "date": self.date, "ref": self.ref, "build": self.build, "message": self.message()}
+                "new": self.new, "date": self.date, "ref": self.ref, "build": self.build, "builds": self.builds,
+                "message": self.message()}
 
 
 def build_date(build: str | None) -> str | None:
@@ -120,20 +122,21 @@ def changes(app: App, target: str) -> list[FlagChange]:
         if not (start < ev.date <= end):
             continue
         first = first_build(ev.date, target)
+        builds = registry.first_builds(ev.date, target)
         arg = args.get(ev.flag)
         if ev.kind == "rename-value" and arg is not None and arg.value == ev.old:
             out.append(FlagChange("renamed-value", ev.flag, arg.spelled.split(" ")[0], arg.value, ev.old, ev.new,
-                                  ev.date, ev.ref, first, ev.text))
+                                  ev.date, ev.ref, first, ev.text, builds))
             explained.add((ev.flag, "value"))
         elif ev.kind == "removed" and ev.old in spelled:
             a = spelled[ev.old]
-            out.append(FlagChange("removed", ev.flag, ev.old, a.value, ev.old, ev.new, ev.date, ev.ref, first, ev.text))
+            out.append(FlagChange("removed", ev.flag, ev.old, a.value, ev.old, ev.new, ev.date, ev.ref, first, ev.text, builds))
             explained.add((a.flag, "flag"))
         elif ev.kind == "default" and arg is not None:
             out.append(FlagChange("default", ev.flag, arg.spelled.split(" ")[0], arg.value, ev.old, ev.new, ev.date,
-                                  ev.ref, first, ev.text))
+                                  ev.ref, first, ev.text, builds))
         elif ev.kind == "default" and _family(ev.flag) in families:
-            out.append(FlagChange("default", ev.flag, "", None, ev.old, ev.new, ev.date, ev.ref, first, ev.text))
+            out.append(FlagChange("default", ev.flag, "", None, ev.old, ev.new, ev.date, ev.ref, first, ev.text, builds))
     if target in registry.table_builds(ENGINE):
         out += _table_changes(args, target, explained)
     return sorted(out, key=FlagChange.sort_key)

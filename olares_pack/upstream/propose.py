@@ -165,7 +165,7 @@ def translate(app: App, tree: Any, build: str) -> tuple[list[tuple[str, str]], l
     refused: list[str] = []
     extra = tree.get("server", {}).get("extra_args") if isinstance(tree.get("server"), dict) else None
     for c in flags.changes(app, build):
-        at = ", ".join(p for p in (c.ref, c.build and f"first in llama.cpp {c.build}", c.date) if p)
+        at = ", ".join(p for p in (c.ref, c.builds, c.date) if p)
         if c.kind == "renamed-value":
             where = _node(tree, FIELD_OF.get(c.flag, ()))
             if where is not None and str(where[0][where[1]]) == c.value:
