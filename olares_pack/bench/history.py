@@ -31,7 +31,7 @@ LEGEND = [
     "behaves, never the app's speed.",
     "σ: the sample standard deviation of the runs' tokens/s; beside each Δ tokens/s, whether it is more than noise "
     "(Welch's t-test on the two versions' runs, 95 % confidence interval of the change), or that it cannot tell "
-    "when a side is a single published figure.",
+    "when a side is a single published figure or its runs drift or cycle (Welch's test assumes independent runs).",
     "stability: a soak's outcome, and the pattern of the runs in the order they ran: steady, a drift, two states "
     "or a cycle (e.g. 5 fast, 4 slow).",
     "A Δ between figures of different kinds (e.g. transcribed → measured) is labelled: they were not taken the "
@@ -124,7 +124,10 @@ def verdict(new: Record, old: Record) -> str:
     if c.speed is None:
         return "cannot tell: one figure" if not old.runs or not new.runs else "cannot tell: one run"
     w, base = c.speed, statistics.fmean(r.tokens_per_s for r in old.runs)
-    return f"{c.verdict}, 95 % CI {w.low / base * 100:+.1f} … {w.high / base * 100:+.1f} %"
+    ci = f"95 % CI {w.low / base * 100:+.1f} … {w.high / base * 100:+.1f} %"
+    if c.dependent:  # a drifting or two-state series: Welch's independence does not hold (see stability)
+        return f"{compare.NOT_INDEPENDENT}: {ci} only indicative, Welch's test assumes independent runs"
+    return f"{c.verdict}, {ci}"
 
 
 def kind_label(kind: str) -> str:
