@@ -5,6 +5,7 @@ nothing. The replay: from 1.0.8 toward upstream llama.cpp b9409."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,36 @@ def test_a_removed_flag_in_extra_args_takes_its_successor(upstream: Upstream, hu
     assert doc["server"]["extra_args"] == ["--spec-draft-n-min", "2"]
     assert any(c["text"].startswith("--draft-min → --spec-draft-n-min: --draft-min was removed upstream")
                for c in doc["changelog"][-1]["changes"])
+
+
+def _upstream_with_an_unknown_newest_build(upstream: Upstream, tmp_path: Path) -> str:
+    """An upstream repository whose newest build (b99999) is newer than the flag registry."""
+    from registry import Layout
+
+    lay = Layout(tmp_path / "layout")
+    for b in ("b9254", "b9409", "b99999"):
+        lay.multiarch(f"server-cuda-{b}", text=f"unknown-newest:{b}")
+        upstream.reg.push(tmp_path / "layout", f"server-cuda-{b}", "unknown-newest/llama.cpp")
+    return upstream.repo("unknown-newest/llama.cpp")
+
+
+@needs_registry
+def test_a_fork_moves_to_the_newest_known_build_and_says_why_not_the_newest(
+        upstream: Upstream, hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 52.4: the newest upstream build not in the flag registry made propose drop the engine
+    # move without a word (the draft changed only the model, --spec-type mtp stayed)
+    ups = _upstream_with_an_unknown_newest_build(upstream, tmp_path)
+    apps = catalogue_at_1_0_8(tmp_path / "repo", upstream.repo("aamsellem/llamacpp-mtp"))
+    # outdated on the same state names the target propose takes: its flag items are against b9409, not the unknown build
+    code = main(["outdated", APP, "--apps-dir", str(apps), "--upstream-image", ups, "--format", "json"])
+    items = json.loads(capsys.readouterr().out)["apps"][0]["items"]
+    assert any(i["kind"] == "renamed-value" and "→ b9409" in i["source"] for i in items)
+    code = main(["propose", APP, "--apps-dir", str(apps), "--upstream-image", ups, "--date", "2026-05-22"])
+    err = capsys.readouterr().err
+    assert code == ExitCode.OK, err
+    doc = yaml.safe_load((apps / APP / "app.yaml").read_text())
+    assert doc["engine"]["image"]["tag"] == "server-cuda-b9409" and doc["engine"]["build"] == "b9409"
+    assert doc["server"]["speculative"]["type"] == "draft-mtp"
+    why = "llama.cpp b99999, the newest build found, is not in the flag registry"
+    assert why in err and "the draft moves to b9409" in err
+    assert why in doc["changelog"][-1]["notes"]

@@ -110,6 +110,8 @@ def propose_cmd(app_ref: str, engine_build: str | None, image_tag: str | None, m
         console.info(f"{prop.name}: draft {prop.version} (after {prop.old_version}): {prop.summary}")
         for kind, text in prop.changes:
             console.info(f"  {kind}: {text}")
+        if prop.skipped:
+            console.warn(prop.skipped)
         errors = [f for f in prop.findings if f.severity == "error"]
         console.info(f"lint: {len(errors)} error(s), {len(prop.findings) - len(errors)} other finding(s)")
         for f in sorted(prop.findings, key=lambda f: (f.severity != "error", f.chart, f.rule, f.message)):

@@ -154,6 +154,9 @@ def image_items(app: App, rep: AppReport, client: oci.RegistryClient, opts: Opti
             if later:
                 newest = later[-1]
                 digest = client.head_digest(up, listed[newest]) or ""
+                # every later build, not the newest alone: when the newest is not in the flag
+                # registry, propose and the flag items move to the newest build it knows
+                found += [(b, opts.upstream_image, listed[b], "") for b in later[:-1]]
                 found.append((newest, opts.upstream_image, listed[newest], digest))
                 shown = ", ".join(later[-5:]) + (f" and {len(later) - 5} earlier" if len(later) > 5 else "")
                 rep.items.append(Item(app.name, "image", "upstream-build", str(up), img.tag,

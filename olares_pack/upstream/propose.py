@@ -88,6 +88,7 @@ class Proposal:
     verdict_note: str = ""
     diff_text: str = ""
     measured: bool = False
+    skipped: str = ""  # why the draft does not move to the newest build found
 
     def writes(self) -> dict[Path, str]:
         out = {self.manifest_path: self.new_text}
@@ -106,11 +107,30 @@ class ImageTarget:
     digest: str
     build: str | None
     why: str  # how it was chosen
+    note: str = ""  # why the newest build found is not the one moved to
 
 
-def choose_image(app: App, asked: Asked, client: oci.RegistryClient, opts: outdated.Options) -> ImageTarget | None:
+def unknown_newest(app: App, found: list[tuple[str, str, str, str]]) -> str:
+    """Why the draft does not move to the newest build found: it is newer than the flag registry."""
+    if app.engine.kind != "llamacpp" or not found:
+        return ""
+    newest = max(found, key=lambda f: registry.build_number(f[0]))[0]
+    if flags.known_build(newest):
+        return ""
+    known = [f[0] for f in found if flags.known_build(f[0])]
+    top = registry.table_builds("llamacpp")[-1]
+    then = (f"the draft moves to {max(known, key=registry.build_number)}, the newest build found that it holds"
+            if known else f"the draft keeps the engine at {flags.app_build(app)}")
+    return (f"llama.cpp {newest}, the newest build found, is not in the flag registry (newest {top}): its flags "
+            f"cannot be checked, so {then}; regenerate the registry (docs/developer/engine-registry.md) or give "
+            "--engine-build")
+
+
+def choose_image(app: App, asked: Asked, client: oci.RegistryClient,
+                 opts: outdated.Options) -> tuple[ImageTarget | None, str]:
     """The image the draft runs: the tag asked, the build asked (in the image's own tag scheme, or
-    upstream llama.cpp's for an image that is not upstream), or the newest build found; None: keep."""
+    upstream llama.cpp's for an image that is not upstream), or the newest build found that the flag
+    registry holds; None: keep. With it, why a newer build found was not taken ("" when none)."""
     img = app.engine.image
     if asked.engine_build and asked.image_tag:
         raise InputError("give --engine-build or --image-tag, not both")
@@ -139,12 +159,15 @@ def choose_image(app: App, asked: Asked, client: oci.RegistryClient, opts: outda
         if rep.unreachable:
             raise InputError("; ".join(i.message for i in rep.items if i.kind == "unreachable"))
         known = [f for f in found if flags.known_build(f[0])] if app.engine.kind == "llamacpp" else found
+        note = unknown_newest(app, found)
         if not known:
-            return None
+            return None, note
         build, repo, tag, _ = max(known, key=lambda f: registry.build_number(f[0]))
-        why = f"the newest build found, {build}"
+        why = f"the newest build found, {build}" if not note else f"{build}, the newest build found in the flag registry"
+        resolved = oci.resolve_amd64(client, repo, tag)
+        return ImageTarget(repo, tag, resolved.digest, build, why, note), note
     resolved = oci.resolve_amd64(client, repo, tag)
-    return ImageTarget(repo, tag, resolved.digest, build, why)
+    return ImageTarget(repo, tag, resolved.digest, build, why), ""
 
 
 # ---------------------------------------------------------------- the engine arguments
@@ -251,7 +274,7 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
     changes: list[tuple[str, str]] = []
     titles: list[str] = []
 
-    image = choose_image(app, asked, client, opts)
+    image, skipped = choose_image(app, asked, client, opts)
     build = flags.app_build(app)
     if image is not None and (image.repository, image.tag, image.digest) != (app.engine.image.repository,
                                                                              app.engine.image.tag, app.engine.image.digest):
@@ -313,12 +336,14 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
 
     if not changes:
         raise InputError(f"{app.name} {app.version}: nothing upstream to propose (image, build and model are the newest "
-                         "found)")
+                         "found)" + (f"; {skipped}" if skipped else ""))
     version = next_version(max([app.version, *published], key=semver.Version.parse), "patch")
     tree["version"] = version
     measured = (app_dir / "bench" / f"{version}.json").is_file()
     notes = "" if measured else (f"Not yet measured: no bench record for {version} (apps/{app.name}/bench/{version}.json); "
                                  "bench it on a device before releasing.")
+    if skipped:  # the draft says why it stops short of the newest build (propose prints it too)
+        notes = " ".join(n for n in (f"Not the newest build: {skipped}.", notes) if n)
     summary = "upstream " + ", ".join(titles) if titles else f"upstream {state.name}@{state.pin.commit[:7]}"
     log = tree.get("changelog")
     if log is None:
@@ -341,7 +366,7 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
         (stage / LOCK_FILE).write_text(planned.new_lock or "", encoding="utf-8")
         new_app = parse_app(planned.new_text, manifest_path)
         prop = Proposal(app.name, app.version, version, manifest_path, lock_path, old_text, planned.new_text, old_lock,
-                        planned.new_lock, changes, summary, notes, build, measured=measured)
+                        planned.new_lock, changes, summary, notes, build, measured=measured, skipped=skipped)
         _checks(prop, new_app, stage, repo, app_dir, published)
     return prop
 
