@@ -174,3 +174,24 @@ def test_a_fork_moves_to_the_newest_known_build_and_says_why_not_the_newest(
     why = "llama.cpp b99999, the newest build found, is not in the flag registry"
     assert why in err and "the draft moves to b9409" in err
     assert why in doc["changelog"][-1]["notes"]
+
+
+@needs_registry
+def test_the_changelog_names_a_change_of_the_served_model_name(upstream: Upstream, hub: FakeHub, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 52.7: without --alias the API answers with the model path, which holds the repository's
+    # name and revision: the rename changes the name every client sends
+    apps = catalogue_at_1_0_8(tmp_path / "repo", upstream.repo("aamsellem/llamacpp-mtp"))
+    path = apps / APP / "app.yaml"
+    doc = yaml.safe_load(path.read_text())
+    had_alias = doc["server"].pop("alias", None)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    assert main(propose(apps, upstream, "--engine-build", "b9254")) == ExitCode.OK, capsys.readouterr().err
+    texts = [c["text"] for c in yaml.safe_load(path.read_text())["changelog"][-1]["changes"]]
+    [line] = [t for t in texts if t.startswith("the served model name changes: ")]
+    assert OLD_REPO in line.split(" → ")[0] and NEW_REPO in line.split(" → ")[1] and C2 in line
+    if had_alias:  # with an alias the name stays: no such line
+        apps = catalogue_at_1_0_8(tmp_path / "repo2", upstream.repo("aamsellem/llamacpp-mtp"))
+        assert main(propose(apps, upstream, "--engine-build", "b9254")) == ExitCode.OK
+        doc = yaml.safe_load((apps / APP / "app.yaml").read_text())
+        assert not any("served model name" in c["text"] for c in doc["changelog"][-1]["changes"])

@@ -250,6 +250,18 @@ def _replace_flag(extra: Any, spelled: str, new: str) -> bool:
 # ---------------------------------------------------------------- the whole draft
 
 
+def served_name(app: App) -> str:
+    """The model name the API answers with: --alias (--served-model-name), else what the engine is
+    given as its model (llama-server's --model path or --hf-repo, vLLM's `serve` argument)."""
+    from olares_pack import engines
+
+    argv = engines.build_argv(app)
+    for flag in ("--alias", "--served-model-name", "--hf-repo", "--model"):
+        if flag in argv[:-1]:
+            return argv[argv.index(flag) + 1]
+    return argv[1] if argv[:1] == ["serve"] and len(argv) > 1 else "?"
+
+
 def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryClient, opts: outdated.Options) -> Proposal:
     """The draft and its checks, computed without writing anything."""
     from olares_pack.apps import pin
@@ -337,6 +349,12 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
     if not changes:
         raise InputError(f"{app.name} {app.version}: nothing upstream to propose (image, build and model are the newest "
                          "found)" + (f"; {skipped}" if skipped else ""))
+    buf = io.StringIO()
+    roundtrip_yaml().dump(tree, buf)
+    before, after = served_name(app), served_name(parse_app(buf.getvalue(), manifest_path, derive=False))
+    if before != after:  # every API client names the model: a change it sees
+        changes.append(("model", f"the served model name changes: {before} → {after} (clients that ask for "
+                                 f"{before} must ask for {after})"))
     version = next_version(max([app.version, *published], key=semver.Version.parse), "patch")
     tree["version"] = version
     measured = (app_dir / "bench" / f"{version}.json").is_file()
