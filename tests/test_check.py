@@ -169,3 +169,36 @@ def test_a_refused_upgrade_fails_on_the_version_line(control_plane, catalogue: P
     assert errors and {(a["file"], a["line"], a["title"]) for a in errors} == {want}, errors
     assert any("spec.selector" in a["message"] and "2.5.7" in a["message"] for a in errors)
     assert f"rehearse: failed: {VLLM} 2.5.11" in err
+
+
+def test_check_reads_the_allowance_a_release_recorded(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path) -> None:
+    """Issue 52.2: after `release --allow vram.budget`, every later check failed on the version
+    released knowingly over the GPU memory check; the release's recorded allowance now holds, for
+    that version and that verdict only."""
+    from tests.conftest import APPS
+    from tests.test_release import at_105s_configuration
+
+    root = tmp_path / "repo"
+    shutil.copytree(APPS, root / "apps")
+    shutil.copytree(ROOT / "packages", root / "packages")
+    for f in ("market-index.json", "market-offer.json"):
+        shutil.copy(ROOT / f, root / f)
+    at_105s_configuration(root)
+    assert check(root, "--format", "json", monkeypatch=monkeypatch) == ExitCode.FINDINGS  # a draft over budget
+    capsys.readouterr()
+    assert main(["release", LLAMA, "--apps-dir", str(root / "apps"), "--bump", "patch", "--summary", "1.0.5 again",
+                 "--date", "2026-06-01", "--allow", "vram.budget", "--skip-rehearsal", "no control plane in this test"]) \
+        == ExitCode.OK, capsys.readouterr().err
+    capsys.readouterr()
+    assert check(root, "--format", "json", monkeypatch=monkeypatch) == ExitCode.OK
+    doc = json.loads(capsys.readouterr().out)
+    budget = [f for f in doc["findings"] if f["rule"].startswith("vram.budget") and f["message"].count("tight: ")]
+    assert budget and all(f["severity"] == "warning" and "released with `release --allow vram.budget` over this "
+                          "verdict" in f["message"] for f in budget)
+    # a later draft (a version not released) has no allowance of its own
+    path = root / "apps" / LLAMA / "app.yaml"
+    text = path.read_text()
+    version = re.search(r"^version: (\S+)$", text, re.M).group(1)  # type: ignore[union-attr]
+    path.write_text(text.replace(f"\nversion: {version}\n", "\nversion: 9.9.9\n"))
+    assert check(root, "--format", "json", monkeypatch=monkeypatch) == ExitCode.FINDINGS

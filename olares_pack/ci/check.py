@@ -94,15 +94,38 @@ def lint_stage(repo: Repo, stage: Stage) -> None:
             continue
         charts += len(sources)
         results = place_results(lint_charts(sources, LintOptions()), sources, cwd=Path.cwd())
+        allowed = recorded_allowance(repo, app_dir.name, sources[0].app) if sources else None
         for result in results:
             subject = f"{app_dir.name}@{result.label.rsplit('@', 1)[-1]}"
             for f in result.findings:
                 where = f"{f.path}: " if f.path else ""
                 hint = f" (hint: {f.hint})" if f.hint else ""
                 rule = f"{f.rule} (policy)" if f.kind == "policy" else f.rule
-                stage.findings.append(CheckFinding("lint", rule, f.severity, _rel(repo, f.file), f.line,
-                                                   f"{subject}: {where}{f.message}{hint}", subject))
+                severity, said = f.severity, f"{subject}: {where}{f.message}{hint}"
+                if f.rule == ALLOW_VRAM and severity == "error" and allowed is not None and f.message in allowed[1]:
+                    # released knowingly over this very verdict: the release's allowance holds
+                    severity, said = "warning", f"{said} (allowed: {allowed[0]} was released with `release --allow " \
+                                                f"{ALLOW_VRAM}` over this verdict, its changelog says)"
+                stage.findings.append(CheckFinding("lint", rule, severity, _rel(repo, f.file), f.line, said, subject))
     stage.checked = f"{len(dirs)} app(s), {charts} chart(s)"
+
+
+ALLOW_VRAM = "vram.budget"
+
+
+def recorded_allowance(repo: Repo, name: str, app: Any) -> tuple[str, str] | None:
+    """(version, notes) when app.yaml's version is published and its release record's changelog
+    says it was released with `--allow vram.budget` (catalogue/releases.py _note_over_budget
+    writes that line with the verdict); None otherwise. Read from the release record, not
+    app.yaml, so that an edit of app.yaml cannot grant itself the allowance."""
+    from olares_pack.catalogue import records
+
+    version = getattr(app, "version", None)
+    if version is None or version not in records.versions(repo, name):
+        return None
+    rec = records.read(repo, name, version)
+    notes = next((e.notes or "" for e in rec.changelog if e.version == version), "")
+    return (version, notes) if f"`release --allow {ALLOW_VRAM}`" in notes else None
 
 
 def _input_findings(stage: str, rule: str, exc: InputError, repo: Repo, file: Path, subject: str) -> list[CheckFinding]:
