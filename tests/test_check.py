@@ -202,3 +202,31 @@ def test_check_reads_the_allowance_a_release_recorded(monkeypatch: pytest.Monkey
     version = re.search(r"^version: (\S+)$", text, re.M).group(1)  # type: ignore[union-attr]
     path.write_text(text.replace(f"\nversion: {version}\n", "\nversion: 9.9.9\n"))
     assert check(root, "--format", "json", monkeypatch=monkeypatch) == ExitCode.FINDINGS
+
+
+def test_a_yaml_error_is_annotated_on_its_line_and_offer_and_bench_still_run(
+        catalogue: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    path = catalogue / "apps" / LLAMA / "app.yaml"
+    line = line_of(path, "  alias: ")
+    lines = path.read_text().splitlines(True)
+    lines[line - 1] = "  alias: [unclosed\n"  # the parser notices on the next line; the fault is here
+    path.write_text("".join(lines))
+    assert check(catalogue, "--format", "json", monkeypatch=monkeypatch) == ExitCode.FINDINGS
+    doc = json.loads(capsys.readouterr().out)
+    loads = [f for f in doc["findings"] if f["rule"] in ("manifest.load", "check.build")]
+    assert loads and {f["line"] for f in loads} == {line}
+    status = {s["stage"]: s["status"] for s in doc["stages"]}
+    assert status["offer"] == "passed" and status["bench"] == "passed"
+    assert "release records do not load" not in json.dumps(doc)
+
+
+def test_an_edited_published_field_and_an_edited_bench_record_are_annotated_where_edited(
+        catalogue: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    path = catalogue / "apps" / LLAMA / "app.yaml"
+    path.write_text(path.read_text().replace("  ctx_size: 262144\n", "  ctx_size: 131072\n", 1))
+    bench = catalogue / "apps" / LLAMA / "bench" / "1.0.13.json"
+    bench.write_text(bench.read_text().replace('"note": "', '"note": "EDITED ', 1))
+    assert check(catalogue, "--format", "github", monkeypatch=monkeypatch) == ExitCode.FINDINGS
+    errors = {a["title"]: a for a in annotations(capsys.readouterr().out) if a["level"] == "error"}
+    assert errors["check.published-edit"]["line"] == str(line_of(path, "  ctx_size: 131072"))
+    assert errors["check.bench-record"]["line"] == str(line_of(bench, '"note": "EDITED '))

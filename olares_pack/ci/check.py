@@ -151,21 +151,32 @@ def _rel(repo: Repo, file: str | Path) -> str:
 def catalogue_stages(repo: Repo) -> list[Stage]:
     """`build --check`'s issues (catalogue/checks.py check), each in the stage of the file it is
     about: market-offer.json, a bench record, or the rest (ledger, packages, records, app.yaml)."""
+    from olares_pack.bench.records import check as bench_records
     from olares_pack.catalogue import checks
 
     build, offer, bench = Stage("build"), Stage("offer"), Stage("bench")
-    try:
-        with repo.open(write=False):
+    with repo.open(write=False):
+        try:
             recs = checks.load_records(repo)
-            issues = checks.check(repo, recs)
-    except InputError as exc:  # a release record that does not load: a finding where it is, the gate goes on
-        build.findings += _input_findings("build", "check.build", exc, repo, repo.index_file, "")
-        build.checked = "the release records"
-        offer.skipped = bench.skipped = "the release records do not load"
-        return [build, offer, bench]
-    versions = sum(len(v) for v in recs.values())
-    build.checked = f"{len(recs)} published app(s), {versions} version(s), the ledger and packages"
-    offer.checked = OFFER_FILE
+        except InputError as exc:  # a release record that does not load: a finding where it is, the gate goes on
+            build.findings += _input_findings("build", "check.build", exc, repo, repo.index_file, "")
+            build.checked = "the release records"
+            offer.skipped = "the release records do not load"
+            issues = [checks.Issue(repo.rel(p), why) for p, why in bench_records(repo.apps_dir)]
+            recs = {}
+        else:
+            try:
+                issues = checks.check(repo, recs)
+                build.checked = (f"{len(recs)} published app(s), {sum(len(v) for v in recs.values())} version(s), "
+                                 "the ledger and packages")
+            except InputError as exc:  # an app.yaml that does not load (lint places it): offer and bench still run
+                build.findings += [f for p in exc.problems for f in _input_findings(
+                    "build", "check.build", InputError("", [p]), repo, Path(p.file), "")] or \
+                    _input_findings("build", "check.build", exc, repo, repo.index_file, "")
+                build.checked = "the ledger and packages, stopped at an app.yaml that does not load"
+                issues = checks.offer_issues(repo, recs)
+                issues += [checks.Issue(repo.rel(p), why) for p, why in bench_records(repo.apps_dir)]
+    offer.checked = OFFER_FILE if not offer.skipped else ""
     bench.checked = f"{len(_bench_files(repo))} bench record file(s)"
     for issue in issues:
         path = Path(issue.file)
@@ -173,12 +184,32 @@ def catalogue_stages(repo: Repo) -> list[Stage]:
             offer.findings.append(CheckFinding("offer", "check.offer", "error", issue.file, None, issue.message))
         elif len(path.parts) >= 3 and path.parts[-2] == "bench" and path.suffix == ".json":
             bench.findings.append(CheckFinding("bench", "check.bench-record", "error", issue.file,
-                                               _json_line(repo.root / path, issue.message), issue.message))
+                                               _json_line(repo.root / path, issue.message)
+                                               or _first_changed_line(repo, path), issue.message))
         else:
-            line = _line_of(repo.root / path, ("version",)) if path.name == MANIFEST_FILE else None
+            line = _edited_line(repo.root / path, issue.message) if path.name == MANIFEST_FILE else None
             rule = "check.published-edit" if path.name == MANIFEST_FILE else "check.build"
             build.findings.append(CheckFinding("build", rule, "error", issue.file, line, issue.message))
     return [build, offer, bench]
+
+
+def _edited_line(path: Path, message: str) -> int | None:
+    """The line of the first field a published-edit issue names (`differs from it at server.ctx_size`),
+    else of `version:`."""
+    m = re.search(r"differs from it at ([A-Za-z0-9_.\[\]-]+)", message)
+    if m:
+        loc = tuple(int(p) if p.isdigit() else p for p in re.split(r"[.\[\]]+", m.group(1)) if p)
+        if (line := _line_of(path, loc)) is not None:
+            return line
+    return _line_of(path, ("version",))
+
+
+def _first_changed_line(repo: Repo, rel: Path) -> int | None:
+    """The first line of a file that differs from its committed text (git diff's first hunk), for
+    an append-only file edited in place; None without git or a difference."""
+    diff = _git(repo.root, "diff", "--unified=0", "HEAD", "--", rel.as_posix())
+    m = re.search(r"^@@ -\d+(?:,\d+)? \+(\d+)", diff.stdout, re.M) if diff.returncode == 0 else None
+    return int(m.group(1)) if m else None
 
 
 def _bench_files(repo: Repo) -> list[Path]:
