@@ -96,6 +96,8 @@ def test_replay_1_0_8_proposes_draft_mtp_the_new_repository_and_says_why(
     (["--engine-build", "b12345"], "llama.cpp build 'b12345' is not in the flag registry"),
     (["--engine-build", "b9553"], "server-cuda-b9553: not found"),  # known build, no such tag (only cuda13)
     (["--image-tag", "9.9.9"], "names no llama.cpp build"),
+    (["--image-tag", "server-cuda-b9999"], "server-cuda-b9999: not found on"),
+    (["--image-tag", "server-cuda-b9999"], "nearest tags: 0.1.0"),  # the fork's only tag: the docs promise them
     (["--engine-build", "b9101"], "cannot move to llama.cpp b9101: --spec-type mtp: not accepted by llama.cpp b9101"),
     (["--model-revision", "v404"], "no such revision"),
     (["--quant", "absent.gguf"], f"absent.gguf is not in {NEW_REPO} at {C2} (its GGUF files: {QUANT}, {NEW_QUANT})"),

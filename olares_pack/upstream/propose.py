@@ -30,7 +30,7 @@ from olares_pack.apps.manifest import App, ChartApp, LlamaCppApp
 from olares_pack.catalogue import records
 from olares_pack.catalogue.journal import Transaction
 from olares_pack.catalogue.repo import LOCK_FILE, MANIFEST_FILE, Repo
-from olares_pack.common.errors import InputError
+from olares_pack.common.errors import InputError, TagNotFound
 from olares_pack.common.yamlsrc import load_yaml, roundtrip_yaml
 from olares_pack.engines import registry
 from olares_pack.remote import hub, oci
@@ -166,8 +166,28 @@ def choose_image(app: App, asked: Asked, client: oci.RegistryClient,
         why = f"the newest build found, {build}" if not note else f"{build}, the newest build found in the flag registry"
         resolved = oci.resolve_amd64(client, repo, tag)
         return ImageTarget(repo, tag, resolved.digest, build, why, note), note
-    resolved = oci.resolve_amd64(client, repo, tag)
+    try:
+        resolved = oci.resolve_amd64(client, repo, tag)
+    except TagNotFound as exc:
+        raise InputError(f"{exc}" if exc.nearest else f"{exc}; {nearest_tags(client, repo, tag, opts)}") from None
     return ImageTarget(repo, tag, resolved.digest, build, why), ""
+
+
+def nearest_tags(client: oci.RegistryClient, repository: str, tag: str, opts: outdated.Options) -> str:
+    """The tags nearest a missing one: of its build scheme, by build number; else by spelling."""
+    import difflib
+
+    listed = client.list_tags(oci.ImageName.parse(repository), page_size=opts.page_size)
+    if not listed:
+        return f"{repository} has no tags"
+    pattern = tags.scheme(tag)
+    if pattern is not None and (same := tags.of_scheme(listed, pattern)):
+        want = registry.build_number(registry.tag_build(tag) or "")
+        near = sorted(same, key=lambda b: (abs(registry.build_number(b) - want), registry.build_number(b)))[:5]
+        shown = [same[b] for b in sorted(near, key=registry.build_number)]
+    else:
+        shown = difflib.get_close_matches(tag, listed, n=5, cutoff=0.0)
+    return f"nearest tags: {', '.join(shown)}"
 
 
 # ---------------------------------------------------------------- the engine arguments
