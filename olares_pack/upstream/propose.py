@@ -313,6 +313,7 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
         node = tree["engine"]["image"]
         node["repository"] = image.repository
         node["tag"] = image.tag
+        pin.drop_comment_above(node, "digest")  # it spoke of the old image's digest
         pin.set_after(node, "digest", image.digest, "tag")
         changes.append(("image", f"{image.repository}:{image.tag} ({image.digest}) replaces "
                                  f"{app.engine.image.repository}:{app.engine.image.tag} ({image.why})"))
