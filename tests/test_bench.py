@@ -3,6 +3,7 @@ vLLM) with known per-run timings; the real engine is in test_bench_engine.py."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import statistics
@@ -194,6 +195,14 @@ def test_from_json_records_a_result_measured_elsewhere(repo: Path, capsys: pytes
     assert (rec.tool, rec.engine_build, rec.model_file) == ("olares-pack 0.0.9", "b11434-fake", "/models/fake-Q4_K_M.gguf")
     assert rec.started is not None and rec.runs[0].timings["predicted_n"] == 2000
     assert "result-from-the-gpu-box" not in records.path_of(repo / "apps" / NAME, "1.0.9").read_text()
+    # imported, not measured here: the record keeps the file's digest and history says so (issue 52.11)
+    assert rec.imported_sha256 == hashlib.sha256(result.read_bytes()).hexdigest()
+    assert f"imported from a file of SHA-256 {rec.imported_sha256}" in capsys.readouterr().err
+    assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--device", "H200", "--format", "json"]) == 0
+    row = next(r for r in json.loads(capsys.readouterr().out)["devices"][0]["versions"] if r["version"] == "1.0.9")
+    assert row["provenance"]["imported_sha256"] == rec.imported_sha256
+    assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--device", "H200", "--format", "markdown"]) == 0
+    assert f"synthetic model, imported (sha256 {rec.imported_sha256[:12]}…)" in capsys.readouterr().out
     assert (repo / "apps" / NAME / "bench" / "1.0.9.raw" / "anchor.json").read_text() == "anchor output\n"
     assert records.versions(repo / "apps" / NAME) == ["1.0.5", "1.0.6", "1.0.7", "1.0.8", "1.0.9", "1.0.13"]
     assert records.check(repo / "apps") == []

@@ -139,7 +139,10 @@ def test_compare_of_equal_servers_is_within_noise(repo: Path, capsys: pytest.Cap
 
 def test_compare_with_a_single_published_figure_cannot_tell(capsys: pytest.CaptureFixture[str]) -> None:
     # 1.0.9's notes give a mean and a range, not the runs
-    code = main(["compare", NAME, "1.0.7", "1.0.9"])
+    # they ran different engine builds: a refusal (exit 1) unless allowed, even with no runs to test
+    assert main(["compare", NAME, "1.0.7", "1.0.9"]) == ExitCode.FINDINGS
+    assert "measured differently: engine build" in capsys.readouterr().err
+    code = main(["compare", NAME, "1.0.7", "1.0.9", "--allow-method-change"])
     out = capsys.readouterr().out
     assert code == 0 and "verdict: cannot tell: one figure (1.0.9)" in out and "Welch" not in out
 
@@ -189,3 +192,71 @@ def test_experiment_files_are_append_only(repo: Path) -> None:
 
     assert compare.side_of(app_dir, "e1").tps == [80.0, 81.0, 82.0]
     assert compare.side_of(app_dir, "e1:version's own").label == "e1:version's own"
+
+
+# ---------------------------------------------------------------- issue 52: off the happy path
+
+
+def same(mean: float, n: int, drafted: list[int] | None = None, accepted: list[int] | None = None) -> list[dict[str, float]]:
+    """Runs the server reports with one and the same tokens/s (a deterministic engine, a cache)."""
+    drafted, accepted = drafted or [1600] * (n + 2), accepted or [1300] * (n + 2)
+    return [{"prompt_n": 120, "prompt_per_second": 400.0, "predicted_n": 2000, "predicted_per_second": mean,
+             "draft_n": drafted[i], "draft_n_accepted": accepted[i]} for i in range(n + 2)]
+
+
+def test_identical_runs_are_recorded_and_history_reads_them(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # every run 70.0 tokens/s: bench crashed in stability's split (min() of an empty group), exit 3
+    doc = record(repo, capsys, "1.0.15", same(70.0, 6), "--runs", "6")
+    assert doc["stability"]["pattern"] == "steady" and doc["stability"]["cv_pct"] == 0
+    assert records.read(repo / "apps" / NAME, "1.0.15").records[-1].runs[0].tokens_per_s == 70.0
+    for device in ("test rig", "RTX 5090"):  # the record's own device, and a filter that leaves it out
+        code = main(["history", NAME, "--apps-dir", str(repo / "apps"), "--device", device, "--format", "json"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+    assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--device", "test rig", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["devices"][0]["versions"][-1]
+    assert row["stability"] == "steady (σ 0.0 %)"
+
+
+def test_compare_pools_acceptance_as_history_does(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # runs of 100/100 and 500/1000 accepted drafts: per-run mean 75 %, pooled 600/1100 = 54.5 %
+    drafted, accepted = [100, 1000] * 4, [100, 500] * 4
+    record(repo, capsys, "1.0.15", same(70.0, 6, drafted, accepted), "--runs", "6")
+    record(repo, capsys, "1.0.16", same(70.0, 6, drafted, accepted), "--runs", "6")
+    code, out, err = compare(repo, capsys, "1.0.15", "1.0.16", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["a"]["acceptance"] == pytest.approx(600 / 1100)
+    assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--device", "test rig", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["devices"][0]["versions"][-1]
+    assert row["acceptance"] == "54.5 %"
+    code, out, _ = compare(repo, capsys, "1.0.15", "1.0.16")
+    assert "acceptance 54.5 % (pooled)" in out and "75.0" not in out
+
+
+def test_no_confident_verdict_on_a_drifting_or_cycling_series(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    record(repo, capsys, "1.0.15", steady(80.0, 10))
+    record(repo, capsys, "1.0.16", drifting(80.0, -1.0, 10, warmups=2))  # mean 75.5: "slower" by Welch alone
+    record(repo, capsys, "1.0.17", cycling(80.0, 70.0, 5, 4, 18, warmups=2), "--runs", "18")
+    assert welch([t["predicted_per_second"] for t in steady(80.0, 10)[2:]],
+                 [t["predicted_per_second"] for t in drifting(80.0, -1.0, 10)]).real  # what a bare test would claim
+    code, out, _ = compare(repo, capsys, "1.0.15", "1.0.16")
+    assert code == 0
+    assert "verdict: cannot tell: runs not independent (1.0.16: drifts" in out and "verdict: slower" not in out
+    assert "Welch's test assumes independent runs" in out
+    code, out, _ = compare(repo, capsys, "1.0.15", "1.0.17", "--format", "json")
+    doc = json.loads(out)
+    assert doc["verdict"].startswith("cannot tell: runs not independent (1.0.17: cycles every 9 runs")
+    assert doc["runs_not_independent"] and doc["tokens_per_s"]["low"] < doc["tokens_per_s"]["high"]
+    assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--device", "test rig", "--format", "json"]) == 0
+    rows = {r["version"]: r for r in json.loads(capsys.readouterr().out)["devices"][0]["versions"]}
+    assert rows["1.0.16"]["verdict"].startswith("cannot tell: runs not independent")
+    assert rows["1.0.17"]["verdict"].startswith("cannot tell: runs not independent")
+
+
+def test_compare_with_a_method_difference_exits_1_even_without_runs(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    record(repo, capsys, "1.0.15", steady(70.0, 10))
+    record(repo, capsys, "1.0.16", steady(70.0, 1, warmups=0), "--runs", "1", "--warmups", "0", "--max-tokens", "1000")
+    code, out, err = compare(repo, capsys, "1.0.15", "1.0.16")
+    assert code == ExitCode.FINDINGS and out == "" and "generated tokens: 2000 → 1000" in err
+    code, out, _ = compare(repo, capsys, "1.0.15", "1.0.16", "--allow-method-change")
+    assert code == 0 and "verdict: cannot tell: one run (1.0.16)" in out

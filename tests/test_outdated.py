@@ -395,6 +395,10 @@ def test_the_bundled_apps(upstream: Upstream, hub: FakeHub, tmp_path: Path, caps
                  upstream.repo("ggml-org/llama.cpp"), "--date", "2026-06-03"]) == ExitCode.OK, capsys.readouterr().err
     after = (apps / APP / "app.yaml").read_text()
     comments = [line[line.index("#"):] for line in before.splitlines() if "#" in line and not line.lstrip().startswith("- {")]
+    # the comment above the digest spoke of the old image's digest: gone with it (issue 52, small)
+    old_digest = [c for c in comments if "sha256:7451496e224c9" in c or "imagetools inspect" in c]
+    assert len(old_digest) == 2 and not any(c in after for c in old_digest)
+    comments = [c for c in comments if c not in old_digest]
     assert comments and all(any(c in line for line in after.splitlines()) for c in comments)
     assert re.search(r"\n  build: b9409 +# flag registry: olares_pack/engines/data/llamacpp-history.yaml\n", after)
     assert "    type: draft-mtp\n" in after and f"\nversion: {next_patch(APP)}\n" in after
@@ -419,3 +423,63 @@ def test_the_hub_states_a_repository_can_be_in(hub: FakeHub) -> None:
     hub.repos[NEW_REPO].gated = True
     gated = hf.repo_state(NEW_REPO, "main")
     assert gated.status == "gated" and gated.pin is not None and "granted access" in gated.detail
+
+
+# ---------------------------------------------------------------- issue 52: off the happy path
+
+
+@needs_registry
+def test_an_unpinned_image_and_tags_in_numeric_order(upstream: Upstream, hub: FakeHub, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # an image with no digest: a moved tag cannot be seen, said like the model side's "unpinned";
+    # newer tags b9409, b11434, b12000 listed in build order, not as strings
+    lay = Layout(tmp_path / "layout")
+    for b in ("b9254", "b9409", "b11434", "b12000"):
+        lay.multiarch(f"server-cuda-{b}", text=f"numeric:{b}")
+        upstream.reg.push(tmp_path / "layout", f"server-cuda-{b}", "numeric/llama.cpp")
+    apps = tmp_path / "apps"
+    (apps / APP).mkdir(parents=True)
+    text = (APPS / APP / "app.yaml").read_text()
+    text = text.replace("repository: docker.io/aamsellem/llama-cpp-mtp", f"repository: {upstream.repo('numeric/llama.cpp')}")
+    text = text.replace("tag: master-ad27757", "tag: server-cuda-b9254").replace("build: ad27757", "build: b9254")
+    text = text.replace("\nmodel:\n", "\n  shared: false\n\nmodel:\n", 1)
+    assert "digest: null" in text
+    (apps / APP / "app.yaml").write_text(text)
+    code, doc, _ = outdated(capsys, APP, "--apps-dir", str(apps), "--upstream-image", upstream.repo("numeric/llama.cpp"))
+    items = doc["apps"][0]["items"]
+    unpinned = [i for i in items if (i["part"], i["kind"]) == ("image", "unpinned")]
+    assert len(unpinned) == 1 and "not pinned to a digest: a moved tag cannot be seen" in unpinned[0]["message"]
+    newer = [i["upstream"].split("@")[0] for i in items if i["kind"] == "newer-tag"]
+    assert newer == ["server-cuda-b9409", "server-cuda-b11434", "server-cuda-b12000"]
+    main(["outdated", APP, "--apps-dir", str(apps), "--upstream-image", upstream.repo("numeric/llama.cpp")])
+    out = capsys.readouterr().out
+    assert out.index("server-cuda-b9409 (") < out.index("server-cuda-b11434 (") < out.index("server-cuda-b12000 (")
+
+
+def test_a_malformed_app_does_not_stop_the_others(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    apps = tmp_path / "apps"
+    (apps / "broken").mkdir(parents=True)
+    (apps / "broken" / "app.yaml").write_text("name: broken\nversion: [\n")
+    (apps / "chart").mkdir()
+    shutil.copytree(APPS / APP, apps / APP)
+    text = (apps / APP / "app.yaml").read_text()
+    # an imported chart needs no registry: use the llama app with no reachable registry instead
+    closed = f"127.0.0.1:{free_port()}"
+    (apps / APP / "app.yaml").write_text(text.replace("repository: docker.io/", f"repository: {closed}/"))
+    shutil.rmtree(apps / "chart")
+    code, doc, err = outdated(capsys, "--apps-dir", str(apps), "--upstream-image", f"{closed}/ggml-org/llama.cpp")
+    by_app = {a["app"]: a for a in doc["apps"]}
+    assert by_app["broken"]["status"] == "invalid" and "broken/app.yaml" in err
+    assert by_app[APP]["items"], "the other app was still checked"
+    assert code == ExitCode.INPUT
+
+
+@pytest.mark.parametrize("args", [["outdated", "--upstream-image", "not a repo!!"],
+                                  ["propose", APP, "--upstream-image", "not a repo!!"],
+                                  ["propose", APP, "--lock-timeout", "-5"]])
+def test_bad_options_are_refused_before_anything_is_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          args: list[str]) -> None:
+    shutil.copytree(APPS / APP, tmp_path / "apps" / APP)
+    assert main([*args, "--apps-dir", str(tmp_path / "apps")]) == ExitCode.INPUT
+    err = capsys.readouterr().err
+    assert ("is not an image repository" in err or "-5" in err) and "unreachable" not in err

@@ -5,6 +5,7 @@ nothing. The replay: from 1.0.8 toward upstream llama.cpp b9409."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,8 @@ def test_replay_1_0_8_proposes_draft_mtp_the_new_repository_and_says_why(
     (["--engine-build", "b12345"], "llama.cpp build 'b12345' is not in the flag registry"),
     (["--engine-build", "b9553"], "server-cuda-b9553: not found"),  # known build, no such tag (only cuda13)
     (["--image-tag", "9.9.9"], "names no llama.cpp build"),
+    (["--image-tag", "server-cuda-b9999"], "server-cuda-b9999: not found on"),
+    (["--image-tag", "server-cuda-b9999"], "nearest tags: 0.1.0"),  # the fork's only tag: the docs promise them
     (["--engine-build", "b9101"], "cannot move to llama.cpp b9101: --spec-type mtp: not accepted by llama.cpp b9101"),
     (["--model-revision", "v404"], "no such revision"),
     (["--quant", "absent.gguf"], f"absent.gguf is not in {NEW_REPO} at {C2} (its GGUF files: {QUANT}, {NEW_QUANT})"),
@@ -140,3 +143,57 @@ def test_a_removed_flag_in_extra_args_takes_its_successor(upstream: Upstream, hu
     assert doc["server"]["extra_args"] == ["--spec-draft-n-min", "2"]
     assert any(c["text"].startswith("--draft-min → --spec-draft-n-min: --draft-min was removed upstream")
                for c in doc["changelog"][-1]["changes"])
+
+
+def _upstream_with_an_unknown_newest_build(upstream: Upstream, tmp_path: Path) -> str:
+    """An upstream repository whose newest build (b99999) is newer than the flag registry."""
+    from registry import Layout
+
+    lay = Layout(tmp_path / "layout")
+    for b in ("b9254", "b9409", "b99999"):
+        lay.multiarch(f"server-cuda-{b}", text=f"unknown-newest:{b}")
+        upstream.reg.push(tmp_path / "layout", f"server-cuda-{b}", "unknown-newest/llama.cpp")
+    return upstream.repo("unknown-newest/llama.cpp")
+
+
+@needs_registry
+def test_a_fork_moves_to_the_newest_known_build_and_says_why_not_the_newest(
+        upstream: Upstream, hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 52.4: the newest upstream build not in the flag registry made propose drop the engine
+    # move without a word (the draft changed only the model, --spec-type mtp stayed)
+    ups = _upstream_with_an_unknown_newest_build(upstream, tmp_path)
+    apps = catalogue_at_1_0_8(tmp_path / "repo", upstream.repo("aamsellem/llamacpp-mtp"))
+    # outdated on the same state names the target propose takes: its flag items are against b9409, not the unknown build
+    code = main(["outdated", APP, "--apps-dir", str(apps), "--upstream-image", ups, "--format", "json"])
+    items = json.loads(capsys.readouterr().out)["apps"][0]["items"]
+    assert any(i["kind"] == "renamed-value" and "→ b9409" in i["source"] for i in items)
+    code = main(["propose", APP, "--apps-dir", str(apps), "--upstream-image", ups, "--date", "2026-05-22"])
+    err = capsys.readouterr().err
+    assert code == ExitCode.OK, err
+    doc = yaml.safe_load((apps / APP / "app.yaml").read_text())
+    assert doc["engine"]["image"]["tag"] == "server-cuda-b9409" and doc["engine"]["build"] == "b9409"
+    assert doc["server"]["speculative"]["type"] == "draft-mtp"
+    why = "llama.cpp b99999, the newest build found, is not in the flag registry"
+    assert why in err and "the draft moves to b9409" in err
+    assert why in doc["changelog"][-1]["notes"]
+
+
+@needs_registry
+def test_the_changelog_names_a_change_of_the_served_model_name(upstream: Upstream, hub: FakeHub, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 52.7: without --alias the API answers with the model path, which holds the repository's
+    # name and revision: the rename changes the name every client sends
+    apps = catalogue_at_1_0_8(tmp_path / "repo", upstream.repo("aamsellem/llamacpp-mtp"))
+    path = apps / APP / "app.yaml"
+    doc = yaml.safe_load(path.read_text())
+    had_alias = doc["server"].pop("alias", None)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    assert main(propose(apps, upstream, "--engine-build", "b9254")) == ExitCode.OK, capsys.readouterr().err
+    texts = [c["text"] for c in yaml.safe_load(path.read_text())["changelog"][-1]["changes"]]
+    [line] = [t for t in texts if t.startswith("the served model name changes: ")]
+    assert OLD_REPO in line.split(" → ")[0] and NEW_REPO in line.split(" → ")[1] and C2 in line
+    if had_alias:  # with an alias the name stays: no such line
+        apps = catalogue_at_1_0_8(tmp_path / "repo2", upstream.repo("aamsellem/llamacpp-mtp"))
+        assert main(propose(apps, upstream, "--engine-build", "b9254")) == ExitCode.OK
+        doc = yaml.safe_load((apps / APP / "app.yaml").read_text())
+        assert not any("served model name" in c["text"] for c in doc["changelog"][-1]["changes"])

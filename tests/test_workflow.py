@@ -440,3 +440,22 @@ def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
     from tests.test_outdated import local_hub
 
     yield from local_hub(monkeypatch, tmp_path)
+
+
+@pytest.mark.parametrize(("cron", "why"), [("99 99 * * *", "minute '99': expected 0–59"),
+                                           ("0 24 * * *", "hour '24': expected 0–23"),
+                                           ("0 4 0 * *", "day of month '0': expected 1–31"),
+                                           ("0 4 * 13 *", "month '13'"), ("0 4 * * 8", "day of week '8'"),
+                                           ("*/0 4 * * *", "the step after / is a number from 1"),
+                                           ("0 5-3 * * *", "the range runs backwards"), ("0 4 * *", "4 field(s)")])
+def test_init_refuses_a_cron_expression_github_would_reject(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            cron: str, why: str) -> None:
+    assert main(["init", "--ci", "github", "--root", str(tmp_path), "--cron", cron]) == ExitCode.INPUT
+    assert why in capsys.readouterr().err
+    assert not (tmp_path / ".github").exists()  # nothing written
+
+
+def test_init_takes_the_cron_forms_github_documents(tmp_path: Path) -> None:
+    for i, cron in enumerate(("17 4 * * *", "*/15 0-6,22 1 JAN-MAR mon-fri", "0 0 * * SUN")):
+        (tmp_path / str(i)).mkdir()
+        assert main(["init", "--ci", "github", "--root", str(tmp_path / str(i)), "--cron", cron]) == ExitCode.OK

@@ -107,6 +107,23 @@ def set_after(node: Any, key: str, value: Any, after: str) -> None:
     node.insert(keys.index(after) + 1 if after in keys else len(keys), key, value)
 
 
+def drop_comment_above(node: Any, key: str) -> None:
+    """Remove the comment lines just above `key` (ruamel keeps them on the key before it, after
+    that line's own end): they described the value being replaced. The line's own inline comment stays."""
+    keys = list(node.keys())
+    if key not in keys or keys.index(key) == 0:
+        return
+    slot = node.ca.items.get(keys[keys.index(key) - 1])
+    tok = slot[2] if slot and len(slot) > 2 else None
+    if tok is None or "\n" not in tok.value:
+        return
+    own = tok.value.split("\n", 1)[0]
+    if own.strip():
+        tok.value = own + "\n"
+    else:
+        slot[2] = None
+
+
 HELPER_IMAGE_FIELDS = ("llm_init", "chown_image", "proxy_image")
 
 

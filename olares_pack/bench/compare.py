@@ -3,7 +3,10 @@ latest record with figures) or experiment configurations (NAME for the best-rank
 of the experiment's latest record, NAME:LABEL for one by its label).
 
 Generation tokens/s and draft acceptance (accepted over drafted, per run) are compared by
-Welch's t-test (welch.py: why that test). The two sides must have been measured the same way:
+Welch's t-test (welch.py: why that test); the acceptance shown is pooled (Σ accepted over
+Σ drafted), as `history` and the docs give it. Welch's test assumes independent runs: a side whose
+series drifts or alternates between two states (stability.py) gets no confident verdict, only
+the interval, labelled. The two sides must have been measured the same way:
 the prompt, the generated tokens, the sampling, the device, the engine build and the model file;
 a difference is a refusal unless it is allowed, and then it is printed with the result."""
 
@@ -16,10 +19,14 @@ from typing import Any
 
 from olares_pack.bench import experiments, records
 from olares_pack.bench.records import MethodRecord, RunFigures
+from olares_pack.bench.stability import MIN_RUNS, Stability, analyse
 from olares_pack.bench.welch import Welch, welch
 from olares_pack.common.errors import InputError
 
 ONE_FIGURE = "cannot tell: one figure"
+# Welch's test needs independent runs; a drifting or two-state series breaks that, so its
+# interval is shown but no faster/slower is claimed
+NOT_INDEPENDENT = "cannot tell: runs not independent"
 
 
 @dataclass
@@ -40,8 +47,19 @@ class Side:
 
     @property
     def acceptance(self) -> list[float]:
+        """Per-run acceptance: the samples Welch's test compares."""
         return [r.draft_accepted / r.draft_n for r in self.runs
                 if r.draft_n and r.draft_accepted is not None]
+
+    def pooled_acceptance(self) -> float | None:
+        """Σ accepted over Σ drafted, as history (stats.summarize) and the docs give acceptance."""
+        counted = [r for r in self.runs if r.draft_n and r.draft_accepted is not None]
+        drafted = sum(r.draft_n or 0 for r in counted)
+        return sum(r.draft_accepted or 0 for r in counted) / drafted if drafted else None
+
+    def stability(self) -> Stability | None:
+        """The run series' pattern in the order the runs ran; None under stability.MIN_RUNS runs."""
+        return analyse(self.tps) if len(self.runs) >= MIN_RUNS else None
 
     def mean(self) -> float | None:
         return statistics.fmean(self.tps) if self.runs else self.published_mean
@@ -104,12 +122,13 @@ class Comparison:
     differences: list[str]
     unknown: list[str]
     allowed: bool  # methods differ and --allow-method-change said go on
+    dependent: list[str] = field(default_factory=list)  # sides whose runs are not one steady state, in words
 
     def to_dict(self) -> dict[str, Any]:
         def side(s: Side) -> dict[str, Any]:
             return {"label": s.label, "kind": s.kind, "runs": len(s.runs), "mean": s.mean(),
                     "stdev": statistics.stdev(s.tps) if len(s.runs) > 1 else None,
-                    "acceptance": statistics.fmean(s.acceptance) if s.acceptance else None, **s.config}
+                    "acceptance": s.pooled_acceptance(), **s.config}
 
         a_mean = self.a.mean()
         return {"a": side(self.a), "b": side(self.b), "verdict": self.verdict,
@@ -117,7 +136,7 @@ class Comparison:
                 "acceptance": self.acceptance.to_dict() if self.acceptance else None,
                 "method": "Welch's t-test, Welch–Satterthwaite degrees of freedom, 95 % interval of B − A",
                 "method_differences": self.differences, "unknown_on_one_side": self.unknown,
-                "method_change_allowed": self.allowed}
+                "method_change_allowed": self.allowed, "runs_not_independent": self.dependent}
 
 
 def verdict_of(w: Welch) -> str:
@@ -133,7 +152,10 @@ def compare(a: Side, b: Side, allow_method_change: bool = False) -> Comparison:
                           bool(differ) and allow_method_change)
     speed = welch(a.tps, b.tps)
     acc = welch(a.acceptance, b.acceptance) if len(a.acceptance) > 1 and len(b.acceptance) > 1 else None
-    return Comparison(a, b, verdict_of(speed), speed, acc, differ, unknown, bool(differ) and allow_method_change)
+    dependent = [f"{s.label}: {st.text()}" for s in (a, b) if (st := s.stability()) is not None
+                 and st.pattern in ("drift", "two-state", "periodic")]
+    verdict = (f"{NOT_INDEPENDENT} ({'; '.join(dependent)})" if dependent else verdict_of(speed))
+    return Comparison(a, b, verdict, speed, acc, differ, unknown, bool(differ) and allow_method_change, dependent)
 
 
 def lines(c: Comparison) -> list[str]:
@@ -146,13 +168,15 @@ def lines(c: Comparison) -> list[str]:
         m = s.mean()
         fig = (f"{m:.2f} tokens/s mean of {len(s.runs)} runs, σ {statistics.stdev(s.tps):.2f}" if len(s.runs) > 1
                else f"{m:.2f} tokens/s, {'one figure' if not s.runs else 'one run'}" if m is not None else "no figure")
-        acc = f", acceptance {statistics.fmean(s.acceptance) * 100:.1f} %" if s.acceptance else ""
+        pooled = s.pooled_acceptance()
+        acc = f", acceptance {pooled * 100:.1f} % (pooled)" if pooled is not None else ""
         out.append(f"{'A' if s is c.a else 'B'} {s.label} ({s.kind}): {fig}{acc}")
     if c.speed is not None:
         w, base = c.speed, c.a.mean() or 1.0
         out.append(f"tokens/s B − A: {w.diff:+.2f} ({w.diff / base * 100:+.1f} %), 95 % CI {w.low:+.2f} … {w.high:+.2f} "
                    f"({w.low / base * 100:+.1f} … {w.high / base * 100:+.1f} %), Welch t {w.t:.2f}, df {w.df:.1f}, "
-                   f"p {w.p:.3f}")
+                   f"p {w.p:.3f}" + (" — Welch's test assumes independent runs, which these are not: the "
+                                     "interval is indicative only" if c.dependent else ""))
     if c.acceptance is not None:
         w = c.acceptance
         out.append(f"acceptance B − A: {w.diff * 100:+.1f} points, 95 % CI {w.low * 100:+.1f} … {w.high * 100:+.1f}, "

@@ -121,7 +121,7 @@ def section(app_dir: Path, app: str) -> str:
                 "| version | tokens/s | draft acceptance | vs previous | stability | figures |", "|---|---|---|---|---|---|"]
         out += [f"| {r.version} | {r.summary.range_text() if r.summary else '—'} | "
                 f"{r.summary.acceptance_text() if r.summary else '—'} | {r.delta_speed} | {r.stability} | "
-                f"{history.kind_label(r.kind)} |" for r in rows]
+                f"{history.figures_label(r)} |" for r in rows]
         out.append("")
     if not out:
         return ""

@@ -31,9 +31,12 @@ LEGEND = [
     "behaves, never the app's speed.",
     "σ: the sample standard deviation of the runs' tokens/s; beside each Δ tokens/s, whether it is more than noise "
     "(Welch's t-test on the two versions' runs, 95 % confidence interval of the change), or that it cannot tell "
-    "when a side is a single published figure.",
+    "when a side is a single published figure or its runs drift or cycle (Welch's test assumes independent runs).",
     "stability: a soak's outcome, and the pattern of the runs in the order they ran: steady, a drift, two states "
     "or a cycle (e.g. 5 fast, 4 slow).",
+    "imported: recorded by `bench --from-json` from a result file this olares-pack did not write as it measured; "
+    "the record keeps the file's SHA-256. Its runs agree with the server timings the file carries, which a "
+    "consistent edit of the file would not break.",
     "A Δ between figures of different kinds (e.g. transcribed → measured) is labelled: they were not taken the "
     "same way, so the change is indicative only.",
 ]
@@ -90,6 +93,8 @@ def provenance(rec: Record) -> dict[str, Any]:
                 "ended": rec.ended.isoformat() if rec.ended else None}
         if kind == "synthetic":
             out["synthetic_model"] = rec.synthetic_model
+        if rec.imported_sha256:
+            out["imported_sha256"] = rec.imported_sha256
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -124,7 +129,16 @@ def verdict(new: Record, old: Record) -> str:
     if c.speed is None:
         return "cannot tell: one figure" if not old.runs or not new.runs else "cannot tell: one run"
     w, base = c.speed, statistics.fmean(r.tokens_per_s for r in old.runs)
-    return f"{c.verdict}, 95 % CI {w.low / base * 100:+.1f} … {w.high / base * 100:+.1f} %"
+    ci = f"95 % CI {w.low / base * 100:+.1f} … {w.high / base * 100:+.1f} %"
+    if c.dependent:  # a drifting or two-state series: Welch's independence does not hold (see stability)
+        return f"{compare.NOT_INDEPENDENT}: {ci} only indicative, Welch's test assumes independent runs"
+    return f"{c.verdict}, {ci}"
+
+
+def figures_label(row: Row) -> str:
+    """The kind of a row's figures, and `imported (sha256 …)` when they came in a file."""
+    sha = row.provenance.get("imported_sha256")
+    return kind_label(row.kind) + (f", imported (sha256 {sha[:12]}…)" if sha else "")
 
 
 def kind_label(kind: str) -> str:
@@ -192,7 +206,7 @@ def cells(row: Row) -> list[str]:
     sigma = f"{s.stdev:.2f}" if s and s.stdev is not None else "—"
     delta = f"{row.delta_speed} ({row.verdict})" if row.verdict else row.delta_speed
     return [row.version + ("" if row.shipped else " (not shipped)"), row.changed or "—", s.range_text() if s else "—",
-            sigma, s.acceptance_text() if s else "—", delta, row.delta_acceptance, stability, kind_label(row.kind)]
+            sigma, s.acceptance_text() if s else "—", delta, row.delta_acceptance, stability, figures_label(row)]
 
 
 def sources(tabs: list[Table]) -> list[str]:

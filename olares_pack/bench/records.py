@@ -119,6 +119,10 @@ class Record(_Model):
     stability: RunStability | None = None  # the runs' pattern when recorded (absent in older records)
     note: str = ""
     attachments: list[str] = []  # raw outputs committed beside the file (paths relative to it)
+    # `bench --from-json`: the SHA-256 of the file the figures were imported from. Its runs agree
+    # with the server timings it carries, but the file was not written by this run of the tool, so
+    # the figures are labelled imported, never "measured by olares-pack bench" without a word
+    imported_sha256: str = Field(default="", pattern=r"^([0-9a-f]{64})?$")
     prev: str = ""
 
     def provenance_kind(self) -> Kind:

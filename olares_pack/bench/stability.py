@@ -121,6 +121,9 @@ def analyse(xs: list[float]) -> Stability:
         threshold, k = split
         lo = [x for x in xs if x <= threshold]
         hi = [x for x in xs if x > threshold]
+        if len(lo) < 2 or len(hi) < 2:  # equal figures: the split puts every run on one side
+            split = None
+    if split is not None:
         pooled = math.sqrt((sum((x - statistics.fmean(lo)) ** 2 for x in lo)
                             + sum((x - statistics.fmean(hi)) ** 2 for x in hi)) / (n - 2))
         gap = min(hi) - max(lo)

@@ -94,15 +94,38 @@ def lint_stage(repo: Repo, stage: Stage) -> None:
             continue
         charts += len(sources)
         results = place_results(lint_charts(sources, LintOptions()), sources, cwd=Path.cwd())
+        allowed = recorded_allowance(repo, app_dir.name, sources[0].app) if sources else None
         for result in results:
             subject = f"{app_dir.name}@{result.label.rsplit('@', 1)[-1]}"
             for f in result.findings:
                 where = f"{f.path}: " if f.path else ""
                 hint = f" (hint: {f.hint})" if f.hint else ""
                 rule = f"{f.rule} (policy)" if f.kind == "policy" else f.rule
-                stage.findings.append(CheckFinding("lint", rule, f.severity, _rel(repo, f.file), f.line,
-                                                   f"{subject}: {where}{f.message}{hint}", subject))
+                severity, said = f.severity, f"{subject}: {where}{f.message}{hint}"
+                if f.rule == ALLOW_VRAM and severity == "error" and allowed is not None and f.message in allowed[1]:
+                    # released knowingly over this very verdict: the release's allowance holds
+                    severity, said = "warning", f"{said} (allowed: {allowed[0]} was released with `release --allow " \
+                                                f"{ALLOW_VRAM}` over this verdict, its changelog says)"
+                stage.findings.append(CheckFinding("lint", rule, severity, _rel(repo, f.file), f.line, said, subject))
     stage.checked = f"{len(dirs)} app(s), {charts} chart(s)"
+
+
+ALLOW_VRAM = "vram.budget"
+
+
+def recorded_allowance(repo: Repo, name: str, app: Any) -> tuple[str, str] | None:
+    """(version, notes) when app.yaml's version is published and its release record's changelog
+    says it was released with `--allow vram.budget` (catalogue/releases.py _note_over_budget
+    writes that line with the verdict); None otherwise. Read from the release record, not
+    app.yaml, so that an edit of app.yaml cannot grant itself the allowance."""
+    from olares_pack.catalogue import records
+
+    version = getattr(app, "version", None)
+    if version is None or version not in records.versions(repo, name):
+        return None
+    rec = records.read(repo, name, version)
+    notes = next((e.notes or "" for e in rec.changelog if e.version == version), "")
+    return (version, notes) if f"`release --allow {ALLOW_VRAM}`" in notes else None
 
 
 def _input_findings(stage: str, rule: str, exc: InputError, repo: Repo, file: Path, subject: str) -> list[CheckFinding]:
@@ -128,21 +151,32 @@ def _rel(repo: Repo, file: str | Path) -> str:
 def catalogue_stages(repo: Repo) -> list[Stage]:
     """`build --check`'s issues (catalogue/checks.py check), each in the stage of the file it is
     about: market-offer.json, a bench record, or the rest (ledger, packages, records, app.yaml)."""
+    from olares_pack.bench.records import check as bench_records
     from olares_pack.catalogue import checks
 
     build, offer, bench = Stage("build"), Stage("offer"), Stage("bench")
-    try:
-        with repo.open(write=False):
+    with repo.open(write=False):
+        try:
             recs = checks.load_records(repo)
-            issues = checks.check(repo, recs)
-    except InputError as exc:  # a release record that does not load: a finding where it is, the gate goes on
-        build.findings += _input_findings("build", "check.build", exc, repo, repo.index_file, "")
-        build.checked = "the release records"
-        offer.skipped = bench.skipped = "the release records do not load"
-        return [build, offer, bench]
-    versions = sum(len(v) for v in recs.values())
-    build.checked = f"{len(recs)} published app(s), {versions} version(s), the ledger and packages"
-    offer.checked = OFFER_FILE
+        except InputError as exc:  # a release record that does not load: a finding where it is, the gate goes on
+            build.findings += _input_findings("build", "check.build", exc, repo, repo.index_file, "")
+            build.checked = "the release records"
+            offer.skipped = "the release records do not load"
+            issues = [checks.Issue(repo.rel(p), why) for p, why in bench_records(repo.apps_dir)]
+            recs = {}
+        else:
+            try:
+                issues = checks.check(repo, recs)
+                build.checked = (f"{len(recs)} published app(s), {sum(len(v) for v in recs.values())} version(s), "
+                                 "the ledger and packages")
+            except InputError as exc:  # an app.yaml that does not load (lint places it): offer and bench still run
+                build.findings += [f for p in exc.problems for f in _input_findings(
+                    "build", "check.build", InputError("", [p]), repo, Path(p.file), "")] or \
+                    _input_findings("build", "check.build", exc, repo, repo.index_file, "")
+                build.checked = "the ledger and packages, stopped at an app.yaml that does not load"
+                issues = checks.offer_issues(repo, recs)
+                issues += [checks.Issue(repo.rel(p), why) for p, why in bench_records(repo.apps_dir)]
+    offer.checked = OFFER_FILE if not offer.skipped else ""
     bench.checked = f"{len(_bench_files(repo))} bench record file(s)"
     for issue in issues:
         path = Path(issue.file)
@@ -150,12 +184,32 @@ def catalogue_stages(repo: Repo) -> list[Stage]:
             offer.findings.append(CheckFinding("offer", "check.offer", "error", issue.file, None, issue.message))
         elif len(path.parts) >= 3 and path.parts[-2] == "bench" and path.suffix == ".json":
             bench.findings.append(CheckFinding("bench", "check.bench-record", "error", issue.file,
-                                               _json_line(repo.root / path, issue.message), issue.message))
+                                               _json_line(repo.root / path, issue.message)
+                                               or _first_changed_line(repo, path), issue.message))
         else:
-            line = _line_of(repo.root / path, ("version",)) if path.name == MANIFEST_FILE else None
+            line = _edited_line(repo.root / path, issue.message) if path.name == MANIFEST_FILE else None
             rule = "check.published-edit" if path.name == MANIFEST_FILE else "check.build"
             build.findings.append(CheckFinding("build", rule, "error", issue.file, line, issue.message))
     return [build, offer, bench]
+
+
+def _edited_line(path: Path, message: str) -> int | None:
+    """The line of the first field a published-edit issue names (`differs from it at server.ctx_size`),
+    else of `version:`."""
+    m = re.search(r"differs from it at ([A-Za-z0-9_.\[\]-]+)", message)
+    if m:
+        loc = tuple(int(p) if p.isdigit() else p for p in re.split(r"[.\[\]]+", m.group(1)) if p)
+        if (line := _line_of(path, loc)) is not None:
+            return line
+    return _line_of(path, ("version",))
+
+
+def _first_changed_line(repo: Repo, rel: Path) -> int | None:
+    """The first line of a file that differs from its committed text (git diff's first hunk), for
+    an append-only file edited in place; None without git or a difference."""
+    diff = _git(repo.root, "diff", "--unified=0", "HEAD", "--", rel.as_posix())
+    m = re.search(r"^@@ -\d+(?:,\d+)? \+(\d+)", diff.stdout, re.M) if diff.returncode == 0 else None
+    return int(m.group(1)) if m else None
 
 
 def _bench_files(repo: Repo) -> list[Path]:

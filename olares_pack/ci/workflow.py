@@ -38,6 +38,39 @@ class Settings:
     cron: str = "17 4 * * *"
 
 
+# the POSIX cron fields GitHub's `schedule:` takes (docs.github.com, "Events that trigger workflows",
+# schedule): name, lowest, highest, and the names a field may use instead of numbers
+CRON_FIELDS = (("minute", 0, 59, ()), ("hour", 0, 23, ()), ("day of month", 1, 31, ()),
+               ("month", 1, 12, ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")),
+               ("day of week", 0, 6, ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")))
+
+
+def cron_problem(cron: str) -> str | None:
+    """What is wrong with a cron expression (None: nothing): values out of range, bad steps or ranges."""
+    parts = cron.split()
+    if len(parts) != 5:
+        return f"{len(parts)} field(s)"
+    for text, (name, lo, hi, names) in zip(parts, CRON_FIELDS, strict=True):
+        for item in text.split(","):
+            span, slash, step = item.partition("/")
+            if slash and not (step.isdigit() and int(step) >= 1):
+                return f"{name} {item!r}: the step after / is a number from 1"
+            if span == "*":
+                continue
+            bounds = span.split("-")
+            if len(bounds) > 2:
+                return f"{name} {item!r}: a value or a range a-b"
+            values = []
+            for b in bounds:
+                v = (names.index(b.upper()) + lo) if b.upper() in names else int(b) if b.isdigit() else None
+                if v is None or not lo <= v <= hi:
+                    return f"{name} {b!r}: expected {lo}–{hi}" + (f" or {names[0]}–{names[-1]}" if names else "")
+                values.append(v)
+            if len(values) == 2 and values[0] > values[1]:
+                return f"{name} {item!r}: the range runs backwards"
+    return None
+
+
 def tools_key() -> str:
     """The cache key of the control plane's programs: their versions, so that an olares-pack that
     moves to another kube-apiserver or Helm builds (and caches) the new ones."""
@@ -52,8 +85,8 @@ def render(settings: Settings = Settings()) -> str:
     for what, value in (("--install", settings.install), ("--branch", settings.branch), ("--cron", settings.cron)):
         if not value.strip() or any(c in value for c in "\n\"'`$\\"):
             raise InputError(f"{what} {value!r}: one line without quotes, backslashes, backticks or $")
-    if len(settings.cron.split()) != 5:
-        raise InputError(f"--cron {settings.cron!r}: five fields (minute hour day month weekday), e.g. '17 4 * * *'")
+    if (why := cron_problem(settings.cron)) is not None:
+        raise InputError(f"--cron {settings.cron!r}: {why}; five fields (minute hour day month weekday), e.g. '17 4 * * *'")
     text = resources.files("olares_pack.ci").joinpath("olares-pack.yml.in").read_text(encoding="utf-8")
     values = {"OLARES_PACK_VERSION": __version__, "INSTALL": settings.install, "BRANCH": settings.branch,
               "CRON": settings.cron, "PYTHON_VERSION": PYTHON_VERSION, "GO_VERSION": GO_VERSION,

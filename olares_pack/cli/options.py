@@ -38,7 +38,7 @@ apps_dir_option = click.option(
 
 
 lock_timeout_option = click.option(
-    "--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, show_default=True, metavar="SECONDS",
+    "--lock-timeout", type=click.FloatRange(min=0), default=DEFAULT_LOCK_TIMEOUT, show_default=True, metavar="SECONDS",
     help="How long to wait while another olares-pack command holds the repository.")
 
 

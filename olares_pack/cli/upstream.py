@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
@@ -21,9 +22,18 @@ page_size_option = click.option("--page-size", type=click.IntRange(min=1), defau
                                 help="Tags asked of a registry per tags/list page (the Link header names the next).")
 
 
+# an image repository as the distribution spec names one: [host[:port]/]path, path components of
+# lower-case letters and digits joined by ., _, __ or -
+REPOSITORY = re.compile(r"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+                        r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$")
+
+
 def _options(upstream_image: str | None, page_size: int):  # type: ignore[no-untyped-def]
     from olares_pack.upstream import outdated
 
+    if upstream_image is not None and not REPOSITORY.match(upstream_image):
+        raise click.BadParameter(f"{upstream_image!r} is not an image repository (e.g. ghcr.io/ggml-org/llama.cpp)",
+                                 param_hint="--upstream-image")
     return outdated.Options(upstream_image or outdated.default_upstream(), page_size)
 
 
@@ -54,10 +64,18 @@ def outdated_cmd(app_refs: tuple[str, ...], fmt: str, upstream_image: str | None
     for d in dirs:
         if not (d / MANIFEST_FILE).is_file():
             raise InputError(f"{d.name}: no such app ({d / MANIFEST_FILE} does not exist)")
-    apps = [(load_app(d / MANIFEST_FILE), d) for d in dirs]
     reports = []
     with oci.RegistryClient() as client:
-        for app, d in apps:
+        for d in dirs:
+            try:
+                app = load_app(d / MANIFEST_FILE)
+            except InputError as exc:  # one broken manifest: said, and the other apps still checked
+                console.error(str(exc))
+                rep = outdated.AppReport(d.name, "?")
+                rep.items.append(outdated.Item(d.name, "app", "invalid", str(d / MANIFEST_FILE), None, None,
+                                               str(d / MANIFEST_FILE), str(exc)))
+                reports.append(rep)
+                continue
             reports.append(outdated.check_app(app, d, client, opts, console.info))
     reports.sort(key=lambda r: r.app)
     if fmt == "json":
@@ -65,7 +83,7 @@ def outdated_cmd(app_refs: tuple[str, ...], fmt: str, upstream_image: str | None
                           markup=False, highlight=False)
     else:
         console.out.print(outdated.to_text(reports), markup=False, highlight=False, end="")
-    if any(r.unreachable for r in reports):
+    if any(r.unreachable or r.invalid for r in reports):
         return ExitCode.INPUT
     return ExitCode.FINDINGS if any(r.status == "outdated" for r in reports) else ExitCode.OK
 
@@ -110,6 +128,8 @@ def propose_cmd(app_ref: str, engine_build: str | None, image_tag: str | None, m
         console.info(f"{prop.name}: draft {prop.version} (after {prop.old_version}): {prop.summary}")
         for kind, text in prop.changes:
             console.info(f"  {kind}: {text}")
+        if prop.skipped:
+            console.warn(prop.skipped)
         errors = [f for f in prop.findings if f.severity == "error"]
         console.info(f"lint: {len(errors)} error(s), {len(prop.findings) - len(errors)} other finding(s)")
         for f in sorted(prop.findings, key=lambda f: (f.severity != "error", f.chart, f.rule, f.message)):

@@ -157,6 +157,10 @@ _Yaml12Loader.add_constructor("tag:yaml.org,2002:map", _mapping12)
 
 def _syntax_error(path: Path, exc: Exception) -> InputError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    # "did not find expected ',' or ']'": the scanner notices at the next token, often the next
+    # line; the flow collection left open is where the fault is (its context mark)
+    if str(getattr(exc, "problem", "")).startswith("did not find expected") and getattr(exc, "context_mark", None):
+        mark = exc.context_mark  # type: ignore[attr-defined]
     line = mark.line + 1 if mark else None
     reason = getattr(exc, "problem", None) or getattr(exc, "context", None) or "invalid YAML"
     return InputError("", [Problem(str(path), line, "", f"YAML syntax error: {reason}")])

@@ -42,11 +42,17 @@ class Item:
     build: str | None = None  # image and flag items: the llama.cpp build concerned
 
     def key(self) -> tuple[str, ...]:
-        return (self.app, self.part, self.kind, self.subject, self.upstream or "", self.message)
+        # numbers compared as numbers: b9409 before b11434 before b12000
+        return tuple(natural(x) for x in (self.app, self.part, self.kind, self.subject, self.upstream or "", self.message))
 
     def to_dict(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in ("app", "part", "kind", "subject", "current", "upstream", "source",
                                                "message", "build")}
+
+
+def natural(text: str) -> str:
+    """`text` with each digit run zero-padded, so that string order is numeric order."""
+    return re.sub(r"[0-9]+", lambda m: m.group().zfill(20), text)
 
 
 @dataclass
@@ -68,7 +74,13 @@ class AppReport:
         return any(i.kind == "unreachable" for i in self.items)
 
     @property
+    def invalid(self) -> bool:
+        return any(i.kind == "invalid" for i in self.items)
+
+    @property
     def status(self) -> str:
+        if self.invalid:
+            return "invalid"
         if self.unreachable:
             return "unreachable"
         return "outdated" if any(i.kind not in NOT_OUTDATED for i in self.items) else "up to date"
@@ -130,7 +142,11 @@ def image_items(app: App, rep: AppReport, client: oci.RegistryClient, opts: Opti
         for t in newer:
             if t.build:
                 found.append((t.build, img.repository, t.tag, t.digest or ""))
-        if img.digest:
+        if not img.digest:  # what the tag names can change unseen: nothing to compare it with
+            rep.items.append(Item(app.name, "image", "unpinned", f"{name}:{img.tag}", img.tag, None, "app.yaml",
+                                  f"{name}:{img.tag} is not pinned to a digest: a moved tag cannot be seen "
+                                  "(olares-pack pin records the digest)"))
+        else:
             now = client.head_digest(name, img.tag)
             if now is None:
                 rep.items.append(Item(app.name, "image", "tag-gone", f"{name}:{img.tag}", img.digest, None,
@@ -154,6 +170,9 @@ def image_items(app: App, rep: AppReport, client: oci.RegistryClient, opts: Opti
             if later:
                 newest = later[-1]
                 digest = client.head_digest(up, listed[newest]) or ""
+                # every later build, not the newest alone: when the newest is not in the flag
+                # registry, propose and the flag items move to the newest build it knows
+                found += [(b, opts.upstream_image, listed[b], "") for b in later[:-1]]
                 found.append((newest, opts.upstream_image, listed[newest], digest))
                 shown = ", ".join(later[-5:]) + (f" and {len(later) - 5} earlier" if len(later) > 5 else "")
                 rep.items.append(Item(app.name, "image", "upstream-build", str(up), img.tag,

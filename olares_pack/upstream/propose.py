@@ -30,7 +30,7 @@ from olares_pack.apps.manifest import App, ChartApp, LlamaCppApp
 from olares_pack.catalogue import records
 from olares_pack.catalogue.journal import Transaction
 from olares_pack.catalogue.repo import LOCK_FILE, MANIFEST_FILE, Repo
-from olares_pack.common.errors import InputError
+from olares_pack.common.errors import InputError, TagNotFound
 from olares_pack.common.yamlsrc import load_yaml, roundtrip_yaml
 from olares_pack.engines import registry
 from olares_pack.remote import hub, oci
@@ -88,6 +88,7 @@ class Proposal:
     verdict_note: str = ""
     diff_text: str = ""
     measured: bool = False
+    skipped: str = ""  # why the draft does not move to the newest build found
 
     def writes(self) -> dict[Path, str]:
         out = {self.manifest_path: self.new_text}
@@ -106,11 +107,30 @@ class ImageTarget:
     digest: str
     build: str | None
     why: str  # how it was chosen
+    note: str = ""  # why the newest build found is not the one moved to
 
 
-def choose_image(app: App, asked: Asked, client: oci.RegistryClient, opts: outdated.Options) -> ImageTarget | None:
+def unknown_newest(app: App, found: list[tuple[str, str, str, str]]) -> str:
+    """Why the draft does not move to the newest build found: it is newer than the flag registry."""
+    if app.engine.kind != "llamacpp" or not found:
+        return ""
+    newest = max(found, key=lambda f: registry.build_number(f[0]))[0]
+    if flags.known_build(newest):
+        return ""
+    known = [f[0] for f in found if flags.known_build(f[0])]
+    top = registry.table_builds("llamacpp")[-1]
+    then = (f"the draft moves to {max(known, key=registry.build_number)}, the newest build found that it holds"
+            if known else f"the draft keeps the engine at {flags.app_build(app)}")
+    return (f"llama.cpp {newest}, the newest build found, is not in the flag registry (newest {top}): its flags "
+            f"cannot be checked, so {then}; regenerate the registry (docs/developer/engine-registry.md) or give "
+            "--engine-build")
+
+
+def choose_image(app: App, asked: Asked, client: oci.RegistryClient,
+                 opts: outdated.Options) -> tuple[ImageTarget | None, str]:
     """The image the draft runs: the tag asked, the build asked (in the image's own tag scheme, or
-    upstream llama.cpp's for an image that is not upstream), or the newest build found; None: keep."""
+    upstream llama.cpp's for an image that is not upstream), or the newest build found that the flag
+    registry holds; None: keep. With it, why a newer build found was not taken ("" when none)."""
     img = app.engine.image
     if asked.engine_build and asked.image_tag:
         raise InputError("give --engine-build or --image-tag, not both")
@@ -139,12 +159,35 @@ def choose_image(app: App, asked: Asked, client: oci.RegistryClient, opts: outda
         if rep.unreachable:
             raise InputError("; ".join(i.message for i in rep.items if i.kind == "unreachable"))
         known = [f for f in found if flags.known_build(f[0])] if app.engine.kind == "llamacpp" else found
+        note = unknown_newest(app, found)
         if not known:
-            return None
+            return None, note
         build, repo, tag, _ = max(known, key=lambda f: registry.build_number(f[0]))
-        why = f"the newest build found, {build}"
-    resolved = oci.resolve_amd64(client, repo, tag)
-    return ImageTarget(repo, tag, resolved.digest, build, why)
+        why = f"the newest build found, {build}" if not note else f"{build}, the newest build found in the flag registry"
+        resolved = oci.resolve_amd64(client, repo, tag)
+        return ImageTarget(repo, tag, resolved.digest, build, why, note), note
+    try:
+        resolved = oci.resolve_amd64(client, repo, tag)
+    except TagNotFound as exc:
+        raise InputError(f"{exc}" if exc.nearest else f"{exc}; {nearest_tags(client, repo, tag, opts)}") from None
+    return ImageTarget(repo, tag, resolved.digest, build, why), ""
+
+
+def nearest_tags(client: oci.RegistryClient, repository: str, tag: str, opts: outdated.Options) -> str:
+    """The tags nearest a missing one: of its build scheme, by build number; else by spelling."""
+    import difflib
+
+    listed = client.list_tags(oci.ImageName.parse(repository), page_size=opts.page_size)
+    if not listed:
+        return f"{repository} has no tags"
+    pattern = tags.scheme(tag)
+    if pattern is not None and (same := tags.of_scheme(listed, pattern)):
+        want = registry.build_number(registry.tag_build(tag) or "")
+        near = sorted(same, key=lambda b: (abs(registry.build_number(b) - want), registry.build_number(b)))[:5]
+        shown = [same[b] for b in sorted(near, key=registry.build_number)]
+    else:
+        shown = difflib.get_close_matches(tag, listed, n=5, cutoff=0.0)
+    return f"nearest tags: {', '.join(shown)}"
 
 
 # ---------------------------------------------------------------- the engine arguments
@@ -227,6 +270,18 @@ def _replace_flag(extra: Any, spelled: str, new: str) -> bool:
 # ---------------------------------------------------------------- the whole draft
 
 
+def served_name(app: App) -> str:
+    """The model name the API answers with: --alias (--served-model-name), else what the engine is
+    given as its model (llama-server's --model path or --hf-repo, vLLM's `serve` argument)."""
+    from olares_pack import engines
+
+    argv = engines.build_argv(app)
+    for flag in ("--alias", "--served-model-name", "--hf-repo", "--model"):
+        if flag in argv[:-1]:
+            return argv[argv.index(flag) + 1]
+    return argv[1] if argv[:1] == ["serve"] and len(argv) > 1 else "?"
+
+
 def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryClient, opts: outdated.Options) -> Proposal:
     """The draft and its checks, computed without writing anything."""
     from olares_pack.apps import pin
@@ -251,13 +306,14 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
     changes: list[tuple[str, str]] = []
     titles: list[str] = []
 
-    image = choose_image(app, asked, client, opts)
+    image, skipped = choose_image(app, asked, client, opts)
     build = flags.app_build(app)
     if image is not None and (image.repository, image.tag, image.digest) != (app.engine.image.repository,
                                                                              app.engine.image.tag, app.engine.image.digest):
         node = tree["engine"]["image"]
         node["repository"] = image.repository
         node["tag"] = image.tag
+        pin.drop_comment_above(node, "digest")  # it spoke of the old image's digest
         pin.set_after(node, "digest", image.digest, "tag")
         changes.append(("image", f"{image.repository}:{image.tag} ({image.digest}) replaces "
                                  f"{app.engine.image.repository}:{app.engine.image.tag} ({image.why})"))
@@ -313,12 +369,20 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
 
     if not changes:
         raise InputError(f"{app.name} {app.version}: nothing upstream to propose (image, build and model are the newest "
-                         "found)")
+                         "found)" + (f"; {skipped}" if skipped else ""))
+    buf = io.StringIO()
+    roundtrip_yaml().dump(tree, buf)
+    before, after = served_name(app), served_name(parse_app(buf.getvalue(), manifest_path, derive=False))
+    if before != after:  # every API client names the model: a change it sees
+        changes.append(("model", f"the served model name changes: {before} → {after} (clients that ask for "
+                                 f"{before} must ask for {after})"))
     version = next_version(max([app.version, *published], key=semver.Version.parse), "patch")
     tree["version"] = version
     measured = (app_dir / "bench" / f"{version}.json").is_file()
     notes = "" if measured else (f"Not yet measured: no bench record for {version} (apps/{app.name}/bench/{version}.json); "
                                  "bench it on a device before releasing.")
+    if skipped:  # the draft says why it stops short of the newest build (propose prints it too)
+        notes = " ".join(n for n in (f"Not the newest build: {skipped}.", notes) if n)
     summary = "upstream " + ", ".join(titles) if titles else f"upstream {state.name}@{state.pin.commit[:7]}"
     log = tree.get("changelog")
     if log is None:
@@ -341,7 +405,7 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
         (stage / LOCK_FILE).write_text(planned.new_lock or "", encoding="utf-8")
         new_app = parse_app(planned.new_text, manifest_path)
         prop = Proposal(app.name, app.version, version, manifest_path, lock_path, old_text, planned.new_text, old_lock,
-                        planned.new_lock, changes, summary, notes, build, measured=measured)
+                        planned.new_lock, changes, summary, notes, build, measured=measured, skipped=skipped)
         _checks(prop, new_app, stage, repo, app_dir, published)
     return prop
 
