@@ -130,8 +130,9 @@ def _judge(name: str, app_yaml: str, imps: list) -> dict:  # noqa: ANN001 - a sc
             windows.add(p.window)
         appversion_lowered |= any(d.kind == "chart.appversion-lower" for d in p.differences)
         opts = LintOptions(olares_version=olares.get(imp.line).min_os)
-        errs = lambda files: {f.rule for f in lint_chart(ChartSource(name, name, files), opts).findings if f.severity == "error"}  # noqa: E731
-        refused += sorted(errs(typed_files) - errs(imp.found.files))
+        errs = [{f.rule for f in lint_chart(ChartSource(name, name, files), opts).findings if f.severity == "error"}
+                for files in (typed_files, imp.found.files)]
+        refused += sorted(errs[0] - errs[1])
         try:
             orig_m = proof._manifest(imp.found.files, name)
             typed_m = proof._manifest(typed_files, name)
