@@ -1,33 +1,54 @@
-"""Import real Olares catalogues with `--structured` and count what becomes typed.
+"""Import real Olares catalogues with `--structured` and count what becomes typed, and whether the
+typed apps are the apps the maintainers wrote -- judged by the independent proof (olares_pack/proof/),
+not by the importer's own report.
 
-    .venv/bin/python measurements/import_corpus.py CHART_OR_FOLDER... [--accept KIND ...] [--json]
+    .venv/bin/python measurements/import_corpus.py CHART_OR_FOLDER_OR__lib.ts... [--accept KIND ...] [--json]
 
-Each argument is what `olares-pack import` takes (a chart folder, a .tgz, a folder of them). Every
-chart is imported into an empty temporary catalogue with `--structured` (nothing is written where
-the charts are), and the script prints:
+Each argument is what `olares-pack import` takes (a chart folder, a .tgz, a folder of them) or a
+catalogue worker's `functions/_lib.ts` (bayerhazard/aimighty-market serves its charts as base64
+.tgz strings in it: they are extracted to a temporary folder first). Every chart is imported into an
+empty temporary catalogue with `--structured` (nothing is written where the charts are), and the
+script prints:
 
-- how many charts became typed apps (the typed render proven equivalent to the original by
-  olares_pack/equivalence.py, with only `--accept`ed kinds of difference left) and how many were
-  kept as written, by reason (no engine olares-pack models; the typed form cannot hold the chart;
-  the typed render differs; equivalence cannot be decided);
-- the most common kinds of difference among the charts kept as written;
-- typed apps whose GPU limit is lower than the original's (an import must never lower it: 0);
-- the original-to-typed upgrade of each typed app on the real API server, when the control
-  plane is installed (`make control-plane`): accepted or refused.
+- charts found, typed, kept as written (by reason);
+- of the typed: equal to the original under the proof (every line, GPU mode and user form), the
+  differences it finds by kind, and per app;
+- the installer's rules (lint, `--olares` of each line) on the original and on the typed render:
+  typed renders refused where the original passes (must be 0);
+- version strings rewritten (an imported version's string is never rewritten: 0), Chart.yaml
+  appVersions lowered (0), `metadata.bento` cards kept (all);
+- per app, whether the olares window where it is offered changed (a v2 app typed for the legacy
+  line has the installer's own `<1.12.6` cap written out).
 
-The corpora of the issue that introduced it (#46) are public catalogues; fetch them with git and
-pass their chart folders (see docs/how-to/import.md, "Measure an import").
+Measured figures are in docs/how-to/import.md ("Measure an import").
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
 import datetime as dt
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
+
+
+def _sources(args: list[str], tmp: Path) -> list[str]:
+    out = []
+    for s in args:
+        if s.endswith(".ts"):  # base64 .tgz strings, keyed by file name
+            folder = tmp / "from-lib-ts"
+            folder.mkdir(exist_ok=True)
+            text = Path(s).read_text()
+            for m in re.finditer(r'"([A-Za-z0-9_.-]+\.tgz)"\s*:\s*"([A-Za-z0-9+/=]+)"', text):
+                (folder / m.group(1)).write_bytes(base64.b64decode(m.group(2)))
+            out.append(str(folder))
+        else:
+            out.append(s)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,43 +59,96 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("sources", nargs="+")
     ap.add_argument("--accept", action="append", default=[], metavar="KIND")
     ap.add_argument("--json", action="store_true", help="print the per-chart results as JSON too")
-    ap.add_argument("--no-upgrade", action="store_true", help="skip the upgrade rehearsal on the API server")
     args = ap.parse_args(argv)
 
-    found = [f for s in args.sources for f in importer.find(s)]
     with tempfile.TemporaryDirectory() as tmp:
-        repo = Repo.at(Path(tmp))
+        found = [f for s in _sources(args.sources, Path(tmp)) for f in importer.find(s)]
+        repo = Repo.at(Path(tmp) / "catalogue")
         plan = importer.plan(repo, found, dt.date(2026, 1, 1), structured=True, accept=tuple(args.accept))
-        app_yaml = {p.parent.name: str(d) for p, d in plan.writes.items() if p.name == "app.yaml"}
     rows = [r for r in plan.rows() if r.get("structured") is not None]
-    refused = [r for r in plan.rows() if r.get("structured") is None and r["status"] in ("refused", "skipped")]
-    typed = [r for r in rows if r["structured"]["typed"]]
+    typed_names = sorted({r["app"] for r in rows if r["structured"]["typed"]})
     kept = collections.Counter(_reason(r["structured"]) for r in rows if not r["structured"]["typed"])
-    kinds: collections.Counter[str] = collections.Counter()
-    for r in rows:
-        kinds.update({d["kind"] for d in r["structured"]["differences"]})
-    lower = [r["app"] for r in typed if any(d["kind"] == "manifest.gpu-limit-lower" for d in r["structured"]["accepted"])]
-    accepted = collections.Counter(d["kind"] for r in typed for d in r["structured"]["accepted"])
+    app_yaml = {p.parent.name: d for p, d in plan.writes.items() if p.name == "app.yaml"}
+    per_app = {name: _judge(name, app_yaml[name], [i for i in plan.results if getattr(i, "name", None) == name])
+               for name in typed_names}
 
     out = sys.stdout
-    print(f"charts: {len(found)} found, {len(rows)} imported with --structured, {len(refused)} not imported", file=out)
-    print(f"typed (equivalent, or differing only in --accept'ed kinds): {len(typed)}" + (f" ({sum(accepted.values())} accepted differences: "
-                                                  f"{dict(sorted(accepted.items()))})" if accepted else ""), file=out)
-    for r in sorted(typed, key=lambda r: r["app"]):
-        taken = "; ".join(f"{d['kind']} ({d['where']})" for d in r["structured"]["accepted"])
-        print(f"  {r['app']}" + (f"  accepted: {taken}" if taken else ""), file=out)
-    print(f"kept as written: {len(rows) - len(typed)}", file=out)
+    print(f"charts: {len(found)} found, {len(rows)} imported with --structured", file=out)
+    print(f"typed: {len(typed_names)}; kept as written: {len(rows) - len(typed_names)}", file=out)
     for reason, n in kept.most_common():
         print(f"  {n:3d}  {reason}", file=out)
-    print("most common differences (charts with at least one):", file=out)
-    for kind, n in kinds.most_common(12):
-        print(f"  {n:3d}  {kind}", file=out)
-    print(f"typed apps whose GPU limit is lower than the original's: {len(lower)}", file=out)
-    if not args.no_upgrade:
-        _upgrades(typed, plan, app_yaml, out)
+    equal = [n for n, j in per_app.items() if not j["differences"]]
+    print(f"typed and equal to the original under the independent proof: {len(equal)} of {len(typed_names)}", file=out)
+    kinds: collections.Counter[str] = collections.Counter()
+    for j in per_app.values():
+        kinds.update({d["kind"] for d in j["differences"]})
+    for kind, n in kinds.most_common():
+        print(f"  {n:3d} apps  {kind}", file=out)
+    refused = [n for n, j in per_app.items() if j["lint_refused"]]
+    print(f"installer rules: typed renders refused where the original passes: {len(refused)} of {len(typed_names)}", file=out)
+    print(f"version strings rewritten: {sum(1 for j in per_app.values() if j['version_rewritten'])}", file=out)
+    print(f"Chart.yaml appVersions lowered: {sum(1 for j in per_app.values() if j['appversion_lowered'])}", file=out)
+    with_bento = [j for j in per_app.values() if j["bento"] is not None]
+    print(f"metadata.bento kept: {sum(1 for j in with_bento if j['bento'])} of {len(with_bento)} typed apps that have one", file=out)
+    print("per typed app:", file=out)
+    for name, j in sorted(per_app.items()):
+        kinds_here = sorted({d["kind"] for d in j["differences"]})
+        print(f"  {name}: {j['versions']}; {'equal' if not kinds_here else 'differs: ' + ', '.join(kinds_here)}"
+              + (f"; lint refuses the typed render: {', '.join(j['lint_refused'])}" if j["lint_refused"] else "")
+              + (f"; window {j['window']}" if j["window"] else "; window unchanged"), file=out)
     if args.json:
-        print(json.dumps(rows, indent=1, ensure_ascii=False, default=str), file=out)
+        print(json.dumps({"rows": rows, "proof": per_app}, indent=1, ensure_ascii=False, default=str), file=out)
     return 0
+
+
+def _judge(name: str, app_yaml: str, imps: list) -> dict:  # noqa: ANN001 - a script
+    """The typed app against each original chart it replaces, by the independent proof, lint and
+    the version rules."""
+    from olares_pack import olares
+    from olares_pack.charts.source import ChartSource
+    from olares_pack.common.yamlsrc import safe_load
+    from olares_pack.importing import importer
+    from olares_pack.lint import LintOptions, lint_chart
+    from olares_pack.proof import charts as proof
+
+    data = safe_load(app_yaml)
+    newest = max(imps, key=lambda i: _vkey(i.app.version))
+    original_versions = {str((safe_load(i.found.files.get("OlaresManifest.yaml", "")) or {}).get("metadata", {}).get("version", ""))
+                         if "{{" not in i.found.files.get("OlaresManifest.yaml", "") else i.app.version for i in imps}
+    diffs, windows, refused = [], set(), []
+    appversion_lowered = False
+    bento = None
+    for imp in [i for i in imps if i is newest or i.line != newest.line]:
+        try:
+            typed_files = importer.render_app(data, imp.line)
+        except Exception as exc:  # noqa: BLE001 - a typed app that does not render is a difference
+            diffs.append({"kind": "undecidable", "where": f"typed render for {imp.line}", "original": str(exc)[:200], "typed": None})
+            continue
+        p = proof.prove(name, imp.found.files, typed_files)
+        diffs += [{**d.to_dict(), "where": f"{imp.line}: {d.where}"} for d in p.differences]
+        if p.window:
+            windows.add(p.window)
+        appversion_lowered |= any(d.kind == "chart.appversion-lower" for d in p.differences)
+        opts = LintOptions(olares_version=olares.get(imp.line).min_os)
+        errs = [{f.rule for f in lint_chart(ChartSource(name, name, files), opts).findings if f.severity == "error"}
+                for files in (typed_files, imp.found.files)]
+        refused += sorted(errs[0] - errs[1])
+        try:
+            orig_m = proof._manifest(imp.found.files, name)
+            typed_m = proof._manifest(typed_files, name)
+            if "bento" in (orig_m.get("metadata") or {}):
+                bento = bool(bento is not False and (typed_m.get("metadata") or {}).get("bento") == orig_m["metadata"]["bento"])
+        except Exception:  # noqa: BLE001, S110 - reported by the proof already
+            pass
+    versions = [str(e.get("version")) for e in data.get("changelog") or []]
+    rewritten = sorted(v for v in original_versions if v and v not in versions)
+    return {"differences": diffs, "window": "; ".join(sorted(windows)) or None, "lint_refused": sorted(set(refused)),
+            "version_rewritten": rewritten, "appversion_lowered": appversion_lowered, "bento": bento,
+            "versions": f"{' '.join(sorted(original_versions))} -> {data.get('version')}"}
+
+
+def _vkey(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", v))
 
 
 def _reason(s: dict) -> str:
@@ -83,36 +157,7 @@ def _reason(s: dict) -> str:
         return "the typed render differs"
     if "engine olares-pack does not model" in reason:
         return "an engine olares-pack does not model"
-    if reason.startswith("equivalence cannot be decided"):
-        return reason
-    return "the typed form cannot hold it: " + reason.split(":", 1)[-1].strip()[:90] if "(typed)" in reason else reason[:110]
-
-
-def _upgrades(typed: list[dict], plan, app_yaml: dict[str, str], out) -> None:  # noqa: ANN001 - a script
-    from olares_pack.cluster import controlplane, tools
-    from olares_pack.importing import upgrade_check
-
-    if not typed:
-        print("upgrade original -> typed on the API server: nothing typed to rehearse", file=out)
-        return
-    if not upgrade_check.available():
-        print(f"upgrade original -> typed on the API server: skipped ({tools.missing_reason()})", file=out)
-        return
-    results = {}
-    newest = {}
-    for r in plan.results:
-        if getattr(r, "structured", None) and r.structured["typed"]:
-            newest[r.name] = r
-    with controlplane.running(tools.available()) as cluster:
-        for name, imp in sorted(newest.items()):
-            original = (imp.chart_version, imp.found.package or b"")
-            results[name] = upgrade_check.problems(cluster, name, imp.line, original,
-                                                   upgrade_check.typed_chart(app_yaml[name], imp.line))
-    ok = sum(1 for p in results.values() if not p)
-    print(f"upgrade original -> typed on the API server: {ok} of {len(results)} accepted", file=out)
-    for name, problems in sorted(results.items()):
-        for p in problems:
-            print(f"  {name}: {p}", file=out)
+    return reason[:110]
 
 
 if __name__ == "__main__":

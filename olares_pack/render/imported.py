@@ -115,7 +115,8 @@ def objects(app: ChartApp, mode: str = "nvidia") -> list[dict[str, Any]]:
 
 
 def objects_of(name: str, files: dict[str, str], manifest: dict[str, Any], mode: str = "nvidia", *,
-               owner: str = "alice", olares_env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+               owner: str = "alice", olares_env: dict[str, str] | None = None,
+               admin: str | None = None) -> list[dict[str, Any]]:
     """The Kubernetes objects the installer renders from a chart's files (owner == admin, GPU.Type
     = mode): an apiVersion v2 chart sub-chart by sub-chart, the root chart alone otherwise."""
     from olares_pack.charts import helm, package
@@ -125,7 +126,7 @@ def objects_of(name: str, files: dict[str, str], manifest: dict[str, Any], mode:
         if str(m.get("apiVersion", "")).lower() == "v2" else []
     parts = [(sub, {k[len(sub) + 1:]: v for k, v in files.items() if k.startswith(f"{sub}/")}) for sub in subs] or [(name, files)]
     entrances = [str(e.get("name")) for e in m.get("entrances") or [] if isinstance(e, dict)]
-    values = helm.installer_values(name, entrances, owner=owner, admin=owner, gpu_type=mode,
+    values = helm.installer_values(name, entrances, owner=owner, admin=admin or owner, gpu_type=mode,
                                    olares_env=helm.env_defaults(m) if olares_env is None else olares_env)
     out: list[dict[str, Any]] = []
     for release, part in parts:
