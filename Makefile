@@ -32,14 +32,21 @@ $(WRANGLER): node/package.json node/package-lock.json
 build: $(BIN)/olares-pack
 	$(BIN)/olares-pack build
 
-# the pin tests run a real OCI registry on loopback (tests/registry.py): Debian's docker-registry
-# and skopeo; the HTTPS test makes a self-signed certificate with openssl. Installed when missing
-# and we may (CI runs as root on a fresh machine); otherwise those tests skip, saying so
+# Every Debian package the tests need, in ONE apt step: `make -j4 test` ran several apt-get at once
+# (this one, actionlint's shellcheck, the control plane's etcd) and on a fresh machine all but one
+# failed on dpkg's lock ("Could not get lock /var/lib/dpkg/lock-frontend", reproduced here). The pin
+# tests' OCI registry (docker-registry, skopeo; tests/registry.py), openssl (the HTTPS test, the API
+# server's service-account key), etcd (the control plane), shellcheck (actionlint's run: checks).
+# Installed when missing and we may (CI runs as root on a fresh machine); otherwise the tests that
+# need them skip, saying so. Every other target that needs a Debian package depends on this one.
+DEBIAN_PACKAGES := docker-registry skopeo openssl etcd-server shellcheck
+DEBIAN_PROGRAMS := docker-registry skopeo openssl etcd shellcheck
 test-tools:
-	@if ! command -v docker-registry >/dev/null || ! command -v skopeo >/dev/null || ! command -v openssl >/dev/null; then \
+	@missing=""; for p in $(DEBIAN_PROGRAMS); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry skopeo openssl >/dev/null; \
-	  else echo "make test: docker-registry, skopeo or openssl is missing (apt-get install docker-registry skopeo openssl): those tests will skip" >&2; fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 $(DEBIAN_PACKAGES) >/dev/null; \
+	  else echo "make test: missing$$missing (apt-get install $(DEBIAN_PACKAGES)): the tests that need them will skip" >&2; fi; \
 	fi
 
 
@@ -58,8 +65,7 @@ llama-server: $(BIN)/olares-pack
 ACTIONLINT_VERSION ?= v1.7.12
 ACTIONLINT := $(LLAMA_CACHE)/actionlint-$(ACTIONLINT_VERSION)/actionlint
 actionlint: test-tools
-	@command -v shellcheck >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; } || echo "shellcheck is missing: actionlint will not check run: scripts" >&2
+	@command -v shellcheck >/dev/null || echo "shellcheck is missing: actionlint will not check run: scripts" >&2
 	@mkdir -p $(LLAMA_CACHE)
 	@[ -x $(ACTIONLINT) ] || GOBIN=$(dir $(ACTIONLINT)) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) \
 	  2> $(LLAMA_CACHE)/actionlint-build.log || echo "actionlint not built, see $(LLAMA_CACHE)/actionlint-build.log" >&2
