@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from olares_pack.cluster import lifetime
 from olares_pack.cluster.tools import Tools, ToolsMissing
 
 READY_TIMEOUT = 90.0
@@ -108,12 +109,32 @@ def _stop(proc: subprocess.Popen[bytes] | None) -> None:
         proc.wait(timeout=5)
 
 
+_PREFIX = "olares-pack-kube-"
+
+
+def sweep() -> None:
+    """Remove the state folders of control planes whose owner died by SIGKILL (its programs died with it)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
+        if (folder / "owner").exists() and not lifetime.owner_alive(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 @contextmanager
 def running(tools: Tools) -> Iterator[Cluster]:
-    """etcd and kube-apiserver on free loopback ports until the block ends."""
+    """etcd and kube-apiserver on free loopback ports until the block ends. A SIGTERM or SIGHUP of
+    this process ends the block as an exception does (the programs stop, the folder goes); after a
+    SIGKILL the kernel stops them (parent-death signal) and the next start removes the folder."""
     if shutil.which("openssl") is None:
         raise ToolsMissing("openssl is missing (apt-get install openssl): it makes the service-account key")
-    folder = Path(tempfile.mkdtemp(prefix="olares-pack-kube-"))
+    sweep()
+    with lifetime.terminating(), _running(tools) as cluster:
+        yield cluster
+
+
+@contextmanager
+def _running(tools: Tools) -> Iterator[Cluster]:
+    folder = Path(tempfile.mkdtemp(prefix=_PREFIX))
+    lifetime.write_owner(folder)
     etcd = api = None
     try:
         client_port, peer_port, api_port = free_port(), free_port(), free_port()
@@ -126,7 +147,8 @@ def running(tools: Tools) -> Iterator[Cluster]:
              "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
              "--initial-cluster", f"rehearsal=http://127.0.0.1:{peer_port}",
              "--unsafe-no-fsync", "--log-level", "error"],
-            stdout=etcd_log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=etcd_log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=lifetime.die_with_parent(signal.SIGKILL))
         token = secrets.token_hex(16)
         (folder / "tokens.csv").write_text(f"{token},admin,admin-uid,system:masters\n", encoding="utf-8")
         key, pub = _keypair(folder)
@@ -138,7 +160,8 @@ def running(tools: Tools) -> Iterator[Cluster]:
              f"--service-account-key-file={pub}", f"--service-account-signing-key-file={key}",
              f"--token-auth-file={folder / 'tokens.csv'}", "--authorization-mode=RBAC", "--allow-privileged=true",
              "--enable-priority-and-fairness=false", "--profiling=false"],
-            stdout=api_log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=api_log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=lifetime.die_with_parent(signal.SIGKILL))
         server = f"https://127.0.0.1:{api_port}"
         ca = folder / "certs" / "apiserver.crt"
         kubeconfig = folder / "kubeconfig"
