@@ -1,5 +1,6 @@
 """The package's layout: every module imports on its own, and no two modules import each other,
-however indirectly (function-level imports included: they run too, only later)."""
+however indirectly (function-level imports included: they run too, only later; `if TYPE_CHECKING:`
+imports included: a type a lower room needs belongs in that room, issue #53)."""
 
 from __future__ import annotations
 
@@ -26,23 +27,13 @@ def modules(root: Path, package: str) -> dict[str, Path]:
     return out
 
 
-def _type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 def imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The package's modules that `name` imports when it runs: at module level or inside any function.
-    `if TYPE_CHECKING:` blocks never run (they name types for the checker) and do not count."""
+    """The package's modules that `name` imports: at module level, inside any function, or for the
+    type checker alone (`if TYPE_CHECKING:`: a circle of types is a circle of the design too)."""
     is_package = path.name == "__init__.py"
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
@@ -114,7 +105,7 @@ def test_no_module_imports_itself_through_others() -> None:
     assert cycles(graph) == []
 
 
-def test_the_cycle_check_sees_a_circle_through_a_function_level_import(tmp_path: Path) -> None:
+def test_the_cycle_check_sees_circles_through_function_level_and_type_only_imports(tmp_path: Path) -> None:
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -125,8 +116,8 @@ def test_the_cycle_check_sees_a_circle_through_a_function_level_import(tmp_path:
                               "def g():\n    from pkg.a import x\n")
     (pkg / "d.py").write_text("import pkg.c\n")
     graph = graph_of(pkg, "pkg")
-    assert graph["pkg.c"] == {"pkg.a"}  # the TYPE_CHECKING import of d never runs
-    assert cycles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
+    assert graph["pkg.c"] == {"pkg.a", "pkg.d"}  # the TYPE_CHECKING import of d counts
+    assert cycles(graph) == [["pkg.a", "pkg.c", "pkg.d", "pkg.sub.b"]]
 
 
 def test_every_module_imports_on_its_own_in_a_fresh_interpreter() -> None:

@@ -23,7 +23,7 @@ from pydantic import (
 
 from olares_pack.apps.changelog import CHANGE_KINDS
 from olares_pack.apps.kept import KubeObject, OlaresKept, Workload
-from olares_pack.common import quantity
+from olares_pack.common import quantity, shell
 from olares_pack.common.fields import (
     MAX_BYTES,
     MAX_CORES,
@@ -309,11 +309,9 @@ class Engine(Model_):
         if self.command is not None and self.shared:
             raise ValueError("engine.command is for the per-user form (shared: false): the shared form's wrapper starts the engine")
         if self.script is not None:
-            from olares_pack import engines
-
-            if not (self.command and len(self.command) == 2 and engines.is_shell([*self.command, self.script])):
+            if not (self.command and len(self.command) == 2 and shell.is_shell([*self.command, self.script])):
                 raise ValueError("engine.script runs in a shell: engine.command is [sh, -c] (or bash)")
-            if engines.script_head(self.script, self.kind) != self.script:
+            if shell.script_head(self.script, self.kind) != self.script:
                 raise ValueError(f"engine.script must end with the program that starts {self.kind} (e.g. exec /app/llama-server)")
         return self
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-import shlex
 from typing import TYPE_CHECKING
 
+from olares_pack.common.shell import SHELLS, is_shell, script_head  # noqa: F401 - engines.is_shell, as before
 from olares_pack.engines import llamacpp, vllm
 
 if TYPE_CHECKING:
@@ -69,31 +69,7 @@ def passes_args(script: str) -> bool:
     return bool(_PASSES_ARGS.search(script))
 
 
-SHELLS = ("sh", "bash", "ash", "dash")
 _SHELL_WORD = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
-
-
-def is_shell(words: list[str]) -> bool:
-    """`sh -c SCRIPT ...` (any shell, -c with other options)."""
-    return len(words) >= 3 and words[0].split("/")[-1] in SHELLS and words[1].startswith("-") and "c" in words[1]
-
-
-def script_head(script: str, kind: str) -> str | None:
-    """A wrapper script up to the program that starts the engine (`...\nexec /app/llama-server`,
-    `... vllm serve`), when that invocation is the script's last command; else None."""
-    # vLLM: `vllm serve`, `vllm-omni serve`, or an image's entrypoint script handed `serve` (detect.py)
-    pat = r"\S*llama-server\b" if kind == "llamacpp" else r"\S*\b(?:vllm|vllm-omni)\s+serve\b|\S+\.sh\s+serve\b"
-    found = list(re.finditer(pat, script))
-    if not found:
-        return None
-    head = script[: found[-1].end()]
-    try:
-        tail = list(shlex.shlex(script[found[-1].end():].replace("\\\n", " "), posix=True, punctuation_chars=True))
-    except ValueError:
-        return None
-    if any(t and set(t) <= set(";&|()<>") for t in tail) or "\n" in script[found[-1].end():].replace("\\\n", " ").strip():
-        return None  # another command after the engine's
-    return head
 
 
 def _shell_arg(word: str) -> str:

@@ -19,15 +19,46 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
 from olares_pack import __version__
 
-if TYPE_CHECKING:
-    from olares_pack.market.payloads import Catalogue, Chart, Listing
+
+# What this module reads of payloads' Catalogue, Chart and Listing, declared here (the lower room):
+# payloads imports this module, so naming its classes here would close a circle (issue #53).
+class Listing(Protocol):
+    fragment: bytes
+    summary: dict[str, Any]
+    v2_item: dict[str, Any]
+    v2_fragment: bytes
+    locales: frozenset[str]
+
+
+class Chart(Protocol):
+    name: str
+    version: str
+    release: Any
+    target: str
+    file_name: str
+    sha256: str
+    published: Any
+    dependency: Any
+    installed_manifest: Any
+    stamp: tuple[Any, ...] | None
+    listing: Listing | None
+
+
+class Catalogue(Protocol):
+    ledger: dict[str, Any]
+    base_url: str
+    icons: Any
+
+
+L = TypeVar("L", bound=Listing)
 
 STORE = Path(".olares-pack") / "cache" / "serve-listings.json"  # under the catalogue root, with its other caches
 FORMAT = 1
@@ -39,11 +70,12 @@ log = logging.getLogger("olares_pack.server")
 
 
 def _code_fingerprint() -> str:
-    import importlib
+    import importlib.util
 
     h = hashlib.sha256(f"{FORMAT} {__version__}".encode())
     for name in _CODE:
-        origin = importlib.import_module(name).__file__
+        spec = importlib.util.find_spec(name)  # the file, not the module: no import of payloads here
+        origin = spec.origin if spec else None
         h.update(Path(origin).read_bytes() if origin else name.encode())
     return h.hexdigest()
 
@@ -76,7 +108,7 @@ class Store:
         """Chart C's key: taken before its listing is computed, which lets its manifest go."""
         return key(cat, c, self.code)
 
-    def take(self, k: str, c: Chart, make: type[Listing]) -> Listing | None:
+    def take(self, k: str, c: Chart, make: Callable[..., L]) -> L | None:
         """The stored listing under K, when chart C's file is the one it was made from; `make` is
         payloads.Listing, passed in so this module does not import the one that imports it."""
         e = self.entries.get(k)
