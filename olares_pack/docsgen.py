@@ -300,7 +300,7 @@ def manifest_page() -> str:
     def link(model: type) -> str:
         return f"[{model.__name__}](#{model.__name__.lower()})"
 
-    head = [HEADER.format(source="the pydantic models of olares_pack/apps/manifest.py"), "# App manifest fields\n\n",
+    head = [HEADER.format(source="the pydantic models of olares_pack/apps/manifest/"), "# App manifest fields\n\n",
             "Every field of `apps/<name>/app.yaml`, from the models that load it. Unknown fields are errors. "
             "`engine.kind` picks the form: `llamacpp` or `vllm` (an LLM app), or no `engine` and a `chart` (an app "
             "imported from a hand-written chart, see [Importing a catalogue](../how-to/import.md)). "
@@ -315,7 +315,7 @@ def manifest_page() -> str:
         def section(title: str, model: type, prefix: str, own_only: bool) -> None:
             body.append(f"## {title} {{#{model.__name__.lower()}}}\n\n")
             doc = (model.__doc__ or "").strip()
-            if doc and model.__module__ == m.__name__:
+            if doc and model.__module__.startswith(m.__name__ + "."):
                 body.append(text(doc) + "\n\n")
             rows = [(code(prefix + name), type_name(f.annotation if not f.metadata else
                                                     typing.Annotated[(f.annotation, *f.metadata)], seen, link,
