@@ -51,10 +51,9 @@ def terminating() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.getsignal(s) for s in _HANDLED}
-    if any(h not in (signal.SIG_DFL, None) for h in previous.values()):
-        yield  # an outer block (or the host program) already handles them
-        return
+    # Per signal: one a program already handles is its own; one ignored (nohup ignores SIGHUP) does
+    # not end the process; only one left to the default, which ends it without any finally, is ours.
+    previous = {s: h for s in _HANDLED if (h := signal.getsignal(s)) in (signal.SIG_DFL, None)}
     fired: list[int] = []
 
     def handler(signum: int, _frame: object) -> None:
@@ -63,7 +62,7 @@ def terminating() -> Iterator[None]:
         fired.append(signum)
         raise Terminated(128 + signum)
 
-    for s in _HANDLED:
+    for s in previous:
         signal.signal(s, handler)
     try:
         yield
