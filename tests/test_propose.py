@@ -5,6 +5,7 @@ nothing. The replay: from 1.0.8 toward upstream llama.cpp b9409."""
 from __future__ import annotations
 
 import hashlib
+import shutil
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import yaml
 from fakehub import FakeHub
 from test_outdated import (
     APP,
+    APPS,
     C2,
     NEW_QUANT,
     NEW_REPO,
@@ -197,3 +199,41 @@ def test_the_changelog_names_a_change_of_the_served_model_name(upstream: Upstrea
         assert main(propose(apps, upstream, "--engine-build", "b9254")) == ExitCode.OK
         doc = yaml.safe_load((apps / APP / "app.yaml").read_text())
         assert not any("served model name" in c["text"] for c in doc["changelog"][-1]["changes"])
+
+
+def _current_catalogue(root: Path, fork: str) -> Path:
+    """The bundled catalogue as it stands (1.0.14 published, its model at the branch `main`), the
+    image on `fork` so that the loopback registry answers for it."""
+    (root / "apps").mkdir(parents=True)
+    shutil.copytree(APPS / APP, root / "apps" / APP)
+    path = root / "apps" / APP / "app.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["engine"]["image"] = {"repository": fork, "tag": "0.1.0", "digest": None}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    shutil.copytree(APPS.parent / "packages", root / "packages")
+    shutil.copy(APPS.parent / "market-index.json", root / "market-index.json")
+    return root / "apps"
+
+
+def _weights(apps: Path, version: str, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    assert main(["vram", APP, "--version", version, "--apps-dir", str(apps), "--format", "json"]) == ExitCode.OK
+    doc = json.loads(capsys.readouterr().out)
+    return {t["name"]: t["mib"] for t in doc["estimates"][0]["terms"]}
+
+
+@needs_registry
+def test_a_draft_never_changes_what_a_published_version_reports(upstream: Upstream, hub: FakeHub, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 52.13: propose pinned the model of the draft and dropped the lock entry that 1.0.14
+    # (revision `main`) reads; `vram --version 1.0.14` then read the draft's GGUF (13,146 MiB → 0)
+    apps = _current_catalogue(tmp_path / "repo", upstream.repo("aamsellem/llamacpp-mtp"))
+    published = _weights(apps, "1.0.14", capsys)
+    assert published["weights"] > 10_000
+    assert main(propose(apps, upstream, "--engine-build", "b9254")) == ExitCode.OK, capsys.readouterr().err
+    capsys.readouterr()
+    assert yaml.safe_load((apps / APP / "app.yaml").read_text())["model"]["revision"] == C2
+    assert _weights(apps, "1.0.14", capsys) == published
+    # the draft reads its own entry: the GGUF pinned at C2, not the published one
+    assert main(["vram", APP, "--apps-dir", str(apps), "--format", "json"]) == ExitCode.OK
+    draft = json.loads(capsys.readouterr().out)
+    assert {t["name"]: t["mib"] for t in draft["estimates"][0]["terms"]}["weights"] < published["weights"]

@@ -132,8 +132,11 @@ def _image_change(client: oci.RegistryClient, img: Any) -> ImageChange:
 
 
 def plan_pin(manifest_path: Path, *, image: bool = True, model: bool = True,
-             client: oci.RegistryClient | None = None) -> PinPlan:
-    """What pinning this app changes, asked of its registry and Hugging Face; nothing is written."""
+             client: oci.RegistryClient | None = None,
+             published: frozenset[tuple[str, str, str]] = frozenset()) -> PinPlan:
+    """What pinning this app changes, asked of its registry and Hugging Face; nothing is written.
+    `published`: the model files (repo, file, revision) published versions read, whose lock
+    entries stay whatever the draft pins (`records.published_models`)."""
     manifest_path = manifest_path / MANIFEST_FILE if manifest_path.is_dir() else manifest_path
     doc = load_yaml(manifest_path)
     app = validate_doc(doc)
@@ -188,14 +191,14 @@ def plan_pin(manifest_path: Path, *, image: bool = True, model: bool = True,
         kept = lock.revision(m.repo, pin.commit)
         if kept is not None and m.revision == pin.commit:
             record["revision"] = kept["revision"]  # the branch it was first pinned from
-        lock.put_revision(record)
+        lock.put_revision(record, published)
         if isinstance(app, LlamaCppApp):
             # vram and lint read the GGUF numbers at the revision the manifest names
             name = m.files[0].name
             meta = lock.find(m.repo, name, pin.commit)
             if meta is None or meta.revision != pin.commit:
                 meta = gguf_meta.from_hub(m.repo, name, pin.commit)
-            lock.drop_other_revisions(m.repo, name, pin.commit)
+            lock.drop_other_revisions(m.repo, name, pin.commit, published)
             lock.put(meta)
         plan.new_lock = lock.dumps()
     buf = io.StringIO()

@@ -129,6 +129,20 @@ def versions(repo: Repo, name: str) -> list[str]:
     return sorted(out, key=semver.Version.parse)
 
 
+def published_models(repo: Repo, name: str) -> frozenset[tuple[str, str, str]]:
+    """The model files (repo, file, revision) the published versions of an app read: their entries
+    in model.lock.json are theirs, whatever a later draft pins."""
+    out: set[tuple[str, str, str]] = set()
+    for v in versions(repo, name):
+        model = read(repo, name, v).manifest.get("model")
+        if not isinstance(model, dict) or not model.get("repo"):
+            continue
+        files = [model["file"]] if model.get("file") else [f.get("name") for f in model.get("files") or []
+                                                           if isinstance(f, dict)]
+        out.update((model["repo"], f, str(model.get("revision") or "main")) for f in files if f)
+    return frozenset(out)
+
+
 def published_apps(repo: Repo) -> list[str]:
     """Every app with at least one record, by name."""
     if not repo.apps_dir.is_dir():

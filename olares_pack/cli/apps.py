@@ -33,6 +33,7 @@ def pin_cmd(app_refs: tuple[str, ...], all_apps: bool, only_image: bool, only_mo
     model by commit (asked of Hugging Face), in app.yaml (comments and order kept) and
     model.lock.json. Every app is resolved before anything is written; any error writes nothing."""
     from olares_pack.apps import pin
+    from olares_pack.catalogue import records
     from olares_pack.common import console
     from olares_pack.remote import oci
     if all_apps == bool(app_refs):
@@ -45,7 +46,8 @@ def pin_cmd(app_refs: tuple[str, ...], all_apps: bool, only_image: bool, only_mo
         plans = []
         with oci.RegistryClient() as client:
             for d in dirs:
-                plans.append(pin.plan_pin(d, image=not only_model, model=not only_image, client=client))
+                plans.append(pin.plan_pin(d, image=not only_model, model=not only_image, client=client,
+                                          published=records.published_models(repo, d.name)))
         for plan in plans:
             for note in plan.notes:
                 console.info(note)
@@ -72,6 +74,7 @@ def pin_cmd(app_refs: tuple[str, ...], all_apps: bool, only_image: bool, only_mo
 def online_check(app: App) -> list[tuple[str, str, str, str]]:
     """(rule, severity, path, message) of `--online`: what app.yaml pins still exists upstream."""
     from olares_pack.apps import pin
+    from olares_pack.catalogue import records
     return [(f.rule, f.severity, f.path, f.message) for f in pin.online_findings(app)]
 
 

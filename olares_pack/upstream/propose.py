@@ -401,7 +401,8 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
         if old_lock is not None:
             shutil.copy(lock_path, stage / LOCK_FILE)
         # pin's planning: the commit, each file's size and sha256, the GGUF numbers in the lock
-        planned = pin.plan_pin(stage, image=False, model=True, client=client)
+        planned = pin.plan_pin(stage, image=False, model=True, client=client,
+                               published=records.published_models(repo, app.name))
         (stage / LOCK_FILE).write_text(planned.new_lock or "", encoding="utf-8")
         new_app = parse_app(planned.new_text, manifest_path)
         prop = Proposal(app.name, app.version, version, manifest_path, lock_path, old_text, planned.new_text, old_lock,

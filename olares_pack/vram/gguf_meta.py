@@ -265,23 +265,36 @@ class Lock:
     revisions: list[dict[str, Any]] = field(default_factory=list)
 
     def find(self, repo: str, file: str, revision: str) -> ModelMeta | None:
-        for m in self.models:
-            if m.repo == repo and m.file == file and (m.revision == revision or revision == "main"):
-                return m
-        return None
+        """The entry read at this revision; for the branch `main` with none recorded under that name,
+        the one entry of the file (a lock written before pins kept the branch's name)."""
+        same = [m for m in self.models if m.repo == repo and m.file == file]
+        exact = next((m for m in same if m.revision == revision), None)
+        if exact is not None or revision != "main":
+            return exact
+        return same[0] if len(same) == 1 else None
 
     def put(self, meta: ModelMeta) -> None:
         self.models = [m for m in self.models if (m.repo, m.file, m.revision) != (meta.repo, meta.file, meta.revision)]
         self.models.append(meta)
         self.models.sort(key=lambda m: (m.repo or "", m.file or "", m.revision or ""))
 
-    def drop_other_revisions(self, repo: str, file: str, keep: str) -> None:
-        """The manifest now names one commit of this file: entries read at other revisions describe nothing it runs."""
-        self.models = [m for m in self.models if not (m.repo == repo and m.file == file and m.revision != keep)]
+    def drop_other_revisions(self, repo: str, file: str, keep: str,
+                             published: frozenset[tuple[str, str, str]] = frozenset()) -> None:
+        """The manifest now names one commit of this file: entries read at other revisions describe
+        nothing it runs, unless a published version reads them (`published`: repo, file, revision
+        of each), whose `vram --version` must report what it did when it shipped."""
+        self.models = [m for m in self.models
+                       if not (m.repo == repo and m.file == file and m.revision != keep)
+                       or (m.repo, m.file, m.revision) in published]
 
-    def put_revision(self, pin: dict[str, Any]) -> None:
-        """One pinned snapshot per repository: the one the manifest names."""
-        self.revisions = sorted([r for r in self.revisions if r["repo"] != pin["repo"]] + [pin], key=lambda r: r["repo"])
+    def put_revision(self, pin: dict[str, Any], published: frozenset[tuple[str, str, str]] = frozenset()) -> None:
+        """The pinned snapshot the manifest names, beside those of published versions (by repo and
+        revision asked for); any other snapshot of the repository goes."""
+        shipped = {(r, rev) for r, _f, rev in published}
+
+        def kept(r: dict[str, Any]) -> bool:
+            return r["repo"] != pin["repo"] or ((r["repo"], r.get("revision")) in shipped and r["commit"] != pin["commit"])
+        self.revisions = sorted([r for r in self.revisions if kept(r)] + [pin], key=lambda r: (r["repo"], r["commit"]))
 
     def revision(self, repo: str, commit: str) -> dict[str, Any] | None:
         return next((r for r in self.revisions if r["repo"] == repo and r["commit"] == commit), None)
