@@ -5,8 +5,8 @@ nothing. The replay: from 1.0.8 toward upstream llama.cpp b9409."""
 from __future__ import annotations
 
 import hashlib
-import shutil
 import json
+import shutil
 from pathlib import Path
 
 import pytest

@@ -360,16 +360,30 @@ def workflow_versions() -> list[str]:
 # ---------------------------------------------------------------- nightly
 
 
-def test_the_upstream_job_opens_one_pull_request_per_proposal(written_workflow: dict[str, Any], tmp_path: Path,
-                                                              request: pytest.FixtureRequest) -> None:
-    from tests.test_outdated import APP, catalogue_at_1_0_8, needs_registry
+def _push(upstream: Any, tmp_path: Path, path: str, *tags: str, created: str | None = None) -> str:
+    """Tags pushed to a repository of this test's own (the module's registry is shared); `created`
+    orders tags that name no build."""
+    from tests.registry import Layout
+
+    lay = Layout(tmp_path / f"layout-{path.replace('/', '-')}-{'-'.join(tags)}")
+    for tag in tags:
+        lay.multiarch(tag, text=f"{path}:{tag}", created=created)
+        upstream.reg.push(lay.root, tag, path)
+    return upstream.repo(path)
+
+
+def test_the_upstream_job_opens_one_pull_request_per_draft(written_workflow: dict[str, Any], tmp_path: Path,
+                                                           request: pytest.FixtureRequest) -> None:
+    from tests.test_outdated import APP, UPSTREAM_BUILDS, catalogue_at_1_0_8, needs_registry
 
     if needs_registry.args[0]:
         pytest.skip(needs_registry.kwargs["reason"])
     upstream = request.getfixturevalue("upstream")
     request.getfixturevalue("hub")
+    image = _push(upstream, tmp_path, "nightly/llama.cpp", *(f"server-cuda-{b}" for b in UPSTREAM_BUILDS))
+    fork = _push(upstream, tmp_path, "nightly/llamacpp-mtp", "0.1.0", created="2026-05-01T10:00:00Z")
     work = tmp_path / "work"
-    catalogue_at_1_0_8(work, upstream.repo("aamsellem/llamacpp-mtp"))
+    catalogue_at_1_0_8(work, fork)
     git(work, "init", "-q", "-b", "main")
     commit_env = ["-c", "user.name=t", "-c", "user.email=t@example.org"]
     git(work, *commit_env, "add", "-A")
@@ -381,9 +395,14 @@ def test_the_upstream_job_opens_one_pull_request_per_proposal(written_workflow: 
     prs = tmp_path / "prs.json"
     prs.write_text("[]")
     stand_in(bin_dir, "gh", GH.replace("@PRS@", str(prs)).replace("@PYTHON@", sys.executable))
-    variables = {"OLARES_PACK_UPSTREAM_IMAGE": upstream.repo("ggml-org/llama.cpp")}
-    done = Runner(written_workflow, ws, tmp_path, event="schedule", extra_path=[bin_dir], variables=variables).run("upstream")
-    assert done.ok, [(s.name, s.rc, s.output[-3000:]) for s in done.steps if s.rc]
+    variables = {"OLARES_PACK_UPSTREAM_IMAGE": image}
+
+    def night(event: str = "schedule") -> Any:
+        done = Runner(written_workflow, ws, tmp_path, event=event, extra_path=[bin_dir], variables=variables).run("upstream")
+        assert done.ok, [(s.name, s.rc, s.output[-3000:]) for s in done.steps if s.rc]
+        return done
+
+    night()
     opened = json.loads(prs.read_text())
     assert [(p["base"], p["head"].rsplit("-", 1)[0]) for p in opened] == [("main", f"olares-pack/propose/{APP}-1.0.8")]
     pr = opened[0]
@@ -394,8 +413,8 @@ def test_the_upstream_job_opens_one_pull_request_per_proposal(written_workflow: 
     assert doc["version"] == "1.0.9" and doc["engine"]["image"]["tag"] == "server-cuda-b9409"
     assert doc["changelog"][-1]["version"] == "1.0.9"
     # byte for byte what `propose` writes when run by hand on the same catalogue
-    by_hand = catalogue_at_1_0_8(tmp_path / "by-hand", upstream.repo("aamsellem/llamacpp-mtp"))
-    assert main(["propose", APP, "--apps-dir", str(by_hand), "--upstream-image", variables["OLARES_PACK_UPSTREAM_IMAGE"]]) == 0
+    by_hand = catalogue_at_1_0_8(tmp_path / "by-hand", fork)
+    assert main(["propose", APP, "--apps-dir", str(by_hand), "--upstream-image", image]) == 0
     assert shown == (by_hand / APP / "app.yaml").read_text()
     assert pr["title"].startswith(f"{APP}: draft 1.0.9 (after 1.0.8)")
     body = pr["body"]
@@ -403,26 +422,61 @@ def test_the_upstream_job_opens_one_pull_request_per_proposal(written_workflow: 
                  "+version: 1.0.9", "+  - version: 1.0.9"):
         assert part in body, (part, body)
     # the next night, upstream unchanged: the same branch, already open, no second pull request
-    again = Runner(written_workflow, ws, tmp_path, event="workflow_dispatch", extra_path=[bin_dir],
-                   variables=variables).run("upstream")
-    assert again.ok and "is open already" in again.steps[-1].output
+    again = night("workflow_dispatch")
+    assert "is open already (the same draft)" in again.steps[-1].output
     assert len(json.loads(prs.read_text())) == 1
+    # issue 52.5: a new upstream tag that outdated reports but that leaves the draft as it was
+    # (a new tag of the fork, which names no llama.cpp build) opened a second pull request when the
+    # branch was keyed on outdated's items
+    outdated_before = next(s.output for s in again.steps if s.name == "olares-pack outdated")
+    _push(upstream, tmp_path, "nightly/llamacpp-mtp", "0.1.1", created="2026-06-01T10:00:00Z")
+    third = night()
+    outdated_after = next(s.output for s in third.steps if s.name == "olares-pack outdated")
+    assert outdated_after != outdated_before, "the new tag must change what outdated reports, or this proves nothing"
+    assert "is open already (the same draft)" in third.steps[-1].output
+    assert len(json.loads(prs.read_text())) == 1
+    # a new build that changes the draft: a second pull request, and the first is closed as superseded
+    _push(upstream, tmp_path, "nightly/llama.cpp", "server-cuda-b9553")
+    fourth = night()
+    now = json.loads(prs.read_text())
+    assert [p["state"] for p in now] == ["closed", "open"], now
+    assert now[0]["comment"].startswith("Superseded by https://github.com/example/catalogue/pull/2")
+    assert "closed #1 (superseded)" in fourth.steps[-1].output
+    moved = subprocess.run(["git", "-C", str(origin), "show", f"{now[1]['head']}:apps/{APP}/app.yaml"], check=True,
+                           capture_output=True, text=True).stdout
+    assert yaml.safe_load(moved)["engine"]["image"]["tag"] == "server-cuda-b9553"
+    # the superseded draft's branch is deleted with its pull request
+    heads = subprocess.run(["git", "-C", str(origin), "branch", "--list", "olares-pack/propose/*"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    assert heads == [now[1]["head"]]
 
 
-GH = """#!@PYTHON@
+GH = r"""#!@PYTHON@
 # `gh` stands in for GitHub's pull requests: kept in @PRS@
-import json, sys
+import json, re, subprocess, sys
 args = sys.argv[1:]
 prs = json.load(open("@PRS@"))
 def opt(name):
     return args[args.index(name) + 1]
-if args[:2] == ["pr", "list"]:
+if args[:2] == ["pr", "list"] and "--head" in args:
     print(len([p for p in prs if p["head"] == opt("--head") and p["state"] == "open"]))
+elif args[:2] == ["pr", "list"]:
+    # the one --jq the workflow asks, evaluated as gh would: open pull requests whose head starts
+    # with the prefix and is not the new branch
+    m = re.fullmatch(r'.*startswith\("([^"]+)"\).*!= "([^"]+)".*', opt("--jq"))
+    for n, p in enumerate(prs, 1):
+        if p["state"] == "open" and p["head"].startswith(m[1]) and p["head"] != m[2]:
+            print(n)
 elif args[:2] == ["pr", "create"]:
     prs.append({"base": opt("--base"), "head": opt("--head"), "title": opt("--title"),
                 "body": open(opt("--body-file")).read(), "state": "open"})
     json.dump(prs, open("@PRS@", "w"))
     print("https://github.com/example/catalogue/pull/%d" % len(prs))
+elif args[:2] == ["pr", "close"] and "--delete-branch" in args:
+    p = prs[int(args[2]) - 1]
+    p.update(state="closed", comment=opt("--comment"))
+    json.dump(prs, open("@PRS@", "w"))
+    subprocess.run(["git", "push", "--quiet", "origin", "--delete", p["head"]], check=True)
 else:
     sys.exit("gh stand-in: not expected: %s" % args)
 """

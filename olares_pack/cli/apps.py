@@ -74,7 +74,6 @@ def pin_cmd(app_refs: tuple[str, ...], all_apps: bool, only_image: bool, only_mo
 def online_check(app: App) -> list[tuple[str, str, str, str]]:
     """(rule, severity, path, message) of `--online`: what app.yaml pins still exists upstream."""
     from olares_pack.apps import pin
-    from olares_pack.catalogue import records
     return [(f.rule, f.severity, f.path, f.message) for f in pin.online_findings(app)]
 
 
