@@ -25,6 +25,16 @@ class Result:
     output: str  # stderr and stdout, as helm printed them
     stdout: str = ""
 
+    def release(self) -> dict[str, Any] | None:
+        """The release an `--output json` install or upgrade printed (None: it failed, or printed none)."""
+        if not self.ok:
+            return None
+        try:
+            rel = json.loads(self.stdout)
+        except ValueError:
+            return None
+        return rel if isinstance(rel, dict) and isinstance(rel.get("info"), dict) else None
+
 
 class Helm:
     def __init__(self, cluster: Cluster, home: Path, post_renderer: Path | None = None) -> None:
@@ -49,8 +59,9 @@ class Helm:
 
     def install(self, release: str, chart: Path, namespace: str, values: dict[str, Any]) -> Result:
         # app-service: action.Install with CreateNamespace (framework/app-service/pkg/helm/helm.go InstallCharts)
+        # --output json: the release as stored (status, manifest), so nobody asks for it again
         return self.run("install", release, str(chart), "--namespace", namespace, "--create-namespace", *NO_HOOKS,
-                        *self.post, "--values", self._values_file(values), "--timeout", "300s")
+                        *self.post, "--values", self._values_file(values), "--timeout", "300s", "--output", "json")
 
     def upgrade(self, release: str, chart: Path, namespace: str, values: dict[str, Any], *, reuse: bool = False) -> Result:
         """app-service's action.Upgrade (no Atomic, no Wait): ResetThenReuseValues, as HelmOps.upgrade calls
@@ -59,7 +70,7 @@ class Helm:
         at 2e3244c2), which keeps the OLD chart's defaults, so a value the new chart adds is missing."""
         mode = "--reuse-values" if reuse else "--reset-then-reuse-values"
         return self.run("upgrade", release, str(chart), "--namespace", namespace, mode, *NO_HOOKS, *self.post,
-                        "--values", self._values_file(values), "--timeout", "2400s")
+                        "--values", self._values_file(values), "--timeout", "2400s", "--output", "json")
 
     def uninstall(self, release: str, namespace: str) -> Result:
         return self.run("uninstall", release, "--namespace", namespace)

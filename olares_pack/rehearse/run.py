@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from olares_pack.cluster.controlplane import Cluster
-from olares_pack.cluster.helmcli import Helm
+from olares_pack.cluster.helmcli import Helm, Result
 from olares_pack.rehearse import objects
 from olares_pack.rehearse.plan import ChartPlan
 
@@ -94,6 +94,12 @@ class Rehearsal:
         self.line = line
         self.reuse_values = reuse_values
         self.made: list[tuple[str, str]] = []  # (release, namespace), to clean up
+        # What this rehearsal knows of its releases, from what its own helm calls printed: each
+        # helm process costs a Go start and a round of discovery (about 70 ms here), and a
+        # rehearsal from every older version asked ~200 times for what it had just been told.
+        # A release not known yet, or after a failed call, is asked of Helm.
+        self._status: dict[tuple[str, str], str | None] = {}
+        self._manifest: dict[tuple[str, str], str] = {}
 
     # ------------------------------------------------------------------ the steps
 
@@ -126,7 +132,7 @@ class Rehearsal:
             step = Step(self.line, "uninstall-first", new.version, user, old.version)
             before = self._objects(old, user)
             for rel in old.releases(user):
-                self.helm.uninstall(rel.name, rel.namespace)
+                self._uninstall(rel.name, rel.namespace)
             if user in new.users:
                 self._install_user(new, user, step)
             step.changes = objects.compare(before, self._objects(new, user))
@@ -135,21 +141,54 @@ class Rehearsal:
 
     def clean(self) -> None:
         for name, ns in reversed(self.made):
-            if self.helm.status(name, ns) is not None:
-                self.helm.uninstall(name, ns)
+            if self.status(name, ns) is not None:
+                self._uninstall(name, ns)
         self.made.clear()
+
+    # ------------------------------------------------------------------ what Helm holds
+
+    def status(self, name: str, namespace: str) -> str | None:
+        key = (name, namespace)
+        if key not in self._status:
+            self._status[key] = self.helm.status(name, namespace)
+        return self._status[key]
+
+    def manifest(self, name: str, namespace: str) -> str:
+        key = (name, namespace)
+        if key not in self._manifest:
+            self._manifest[key] = self.helm.manifest(name, namespace)
+        return self._manifest[key]
+
+    def _learn(self, name: str, namespace: str, r: Result) -> None:
+        """What an install or upgrade printed of its release; after a failure, nothing is assumed."""
+        key = (name, namespace)
+        rel = r.release()
+        self._status.pop(key, None)
+        self._manifest.pop(key, None)
+        if rel is not None:
+            self._status[key] = str(rel["info"].get("status"))
+            self._manifest[key] = str(rel.get("manifest") or "")
+
+    def _uninstall(self, name: str, namespace: str) -> None:
+        r = self.helm.uninstall(name, namespace)
+        self._manifest.pop((name, namespace), None)
+        if r.ok:
+            self._status[(name, namespace)] = None
+        else:
+            self._status.pop((name, namespace), None)
 
     # ------------------------------------------------------------------ helpers
 
     def _install_user(self, plan: ChartPlan, user: str, step: Step) -> None:
         for rel in plan.releases(user):
-            if rel.shared and self.helm.status(rel.name, rel.namespace) is not None:
+            if rel.shared and self.status(rel.name, rel.namespace) is not None:
                 continue  # HelmOpsV2.install: "chart ... already installed, skipping"
             if not self._install(rel.name, rel.chart, rel.namespace, plan.values(user), step):
                 return
 
     def _install(self, name: str, chart: Path, namespace: str, values: dict[str, Any], step: Step) -> bool:
         r = self.helm.install(name, chart, namespace, values)
+        self._learn(name, namespace, r)
         if (name, namespace) not in self.made:
             self.made.append((name, namespace))
         if not r.ok:
@@ -158,14 +197,14 @@ class Rehearsal:
         return r.ok
 
     def _upgrade_user(self, old: ChartPlan, new: ChartPlan, user: str, step: Step) -> None:
-        main = self.helm.status(new.release_name(new.app), new.namespace(user))
+        main = self.status(new.release_name(new.app), new.namespace(user))
         if main != "deployed":
             step.ok = False
             step.error = (f"cannot upgrade release {new.namespace(user)}/{new.release_name(new.app)}, current state is "
                           f"{main or 'not installed'}")
             return
         for rel in new.releases(user):
-            status = self.helm.status(rel.name, rel.namespace)
+            status = self.status(rel.name, rel.namespace)
             if status is None:
                 if rel.shared:
                     # HelmOpsV2.upgrade: installs the missing shared chart, then returns the status error
@@ -178,6 +217,7 @@ class Rehearsal:
                 step.ok, step.error = False, f"chart {rel.name} is not deployed, cannot upgrade"
                 return
             r = self.helm.upgrade(rel.name, rel.chart, rel.namespace, new.values(user), reuse=self.reuse_values)
+            self._learn(rel.name, rel.namespace, r)
             if not r.ok:
                 step.ok, step.error = False, _error_line(r.output)
                 step.refused += refusals(r.output)
@@ -186,7 +226,7 @@ class Rehearsal:
     def _objects(self, plan: ChartPlan, user: str) -> dict[objects.Key, dict[str, Any]]:
         out: dict[objects.Key, dict[str, Any]] = {}
         for rel in plan.releases(user):
-            out.update(objects.parse(self.helm.manifest(rel.name, rel.namespace), rel.namespace))
+            out.update(objects.parse(self.manifest(rel.name, rel.namespace), rel.namespace))
         return out
 
     def _judged(self, step: Step) -> Step:
