@@ -31,11 +31,14 @@ class ChartSource:
     package: bytes | None = None  # the .tgz a source serves for it (an archive's own bytes)
     date: dt.date | None = None  # when a market source published it (its versionHistory)
     upgrade: str | None = None  # its "what's new" from a market source's versionHistory
+    # A chart read from a folder: its files are that folder's, byte for byte, so Helm loads the
+    # folder itself rather than a copy written to a scratch folder (5 % of a lint of 198 charts).
+    on_disk: Path | None = None
 
 
 def from_folder(path: Path) -> ChartSource:
     text, binary = fsio.read_tree_split(path)
-    return ChartSource(str(path), path.resolve().name, text, binary=binary)
+    return ChartSource(str(path), path.resolve().name, text, binary=binary, on_disk=path)
 
 
 def from_archive(path: Path) -> ChartSource:

