@@ -10,33 +10,60 @@ goes through the Python validator, whose messages the findings quote.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import jsonschema_rs
-import kubernetes_validate
-from kubernetes_validate import utils as kv_utils
-from referencing import Registry, Resource
 
 # Olares installs k3s v1.32 (installer DefaultK3sVersion "v1.32.2-k3s").
 from olares_pack.olares import DEFAULT_KUBE_VERSION
 
+if TYPE_CHECKING:
+    import jsonschema
+    from referencing import Registry
+
+# kubernetes-validate's schema files are read from its package folder without importing the
+# package: its import pulls in the Python jsonschema (with attrs and referencing), 0.1-0.2 s that a
+# lint of third-party charts spent before its first chart (43 % of a 48-chart lint was imports).
+# The Python validator is imported only to word the error of an object jsonschema-rs refuses.
+
+
+@lru_cache(maxsize=None)
+def _schemas_root() -> str:
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("kubernetes_validate")
+    return os.path.join(list(spec.submodule_search_locations)[0], "kubernetes-json-schema")
+
+
+def _major_minor(version: str) -> str:
+    return re.sub(r"^(\d+\.\d+).*", r"\1", version)  # as kubernetes_validate.utils.major_minor
+
+
+def _all_versions() -> list[str]:
+    """The Kubernetes versions with schemas, oldest first (kubernetes_validate.utils.all_versions)."""
+    names = [re.sub(r"^v([^-]*).*", r"\1", n) for n in os.listdir(_schemas_root()) if re.match(r"^v([^-]*).*", n)]
+    return sorted(names, key=lambda v: tuple(int(x) if x.isdigit() else 0 for x in v.split(".")))
+
 
 @lru_cache(maxsize=None)
 def _schema_dir(kube_version: str, strict: bool) -> str:
-    wanted = kv_utils.major_minor(kube_version.lstrip("v"))
-    versions = [v for v in kv_utils.all_versions() if kv_utils.major_minor(v) <= wanted]
+    wanted = _major_minor(kube_version.lstrip("v"))
+    versions = [v for v in _all_versions() if _major_minor(v) <= wanted]
     if not versions:
-        raise kubernetes_validate.utils.VersionNotSupportedError(version=wanted)
+        from kubernetes_validate.utils import VersionNotSupportedError
+
+        raise VersionNotSupportedError(version=wanted)
     return f"v{versions[-1]}-local" + ("-strict" if strict else "")
 
 
 def _load(path: str) -> Any:
-    ref = kv_utils.importlib_resources.files("kubernetes_validate").joinpath(f"kubernetes-json-schema/{path}")
-    return json.loads(ref.read_text())
+    with open(os.path.join(_schemas_root(), path), encoding="utf-8") as f:
+        return json.load(f)
 
 
 @lru_cache(maxsize=None)
@@ -46,6 +73,8 @@ def _definitions(schema_dir: str) -> Any:
 
 @lru_cache(maxsize=None)
 def _registry(schema_dir: str) -> Registry:
+    from referencing import Registry, Resource
+
     return Resource.from_contents(_definitions(schema_dir)) @ Registry()
 
 
@@ -65,6 +94,9 @@ def _validator(schema_dir: str, kind: str, api_version: str) -> jsonschema.proto
     schema = _schema(schema_dir, kind, api_version)
     if schema is None:
         return None
+    import jsonschema
+    from referencing import Resource
+
     registry = Resource.from_contents(schema) @ _registry(schema_dir)
     return jsonschema.validators.Draft202012Validator(schema, registry=registry)
 
