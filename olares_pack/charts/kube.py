@@ -107,8 +107,15 @@ def _fast_validator(schema_dir: str, kind: str, api_version: str) -> Any:
     if schema is None:
         return None
     definitions = _definitions(schema_dir)
-    # every $ref of a kind's schema points into the one definitions file
-    return jsonschema_rs.validator_for(schema, retriever=lambda uri: definitions)
+    # every $ref of a kind's schema points into the one definitions file ("/api/_definitions.json"
+    # against the default base URI): a registry holding it, built once, spares converting the
+    # 1.3 MB of definitions for each kind (5 → 1 ms a kind); the retriever answers any other URI
+    return jsonschema_rs.validator_for(schema, registry=_rs_registry(schema_dir), retriever=lambda uri: definitions)
+
+
+@lru_cache(maxsize=None)
+def _rs_registry(schema_dir: str) -> Any:
+    return jsonschema_rs.Registry([("json-schema:///api/_definitions.json", _definitions(schema_dir))])
 
 
 def _first_error(obj: dict[str, Any], kube_version: str, strict: bool) -> str | None | bool:
