@@ -237,6 +237,7 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
         notes.append("the chart's workload, objects and manifest fields kept as typed fields (workload, objects, olares)")
     if data["engine"].get("shared"):
         data.pop("selector", None)  # the shared form keeps the installed selector itself (Helm lookup)
+    data["olares"] = {**(data.get("olares") or {}), **keep.carried(app)}
     typed = validate_data(data, f"{app.name} (typed)")
     if extra:
         notes.append(f"engine arguments the typed settings do not hold, kept as server.extra_args: {' '.join(extra)}")
@@ -389,6 +390,7 @@ def generic(app: ChartApp) -> tuple[App, list[str]]:
     if found is not None:
         data["model"] = found
     data |= keep.kept(app, workload, str(container.get("name")))
+    data["olares"] = {**data["olares"], **keep.carried(app)}
     selector = ((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     if selector:
         data["selector"] = {str(k): str(v) for k, v in selector.items()}
