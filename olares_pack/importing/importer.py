@@ -674,11 +674,29 @@ def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published:
         newest.structured = {"typed": False, "reason": reason, "differences": [d.to_dict() for d in left],
                              "accepted": [d.to_dict() for d in taken]}
         return app_data
+    written = _written_version(newest)
+    if written != newest.app.version:
+        # The catalogue orders versions as strict semver; the maintainer's scheme (26.08.29) is not.
+        # A typed app would be the next version spelled another way (26.8.30 for 26.08.30): a device
+        # that reads both loosely sees the same version under two spellings. Kept as written until
+        # the catalogue keeps a version's own spelling.
+        reason = (f"version {written!r} is not strict semver: the typed app's next version would be spelled "
+                  f"{str(semver.Version.parse(newest.app.version).bump_patch())!r}, not the maintainer's own scheme")
+        newest.notes.append(f"--structured: kept as written: {reason}")
+        newest.structured = {"typed": False, "reason": reason, "differences": [], "accepted": []}
+        return app_data
     if taken:
         data["imported"] = {"original": app.version, "accepted": [{"kind": d.kind, "where": d.where} for d in taken]}
         newest.notes += [f"--structured accepted: {d.text()}" for d in taken]
     newest.structured = {"typed": True, "reason": None, "differences": [], "accepted": [d.to_dict() for d in taken]}
     return data
+
+
+def _written_version(imp: Imported) -> str:
+    """The version as the chart writes it (metadata.version, else Chart.yaml's)."""
+    text = imp.found.files.get(MANIFEST, "")
+    m = re.search(r"^\s+version:\s*['\"]?([^'\"\s#]+)", text.split("\nspec:", 1)[0].split("\nmetadata:", 1)[-1], re.M)
+    return m.group(1) if m else imp.chart_version
 
 
 def render_app(data: dict[str, Any], line: str) -> dict[str, str]:

@@ -49,6 +49,15 @@ def _number(v: str) -> Any:
     return v
 
 
+_VLLM_NUMBERS = ("port", "max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens")
+
+
+def _respelled(v: str) -> bool:
+    """Whether the typed number would be written otherwise than the chart writes it (`0.60`, `08`)."""
+    n = _number(v)
+    return not isinstance(n, str) and str(n) != v
+
+
 def _flag(v: str) -> bool:
     return v.strip().lower() in ("true", "1", "on", "yes", "enabled")
 
@@ -249,8 +258,11 @@ def _llama_server(inv: Invocation, build: str) -> tuple[NormalizedArgs, dict[str
     reg = registry.resolve("llamacpp", build, "image tag").registry
     args = normalize_llama(inv.argv, reg, inv.env)
     flags = args.values()
+    # a number the typed field would spell otherwise (`0.60`) stays in extra_args as written
+    respelled = {f for f, field in _LLAMA.items() if f in flags and field not in ("alias", "host", "flash_attn", "jinja", "port")
+                 and _respelled(flags[f])}
     server: dict[str, Any] = {field: _number(flags[f]) if field not in ("alias", "host", "flash_attn") else flags[f]
-                              for f, field in _LLAMA.items() if f in flags}
+                              for f, field in _LLAMA.items() if f in flags and f not in respelled}
     if "jinja" in server:
         server["jinja"] = _flag(str(flags["--jinja"]))
     if "gpu_layers" in server and server["gpu_layers"] in ("-1", -1):
@@ -267,7 +279,7 @@ def _llama_server(inv: Invocation, build: str) -> tuple[NormalizedArgs, dict[str
     if unset:
         server["unset"] = unset
     used = {*_LLAMA, *_SPEC, "--cache-type-k", "--cache-type-v", "--chat-template-kwargs", "--model", "--hf-repo", "--hf-file"}
-    return args, server, used
+    return args, server, used - respelled
 
 
 def _vllm_server(inv: Invocation) -> tuple[NormalizedArgs, dict[str, Any], set[str]]:
@@ -275,14 +287,16 @@ def _vllm_server(inv: Invocation) -> tuple[NormalizedArgs, dict[str, Any], set[s
     args = normalize_generic(inv.argv[1:] if inv.argv[:1] == ["serve"] else inv.argv)
     flags = args.values()
     server: dict[str, Any] = {}
+    # a number the typed field would spell otherwise (`0.60` is 0.6) stays in extra_args as written
+    respelled = {f for f, field in _VLLM.items() if f in flags and field in _VLLM_NUMBERS and _respelled(flags[f])}
     for f, field in _VLLM.items():
-        if f in flags:
+        if f in flags and f not in respelled:
             server[field] = _flag(flags[f]) if field.startswith(("enable_", "trust_")) else (
                 _number(flags[f]) if field in ("port", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
                                                "max_num_batched_tokens") else flags[f])
     if "--speculative-config" in flags:
         server["speculative_config"] = json.loads(flags["--speculative-config"])
-    return args, server, {*_VLLM, "--speculative-config", "--revision", "--download-dir", "--model"}
+    return args, server, {*_VLLM, "--speculative-config", "--revision", "--download-dir", "--model"} - respelled
 
 
 def _chart_fields(app: ChartApp, container: dict[str, Any], consumed: set[str]) -> dict[str, Any]:
