@@ -221,7 +221,12 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
         extra.append(args.args["--download-dir"].spelled)  # where vLLM itself caches what it fetches
     server["extra_args"] = [w for s in extra for w in s.split(" ", 1)]
     if inv.kind == "llamacpp":
-        server["extra_args"] += args.positional  # words no flag takes (a fork's flag read as a switch), in order
+        # each flag with the words written after it up to the next flag, in the chart's order: a
+        # fork's flag the registry of its base reads as a switch keeps its value (`-fa on`)
+        extra, server["extra_args"], moved = _as_written(inv.argv, engine["build"], args, used)
+        for flag in moved:
+            server.pop(_MOVABLE[flag], None)
+            server["unset"] = sorted({*server.get("unset", []), {"--gpu-layers": "--n-gpu-layers"}.get(flag, flag)})
     consumed = {k for k in inv.env if k.startswith("LLAMA_ARG_")}
     if download:
         consumed.add("HF_HUB_OFFLINE")  # the typed render sets it whenever a download step fetches the model
@@ -280,6 +285,50 @@ def _llama_server(inv: Invocation, build: str) -> tuple[NormalizedArgs, dict[str
         server["unset"] = unset
     used = {*_LLAMA, *_SPEC, "--cache-type-k", "--cache-type-v", "--chat-template-kwargs", "--model", "--hf-repo", "--hf-file"}
     return args, server, used - respelled
+
+
+# typed settings the render may leave unset (server.unset): a flag of these written otherwise than
+# the registry reads it stays in extra_args as written
+_MOVABLE = {"--host": "host", "--port": "port", "--parallel": "parallel", "--ctx-size": "ctx_size",
+            "--gpu-layers": "gpu_layers", "--flash-attn": "flash_attn"}
+
+
+def _as_written(argv: list[str], build: str | None, args: NormalizedArgs,
+                used: set[str]) -> tuple[list[str], list[str], list[str]]:
+    """llama-server's arguments the typed settings do not hold, as written: (each flag group as
+    one text for the report, the words). A typed flag written with more words than its setting
+    holds (a value given to what the registry reads as a switch) cannot be typed without moving
+    a word: InputError."""
+    reg = registry.resolve("llamacpp", build, "image tag").registry
+    head: list[str] = []
+    groups: list[list[str]] = []
+    for w in argv:
+        if w.startswith("-") and w not in ("-", "--") and not re.fullmatch(r"-[0-9.]+", w):
+            groups.append([w])
+        elif groups:
+            groups[-1].append(w)
+        else:
+            head.append(w)
+    texts: list[str] = []
+    words: list[str] = []
+    moved: list[str] = []
+    for g in groups:
+        name = g[0].partition("=")[0] if g[0].startswith("--") else g[0]
+        spec = reg.lookup(name)
+        canonical = name if spec is None else spec.canonical
+        if canonical in used:
+            held = args.args.get(canonical)
+            taken = 1 if held is None or "=" in g[0] else len(held.spelled.split(" ", 1))
+            if len(g) <= taken:
+                continue
+            if canonical not in _MOVABLE:
+                raise InputError(f"{' '.join(g)}: the flag registry of build {build} reads {g[0]} as taking "
+                                 f"{taken - 1} word(s) and the chart gives it {len(g) - 1}: the typed setting would "
+                                 f"move {' '.join(g[taken:])!r}")
+            moved.append(canonical)  # not typed: kept as written, the typed setting left unset
+        texts.append(" ".join(g))
+        words += g
+    return texts, words + head, moved
 
 
 def _vllm_server(inv: Invocation) -> tuple[NormalizedArgs, dict[str, Any], set[str]]:
