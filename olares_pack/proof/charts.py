@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from fnmatch import fnmatch
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from typing import Any
 
 from olares_pack.proof import argv as argvmod
