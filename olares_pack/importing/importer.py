@@ -295,7 +295,7 @@ def _app_data(found: ChartSource, chart: dict[str, Any], manifest: dict[str, Any
 # hand-written chart's manifest may hold them as text (a lone `}}` is literal to Go templates;
 # a 0.12.0 manifest is not rendered at all). A space between the two characters keeps the text
 # readable and representable.
-_DELIMITER = re.compile(r"\{\{|\}\}|\{%|\{#")
+_DELIMITER = re.compile(r"\{\{|\{%|\{#")  # a lone `}}` is text (fields.TEMPLATE_DELIMITERS)
 # Optional fields whose empty value a device takes as unset (the market shows nothing).
 _OPTIONAL = ("version_name", "full_description", "developer", "submitter", "website", "source_code", "doc")
 
