@@ -188,3 +188,26 @@ def test_a_number_is_kept_as_written(tmp_path: Path, capsys: pytest.CaptureFixtu
     row, data = _import(tmp_path, capsys, chart)
     assert row["structured"]["typed"], row["structured"]
     assert "0.90" in data["server"]["extra_args"]
+
+
+def test_an_env_value_written_null_is_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `value: null` (a values.yaml default left empty): the API server reads it as no value, as the
+    # original does; the typed render must not write "" or "None"
+    chart = _chart(tmp_path, "vllmserve", {"templates/deployment.yaml": [
+        ('              value: "16384m"\n', '              value: "16384m"\n            - name: HF_ENDPOINT\n              value: null\n')]})
+    row, data = _import(tmp_path, capsys, chart)
+    assert row["structured"]["typed"], row["structured"]
+    assert {"name": "HF_ENDPOINT"} in data["workload"]["engine"]["env"]  # no value, as written
+    assert "HF_ENDPOINT" not in (data.get("env") or {})
+
+
+def test_a_forks_own_kv_cache_types_come_from_its_sources() -> None:
+    # beellama.cpp (Anbeeld/beellama.cpp common/arg.cpp): KVarN pseudo types and its extra ggml types
+    from olares_pack.apps.manifest.servers import CacheTypes
+    from olares_pack.engines import registry
+
+    fork = registry.forks()["beellama"]
+    assert {"kvarn4", "kvarn6", "q6_0", "turbo3"} <= set(fork.values["--cache-type-k"]) and "Anbeeld/beellama.cpp" in fork.source
+    assert CacheTypes(k="kvarn4", v="kvarn6").k == "kvarn4"
+    with pytest.raises(ValueError, match="not a KV cache type"):
+        CacheTypes(k="kvarn7")

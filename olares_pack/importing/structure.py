@@ -356,8 +356,10 @@ def _chart_fields(app: ChartApp, container: dict[str, Any], consumed: set[str]) 
     return {"resources": _resources(container, spec),
             "entrance": {"name": first.get("name"), "title": first.get("title") or app.title,
                          "auth_level": first.get("authLevel", "internal"), "open_method": first.get("openMethod", "window")},
+            # a null value is no value (never the text "None"): left to the proof, which then finds
+            # the entry missing
             "env": {e["name"]: str(e["value"]) for e in container.get("env") or []
-                    if "value" in e and e["name"] not in consumed and not e["name"].startswith("OLARES_")},
+                    if e.get("value") is not None and e["name"] not in consumed and not e["name"].startswith("OLARES_")},
             "probes": _probes(container),
             "modes": sorted({str(a.get("mode")) for a in spec.get("accelerator") or [] if a.get("mode") in ("nvidia", "cpu")})
             or ["nvidia"]}

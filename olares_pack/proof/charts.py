@@ -101,8 +101,19 @@ def _walk(a: Any, b: Any, path: str, out: list[tuple[str, Any, Any]]) -> None:
                 out.append((f"{path}.{k}".lstrip("."), "(absent)", b[k]))
             else:
                 _walk(a[k], b[k], f"{path}.{k}", out)
+    elif isinstance(a, list) and isinstance(b, list):
+        if _unset_dropped(a) != _unset_dropped(b):  # a null inside an entry is unset there too (env `value: null`)
+            out.append((path.lstrip("."), a, b))
     elif a != b or type(a) is not type(b):
         out.append((path.lstrip("."), a, b))
+
+
+def _unset_dropped(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _unset_dropped(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_unset_dropped(x) for x in v]
+    return v
 
 
 _MANIFEST_KIND = (("metadata.version", None), ("spec.upgradeDescription", None), ("options.dependencies", "manifest.options"),
