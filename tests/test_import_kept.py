@@ -211,3 +211,10 @@ def test_a_forks_own_kv_cache_types_come_from_its_sources() -> None:
     assert CacheTypes(k="kvarn4", v="kvarn6").k == "kvarn4"
     with pytest.raises(ValueError, match="not a KV cache type"):
         CacheTypes(k="kvarn7")
+
+
+def test_the_maintainers_release_notes_stay_with_their_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, data = _import(tmp_path, capsys, CHARTS / "vllmserve")
+    entries = {e["version"]: e for e in data["changelog"]}
+    assert entries["2.0.3"]["notes"] == "vLLM 0.11.0.\n"  # the original's upgradeDescription, for 2.0.3
+    assert "olares-pack" in entries["2.0.4"]["summary"]  # the typed version says what it is
