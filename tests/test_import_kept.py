@@ -218,3 +218,17 @@ def test_the_maintainers_release_notes_stay_with_their_version(tmp_path: Path, c
     entries = {e["version"]: e for e in data["changelog"]}
     assert entries["2.0.3"]["notes"] == "vLLM 0.11.0.\n"  # the original's upgradeDescription, for 2.0.3
     assert "olares-pack" in entries["2.0.4"]["summary"]  # the typed version says what it is
+
+
+def test_a_script_keeps_its_authors_text_until_a_typed_setting_changes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import copy
+
+    row, data = _import(tmp_path, capsys, CHARTS / "llamashell")
+    assert row["structured"]["typed"], row["structured"]
+    assert '--model "$MODELS_DIR/$TARGET_FILE"' in data["engine"]["script_tail"]
+    original = from_folder(CHARTS / "llamashell").files
+    assert proof.prove("llamashell", original, render_app(data, "current")).differences == []
+    other = copy.deepcopy(data)
+    other["server"]["ctx_size"] = 16384  # an edit: the typed arguments are rendered, the text no longer the author's
+    kinds = {d.kind for d in proof.prove("llamashell", original, render_app(other, "current")).differences}
+    assert kinds == {"container.command"}

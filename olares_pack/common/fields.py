@@ -40,6 +40,7 @@ MULTILINE = (
     ("changelog", "*", "locales", "*", "notes"),
     ("engine", "command", "*"),  # a wrapper's shell script (`sh -c '...'`), rendered Helm-escaped
     ("engine", "script"),
+    ("engine", "script_tail"),  # the rest of that script after the program, as written
     ("engine", "args", "*"),  # a generic server's arguments (a shell script among them), rendered Helm-escaped
 )
 # Rendered through the Helm-escaping filter, so template delimiters are literal text there.

@@ -95,6 +95,15 @@ def _script(container: dict[str, Any], inv: Invocation) -> tuple[list[str], str]
     return (words[:2], head) if head is not None else None
 
 
+def _script_tail(container: dict[str, Any], inv: Invocation) -> str | None:
+    """The script's text after the program that starts the engine, as written."""
+    words = [str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]]
+    if len(words) != 3 or not engines.is_shell(words):
+        return None
+    head = engines.script_head(words[2], inv.kind)
+    return words[2][len(head):] if head is not None and words[2].startswith(head) else None
+
+
 def _download_env(objects: list[dict[str, Any]]) -> dict[str, str]:
     return {k: str(v) for k, v in download_env(objects).items()}
 
@@ -253,6 +262,11 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
         data.pop("selector", None)  # the shared form keeps the installed selector itself (Helm lookup)
     data["olares"] = {**(data.get("olares") or {}), **keep.carried(app)}
     typed = validate_data(data, f"{app.name} (typed)")
+    if (tail := _script_tail(container, inv)) is not None and typed.engine.script is not None:  # type: ignore[union-attr]
+        # the maintainer's text after the program stays as written while the typed arguments are
+        # these (engines.container_args); the proof compares the script as text
+        data["engine"] = {**data["engine"], "script_tail": tail, "script_argv": engines.script_words(typed)}
+        typed = validate_data(data, f"{app.name} (typed)")
     if extra:
         notes.append(f"engine arguments the typed settings do not hold, kept as server.extra_args: {' '.join(extra)}")
     return typed, notes
