@@ -232,3 +232,13 @@ def test_a_script_keeps_its_authors_text_until_a_typed_setting_changes(tmp_path:
     other["server"]["ctx_size"] = 16384  # an edit: the typed arguments are rendered, the text no longer the author's
     kinds = {d.kind for d in proof.prove("llamashell", original, render_app(other, "current")).differences}
     assert kinds == {"container.command"}
+
+
+def test_an_envelope_kept_in_its_form_and_resources_say_the_same(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from olares_pack.apps.load import validate_data
+    from olares_pack.common.errors import InputError
+
+    _, data = _import(tmp_path, capsys, _chart(tmp_path, "vllmserve", _FLAT))
+    data["resources"]["cpu"]["limit"] = "16"  # edited here and not in the envelope the render writes
+    with pytest.raises(InputError, match="limitedCpu"):
+        validate_data(data, "app.yaml")
