@@ -242,3 +242,23 @@ def test_an_envelope_kept_in_its_form_and_resources_say_the_same(tmp_path: Path,
     data["resources"]["cpu"]["limit"] = "16"  # edited here and not in the envelope the render writes
     with pytest.raises(InputError, match="limitedCpu"):
         validate_data(data, "app.yaml")
+
+
+def test_a_typed_render_the_engine_refuses_is_kept_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # the words may compare equal and the engine still refuse them: the parser's word is final
+    real = proof.engine_verdicts
+
+    def refusing(objects: list[dict]) -> list[proof.EngineVerdict]:
+        out = real(objects)
+        images = [c.get("image", "") for o in objects for c in proof._pod(o).get("containers") or []]
+        if any("llama" in str(i) for i in images):
+            return [proof.EngineVerdict("Deployment/llamashell container llama", "x", True,
+                                        'error while handling argument "-fa": unknown value', "llama-server b11434's own parser")]
+        return out
+
+    monkeypatch.setattr(proof, "engine_verdicts", refusing)
+    row, data = _import(tmp_path, capsys, CHARTS / "llamashell")
+    assert not row["structured"]["typed"]
+    assert row["structured"]["reason"].startswith("llama-server refuses the typed render's arguments: error while handling argument")
+    assert "chart" in data
