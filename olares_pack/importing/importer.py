@@ -693,10 +693,11 @@ def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published:
 
 
 def _written_version(imp: Imported) -> str:
-    """The version as the chart writes it (metadata.version, else Chart.yaml's)."""
-    text = imp.found.files.get(MANIFEST, "")
-    m = re.search(r"^\s+version:\s*['\"]?([^'\"\s#]+)", text.split("\nspec:", 1)[0].split("\nmetadata:", 1)[-1], re.M)
-    return m.group(1) if m else imp.chart_version
+    """The version as the chart writes it: metadata.version (of its render, when the manifest is
+    a template), else Chart.yaml's."""
+    md = (imp.app.chart.manifest.get("metadata") or {}) if "{{" in imp.found.files.get(MANIFEST, "") else \
+        ((safe_load(imp.found.files.get(MANIFEST, "")) or {}).get("metadata") or {})
+    return str(md.get("version") or imp.chart_version)
 
 
 def render_app(data: dict[str, Any], line: str) -> dict[str, str]:
