@@ -261,6 +261,10 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
     if data["engine"].get("shared"):
         data.pop("selector", None)  # the shared form keeps the installed selector itself (Helm lookup)
     data["olares"] = {**(data.get("olares") or {}), **keep.carried(app)}
+    if data["engine"].get("shared"):
+        # the shared form's envelope is derived (the engine plus llm-init or each user's proxy): a
+        # written copy would go stale with the next edit; the proof judges the render's own
+        data["olares"].pop("envelope", None)
     typed = validate_data(data, f"{app.name} (typed)")
     if (tail := _script_tail(container, inv)) is not None and typed.engine.script is not None:  # type: ignore[union-attr]
         # the maintainer's text after the program stays as written while the typed arguments are
