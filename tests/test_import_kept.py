@@ -180,16 +180,6 @@ def test_the_proof_keeps_a_flag_with_its_value_and_the_engine_parses_both() -> N
     assert not proof.engine_verdicts(good)[0].refused
 
 
-def test_a_number_is_kept_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    chart = _chart(tmp_path, "vllmserve", {"templates/deployment.yaml": [("0.9", "0.90")]}) \
-        if "0.9" in (CHARTS / "vllmserve" / "templates" / "deployment.yaml").read_text() else None
-    if chart is None:
-        pytest.skip("vllmserve writes no --gpu-memory-utilization")
-    row, data = _import(tmp_path, capsys, chart)
-    assert row["structured"]["typed"], row["structured"]
-    assert "0.90" in data["server"]["extra_args"]
-
-
 def test_an_env_value_written_null_is_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # `value: null` (a values.yaml default left empty): the API server reads it as no value, as the
     # original does; the typed render must not write "" or "None"
@@ -262,3 +252,19 @@ def test_a_typed_render_the_engine_refuses_is_kept_as_written(tmp_path: Path, ca
     assert not row["structured"]["typed"]
     assert row["structured"]["reason"].startswith("llama-server refuses the typed render's arguments: error while handling argument")
     assert "chart" in data
+
+
+def test_vllm_given_its_model_as_a_flag_keeps_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # bayerhazard/aimighty-market aimrerqwen3vllm: `vllm serve --model REPO`
+    chart = _chart(tmp_path, "vllmserve", {"templates/deployment.yaml": [
+        ("            - serve\n            - Qwen/Qwen3-8B-AWQ\n", "            - serve\n            - --model\n            - Qwen/Qwen3-8B-AWQ\n")]})
+    row, data = _import(tmp_path, capsys, chart)
+    assert row["structured"]["typed"], row["structured"]
+    assert data["server"]["model_flag"] is True
+
+
+def test_a_number_written_with_a_trailing_zero_is_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chart = _chart(tmp_path, "vllmserve", {"templates/deployment.yaml": [('            - "0.9"\n', '            - "0.90"\n')]})
+    row, data = _import(tmp_path, capsys, chart)
+    assert row["structured"]["typed"], row["structured"]
+    assert data["server"]["extra_args"][-2:] == ["--gpu-memory-utilization", "0.90"] or "0.90" in data["server"]["extra_args"]

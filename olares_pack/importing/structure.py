@@ -363,6 +363,8 @@ def _vllm_server(inv: Invocation) -> tuple[NormalizedArgs, dict[str, Any], set[s
                                                "max_num_batched_tokens") else flags[f])
     if "--speculative-config" in flags:
         server["speculative_config"] = json.loads(flags["--speculative-config"])
+    if "--model" in flags and not [w for w in args.positional if w != "serve"]:
+        server["model_flag"] = True  # `serve --model REPO`, as written
     return args, server, {*_VLLM, "--speculative-config", "--revision", "--download-dir", "--model"} - respelled
 
 
