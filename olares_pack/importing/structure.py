@@ -263,8 +263,11 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
     data["olares"] = {**(data.get("olares") or {}), **keep.carried(app)}
     if data["engine"].get("shared"):
         # the shared form's envelope is derived (the engine plus llm-init or each user's proxy): a
-        # written copy would go stale with the next edit; the proof judges the render's own
-        data["olares"].pop("envelope", None)
+        # written copy would go stale with the next edit; and its manifest holds the installer's
+        # template logic (the v2 form), which the kept keys cannot be written into as data. The
+        # proof judges the render's own: a shared chart with keys of its own stays as written.
+        for key in ("envelope", "appid", "metadata", "spec", "spec_absent", "top"):
+            data["olares"].pop(key, None)
     typed = validate_data(data, f"{app.name} (typed)")
     if (tail := _script_tail(container, inv)) is not None and typed.engine.script is not None:  # type: ignore[union-attr]
         # the maintainer's text after the program stays as written while the typed arguments are
