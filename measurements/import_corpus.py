@@ -155,6 +155,10 @@ def _reason(s: dict) -> str:
     reason = s["reason"] or ""
     if reason.startswith("the typed render differs"):
         return "the typed render differs"
+    if "is not strict semver" in reason:
+        return "the version is not strict semver (26.08.29): typing it would rewrite the maintainer's scheme"
+    if reason.startswith("llama-server refuses"):
+        return reason.split(":", 1)[0] + ": " + reason.split(":", 1)[1][:80]
     if "engine olares-pack does not model" in reason:
         return "an engine olares-pack does not model"
     return reason[:110]

@@ -212,7 +212,9 @@ def test_command_and_selector_belong_to_the_per_user_form() -> None:
 def _typed_llamashell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict:
     """llamashell imported with --structured: a llama.cpp fork started by a bash script that fetches
     the model first (its repository and file in a ConfigMap), an nginx sidecar, a per-user model
-    folder, the user's Hugging Face token."""
+    folder, the user's Hugging Face token. The proof compares the script as text: the typed form
+    keeps the maintainer's words after the program (engine.script_tail) while its typed arguments
+    are the ones they were imported as."""
     root = empty_repo(tmp_path)
     assert run_import(root, str(CHARTS / "llamashell"), extra=("--structured", "--format", "json")) == 0
     row = json.loads(capsys.readouterr().out)["charts"][0]

@@ -58,7 +58,7 @@ BAD_CASES = [
     ("reserved name", "name: llamacppqwen36mtpone", "name: system", "name: system", "name", "reserved"),
     ("bad digest", "    digest: null", "    digest: sha256:1234", "digest: sha256:1234", "engine.image.digest", "not an image digest"),
     ("bad engine", "  kind: llamacpp", "  kind: ollama", "kind: ollama", "engine.kind", "one of 'llamacpp', 'vllm'"),
-    ("bad cache type", "cache_type: {k: q4_0, v: q4_0}", "cache_type: {k: q3_0, v: q4_0}", "cache_type:", "server.cache_type.k", "q4_0"),
+    ("bad cache type", "cache_type: {k: q4_0, v: q4_0}", "cache_type: {k: q7_0, v: q4_0}", "cache_type:", "server.cache_type.k", "q4_0"),
 ]
 
 

@@ -143,7 +143,7 @@ def test_import_structured_gives_the_shared_app_back(tmp_path: Path, capsys: pyt
     assert main(["import", str(chart), "--apps-dir", str(apps), "--structured", "--format", "json"]) == ExitCode.OK
     structured = json.loads(capsys.readouterr().out)["charts"][0]["structured"]
     # its typed render makes the same app: the v2 shared form, proven equivalent (equivalence.py)
-    assert structured["typed"] and structured["differences"] == []
+    assert structured["typed"] and structured["differences"] == [], structured
     got, want = load_app(apps / NAME), load_app(APPS / NAME)
     assert got.engine.shared and got.targets == ["legacy"]
     assert got.server == want.server and got.resources == want.resources

@@ -186,6 +186,48 @@ OptionKey = Literal["apiTimeout", "allowMultipleInstall", "dependencies", "confl
 PermissionKey = Literal["appData", "appCache", "userData", "appCommon", "sysData", "provider"]
 
 
+Scalar = str | int | float  # a value as the chart writes it: `requiredCpu: 4` and `"4"` are kept apart
+
+EnvelopeKey = Literal["requiredCpu", "limitedCpu", "requiredMemory", "limitedMemory", "requiredDisk", "limitedDisk",
+                      "requiredGpu", "limitedGpu", "requiredGPU", "limitedGPU", "requiredGPUMemory", "limitedGPUMemory"]
+
+
+class ModeEnvelope(_K8s):
+    """One mode's entry of a per-mode envelope (spec.accelerator or spec.resources), as written."""
+
+    mode: str = Field(description="the compute mode (nvidia, cpu, …)")
+    requiredCpu: Scalar | None = Field(None, description="as written")
+    limitedCpu: Scalar | None = Field(None, description="as written")
+    requiredMemory: Scalar | None = Field(None, description="as written")
+    limitedMemory: Scalar | None = Field(None, description="as written")
+    requiredDisk: Scalar | None = Field(None, description="as written")
+    limitedDisk: Scalar | None = Field(None, description="as written")
+    requiredGPU: Scalar | None = Field(None, description="as written: a count of GPUs")
+    limitedGPU: Scalar | None = Field(None, description="as written")
+    requiredGpu: Scalar | None = Field(None, description="as written")
+    limitedGpu: Scalar | None = Field(None, description="as written")
+    requiredGPUMemory: Scalar | None = Field(None, description="as written: GPU memory")
+    limitedGPUMemory: Scalar | None = Field(None, description="as written")
+
+
+class EnvelopeKept(_K8s):
+    """The manifest's envelope in the form the chart writes it: flat (`spec.requiredCpu` …
+    `spec.requiredGpu: 1`, a GPU count stays a count) or per mode (`spec.accelerator` /
+    `spec.resources` entries). The typed render writes this form instead of its own; `resources`
+    stays the engine's (the two must agree: `_agrees`)."""
+
+    form: Literal["flat", "accelerator", "resources"] = Field(description="flat fields, or per-mode entries under that key")
+    flat: dict[EnvelopeKey, Scalar] | None = Field(None, description="form flat: the spec's envelope fields as written")
+    modes: list[ModeEnvelope] | None = Field(None, description="per-mode forms: each mode's entry as written")
+
+    @field_validator("modes")
+    @classmethod
+    def _some_modes(cls, v: list[ModeEnvelope] | None) -> list[ModeEnvelope] | None:
+        if v is not None and not v:
+            raise ValueError("a per-mode envelope has at least one mode")
+        return v
+
+
 class OlaresKept(_K8s):
     """OlaresManifest.yaml fields as the imported chart states them, where the typed render would
     otherwise write its own: each one absent keeps olares-pack's."""
@@ -198,6 +240,13 @@ class OlaresKept(_K8s):
     locale: list[str] | None = Field(None, description="spec.locale as written; [] when the chart lists none")
     undeclared: list[Literal["limitedCpu", "limitedMemory", "limitedDisk"]] | None = Field(
         None, description="envelope limits the chart does not declare (not written; the installer then applies none)")
+    envelope: EnvelopeKept | None = Field(None, description="the envelope in the chart's own form (flat or per mode), as written")
+    appid: StrictBool | None = Field(None, description="false: the chart writes no metadata.appid (the render then writes none)")
+    metadata: dict[str, Any] | None = Field(None, description="metadata keys the app's fields do not model, as written (bento: the catalogue's card, …)")
+    spec: dict[str, Any] | None = Field(None, description="spec keys the app's fields do not model, as written (envs, featuredImage, …)")
+    spec_absent: list[str] | None = Field(None, description="spec keys the render writes and the chart does not (supportArch, …): not written")
+    top: dict[str, Any] | None = Field(None, description="top-level OlaresManifest keys the app's fields do not model, as written")
+    chart_yaml: dict[str, Any] | None = Field(None, description="Chart.yaml as the chart writes it, less name and version (appVersion, description, home, sources, maintainers, …)")
 
     @field_validator("entrances")
     @classmethod

@@ -52,10 +52,13 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
     from rich.progress import Progress
 
     from olares_pack.common import console
-    from olares_pack.equivalence import KINDS, unknown_kinds
+    from olares_pack.equivalence import KINDS as REPORT_KINDS
     from olares_pack.importing import importer
+    from olares_pack.proof.charts import KINDS as PROOF_KINDS
+    from olares_pack.proof.charts import NEVER_ACCEPTED
 
-    if bad := unknown_kinds(accept):
+    KINDS = {**REPORT_KINDS, **PROOF_KINDS}  # noqa: N806 - the kinds --accept names
+    if bad := [k for k in accept if k not in KINDS or k in NEVER_ACCEPTED]:
         raise click.UsageError(f"--accept {', '.join(bad)}: not a kind of difference (expected one of {', '.join(sorted(KINDS))})")
     if accept and not structured:
         raise click.UsageError("--accept takes differences of the typed render: use it with --structured")

@@ -26,7 +26,10 @@ from pydantic import AfterValidator, BeforeValidator, Field, StrictBool, StrictI
 # separators: YAML 1.1 readers (the device's) break lines on U+0085/2028/2029 and CR.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _NEWLINE_OR_TAB = re.compile("[\n\t]")
-TEMPLATE_DELIMITERS = ("{{", "}}", "{%", "{#")
+# What opens a template action. A lone `}}` is text to Go templates (text/template lexes an action
+# from its left delimiter only; reproduced: `helm template` of a ConfigMap whose value is
+# `a }} b {"k": {"a": 1}}` writes it unchanged, helm v3.19.5), so JSON in a text is kept as written.
+TEMPLATE_DELIMITERS = ("{{", "{%", "{#")
 MAX_TEXT = 64 * 1024  # characters in one string value
 
 # Field paths (tuples; "*" matches any key or index) where newlines and tabs belong.
@@ -37,6 +40,7 @@ MULTILINE = (
     ("changelog", "*", "locales", "*", "notes"),
     ("engine", "command", "*"),  # a wrapper's shell script (`sh -c '...'`), rendered Helm-escaped
     ("engine", "script"),
+    ("engine", "script_tail"),  # the rest of that script after the program, as written
     ("engine", "args", "*"),  # a generic server's arguments (a shell script among them), rendered Helm-escaped
 )
 # Rendered through the Helm-escaping filter, so template delimiters are literal text there.

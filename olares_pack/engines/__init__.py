@@ -80,6 +80,13 @@ def _shell_arg(word: str) -> str:
     return '"' + re.sub(r'(["\\`])', r"\\\1", word) + '"'
 
 
+def script_words(app: App) -> list[str]:
+    """The typed arguments an engine.script is followed by."""
+    argv = build_argv(app)
+    script = getattr(app.engine, "script", None) or ""
+    return argv[1:] if argv[:1] == ["serve"] and re.search(r"\bserve$", script) else argv
+
+
 def container_args(app: App) -> list[str]:
     """The engine container's args: the engine's argv, less the `serve` a wrapper script names
     itself (`sh -c '... exec vllm serve "$@"'`); with engine.script, that script ending with the
@@ -88,6 +95,9 @@ def container_args(app: App) -> list[str]:
     script = getattr(app.engine, "script", None)
     if script is not None:
         words = argv[1:] if argv[:1] == ["serve"] and re.search(r"\bserve$", script) else argv
+        tail = getattr(app.engine, "script_tail", None)
+        if tail is not None and words == list(app.engine.script_argv or []):  # type: ignore[union-attr]
+            return [script + tail]  # the maintainer's text: the typed arguments are those it was imported as
         return [script + " " + " ".join(_shell_arg(w) for w in words) + "\n"]
     cmd = app.engine.command or []
     if len(cmd) >= 3 and passes_args(cmd[2]) and re.search(r"\bserve\s+\"?\$[@*]", cmd[2]) and argv[:1] == ["serve"]:

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
 
 def build_argv(s: VllmServer, model: str, *, download_dir: str | None, revision: str | None) -> list[str]:
-    argv = ["serve", model]
+    argv = ["serve", "--model", model] if s.model_flag else ["serve", model]
     if revision is not None:
         argv += ["--revision", revision]
     if s.alias:

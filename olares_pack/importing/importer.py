@@ -295,7 +295,7 @@ def _app_data(found: ChartSource, chart: dict[str, Any], manifest: dict[str, Any
 # hand-written chart's manifest may hold them as text (a lone `}}` is literal to Go templates;
 # a 0.12.0 manifest is not rendered at all). A space between the two characters keeps the text
 # readable and representable.
-_DELIMITER = re.compile(r"\{\{|\}\}|\{%|\{#")
+_DELIMITER = re.compile(r"\{\{|\{%|\{#")  # a lone `}}` is text (fields.TEMPLATE_DELIMITERS)
 # Optional fields whose empty value a device takes as unset (the market shows nothing).
 _OPTIONAL = ("version_name", "full_description", "developer", "submitter", "website", "source_code", "doc")
 
@@ -604,10 +604,9 @@ def _upgraded(app_data: dict[str, Any], date: dt.date, newest: Imported) -> dict
 def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published: list[str],
            accept: tuple[str, ...] = ()) -> dict[str, Any]:
     """The app in olares-pack's typed form when its engine fits it and the typed render makes the
-    same app as the original (equivalence.py), every OS line it targets; else the chart as
+    same app as the original (the independent proof, olares_pack/proof/), every OS line it targets; else the chart as
     written, the differences in the report. `accept` names kinds of difference taken on purpose:
     the typed app keeps them (`imported.accepted`), so the release record of its first version does."""
-    from olares_pack import equivalence
     from olares_pack.importing import structure
 
     app = validate_data(app_data, newest.found.label)
@@ -640,33 +639,65 @@ def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published:
         entries.append(ChangelogEntry(version=version, date=date, summary="olares-pack's typed app manifest "
                                       "(olares-pack import --structured)"))
     data["changelog"] = [e.model_dump(mode="json", exclude_defaults=True) for e in entries]
-    diffs: list[equivalence.Difference] = []
+    # The claim "the same app" is the independent proof's (olares_pack/proof/: flags keep the words
+    # written after them, aliases only through the build's own table, scripts as text, the
+    # engine's own parser on every llama-server), on every line the app targets and every user form.
+    from olares_pack.proof import charts as proof
+
+    diffs: list[Any] = []
+    parsed: list[str] = []
     for line in app.targets:
         try:
             files = render_app(data, line)
         except (InputError, ValueError) as exc:
-            diffs.append(equivalence.Difference("undecidable", f"typed render for {line}", str(exc).splitlines()[0], None))
+            diffs.append(proof.Difference("undecidable", f"typed render for {line}", str(exc).splitlines()[0], None))
             continue
         # the chart the typed app replaces: the source's own, or with --upgrade its 0.12.0 conversion
         original = newest.found.files if line == newest.line else chartrender.render(app, olares.get(line))
-        diffs += equivalence.compare_charts(app.name, original, files)
-    left = equivalence.remaining(diffs, accept)
+        p = proof.prove(app.name, original, files)
+        diffs += [replace(d, where=f"{line}: {d.where}") if len(app.targets) > 1 else d for d in p.differences]
+        parsed += [f"{line}: {e}" if len(app.targets) > 1 else e for e in p.engine]
+        if p.window:
+            newest.notes.append(f"--structured: {line}: the olares window where the app is offered: {p.window}")
+    left = [d for d in diffs if d.kind in proof.NEVER_ACCEPTED or d.kind not in accept]
     taken = [d for d in diffs if d not in left]
     newest.notes += [f"--structured: {n}" for n in notes]
+    newest.notes += [f"--structured: llama-server's parser: {e}" for e in parsed]
     if left:
         kinds = sorted({d.kind for d in left})
         reason = ("equivalence cannot be decided" if "undecidable" in kinds else
+                  "llama-server refuses the typed render's arguments: " + next(d.other for d in left if d.kind == "engine.refused")
+                  .splitlines()[0] if "engine.refused" in kinds else
                   f"the typed render differs ({len(left)} difference(s): {', '.join(kinds)})")
         newest.notes.append(f"--structured: kept as written: {reason}")
         newest.notes += [f"--structured differs: {d.text()}" for d in left]
         newest.structured = {"typed": False, "reason": reason, "differences": [d.to_dict() for d in left],
                              "accepted": [d.to_dict() for d in taken]}
         return app_data
+    written = _written_version(newest)
+    if written != newest.app.version:
+        # The catalogue orders versions as strict semver; the maintainer's scheme (26.08.29) is not.
+        # A typed app would be the next version spelled another way (26.8.30 for 26.08.30): a device
+        # that reads both loosely sees the same version under two spellings. Kept as written until
+        # the catalogue keeps a version's own spelling.
+        reason = (f"version {written!r} is not strict semver: the typed app's next version would be spelled "
+                  f"{str(semver.Version.parse(newest.app.version).bump_patch())!r}, not the maintainer's own scheme")
+        newest.notes.append(f"--structured: kept as written: {reason}")
+        newest.structured = {"typed": False, "reason": reason, "differences": [], "accepted": []}
+        return app_data
     if taken:
         data["imported"] = {"original": app.version, "accepted": [{"kind": d.kind, "where": d.where} for d in taken]}
         newest.notes += [f"--structured accepted: {d.text()}" for d in taken]
     newest.structured = {"typed": True, "reason": None, "differences": [], "accepted": [d.to_dict() for d in taken]}
     return data
+
+
+def _written_version(imp: Imported) -> str:
+    """The version as the chart writes it: metadata.version (of its render, when the manifest is
+    a template), else Chart.yaml's."""
+    md = (imp.app.chart.manifest.get("metadata") or {}) if "{{" in imp.found.files.get(MANIFEST, "") else \
+        ((safe_load(imp.found.files.get(MANIFEST, "")) or {}).get("metadata") or {})
+    return str(md.get("version") or imp.chart_version)
 
 
 def render_app(data: dict[str, Any], line: str) -> dict[str, str]:

@@ -141,3 +141,54 @@ def olares_fields(app: ChartApp) -> dict[str, Any]:
                      if isinstance(r, dict) and r.get("mode") != "cpu"), spec)
     out["undeclared"] = [k for k in ("limitedCpu", "limitedMemory", "limitedDisk") if declared.get(k) in (None, "")] or None
     return {k: v for k, v in out.items() if v is not None}
+
+
+# OlaresManifest keys the typed fields model (the app's texts, olares-pack's own forms, OlaresKept's
+# older fields); any other key is carried as written (OlaresKept.metadata/spec/top)
+_MODELLED_TOP = {"olaresManifest.version", "olaresManifest.type", "apiVersion", "metadata", "spec", "entrances",
+                 "permission", "options", "envs", "sharedEntrances", "workloadReplicas"}
+_MODELLED_SPEC = {"versionName", "fullDescription", "upgradeDescription", "developer", "submitter", "website",
+                  "sourceCode", "doc", "license", "locale", "onlyAdmin", "subCharts", "accelerator", "resources",
+                  "requiredCpu", "limitedCpu", "requiredMemory", "limitedMemory", "requiredDisk", "limitedDisk",
+                  "requiredGpu", "limitedGpu", "requiredGPU", "limitedGPU", "requiredGPUMemory", "limitedGPUMemory"}
+_RENDERED_SPEC = {"supportArch"}  # written by every render: absent from a chart that does not write it
+_MODELLED_METADATA = {"name", "title", "description", "icon", "version", "categories", "appid"}
+_FLAT = ("requiredCpu", "limitedCpu", "requiredMemory", "limitedMemory", "requiredDisk", "limitedDisk",
+         "requiredGpu", "limitedGpu", "requiredGPU", "limitedGPU", "requiredGPUMemory", "limitedGPUMemory")
+
+
+def envelope(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The envelope in the chart's own form: per-mode entries (spec.accelerator, or spec.resources
+    as a list) or the flat fields, values as written."""
+    for key in ("accelerator", "resources"):
+        if isinstance(spec.get(key), list) and spec[key]:
+            return {"form": key, "modes": [dict(e) for e in spec[key]]}
+    flat = {k: spec[k] for k in _FLAT if spec.get(k) is not None}
+    return {"form": "flat", "flat": flat} if flat else None
+
+
+def carried(app: ChartApp) -> dict[str, Any]:
+    """What the chart states that the typed fields do not model, for OlaresKept: the envelope in
+    its form, appid where it was (not) written, unmodelled metadata (`bento`: the catalogue's
+    card), spec and top-level keys, Chart.yaml as written."""
+    m = app.chart.manifest
+    metadata = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
+    spec = m.get("spec") if isinstance(m.get("spec"), dict) else {}
+    out: dict[str, Any] = {"chart_yaml": {**app.chart.chart_yaml}}
+    if (env := envelope(spec)) is not None:
+        out["envelope"] = env
+    if "appid" not in metadata:
+        out["appid"] = False
+    extra_md = {k: v for k, v in metadata.items() if k not in _MODELLED_METADATA}
+    if metadata.get("appid") not in (None, app.name):
+        extra_md["appid"] = metadata["appid"]
+    if extra_md:
+        out["metadata"] = extra_md
+    extra_spec = {k: v for k, v in spec.items() if k not in _MODELLED_SPEC}
+    if extra_spec:
+        out["spec"] = extra_spec
+    if absent := sorted(_RENDERED_SPEC - set(spec)):
+        out["spec_absent"] = absent
+    if top := {k: v for k, v in m.items() if k not in _MODELLED_TOP}:
+        out["top"] = top
+    return out

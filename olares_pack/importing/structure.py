@@ -49,6 +49,15 @@ def _number(v: str) -> Any:
     return v
 
 
+_VLLM_NUMBERS = ("port", "max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens")
+
+
+def _respelled(v: str) -> bool:
+    """Whether the typed number would be written otherwise than the chart writes it (`0.60`, `08`)."""
+    n = _number(v)
+    return not isinstance(n, str) and str(n) != v
+
+
 def _flag(v: str) -> bool:
     return v.strip().lower() in ("true", "1", "on", "yes", "enabled")
 
@@ -84,6 +93,15 @@ def _script(container: dict[str, Any], inv: Invocation) -> tuple[list[str], str]
         return None
     head = engines.script_head(words[2], inv.kind)
     return (words[:2], head) if head is not None else None
+
+
+def _script_tail(container: dict[str, Any], inv: Invocation) -> str | None:
+    """The script's text after the program that starts the engine, as written."""
+    words = [str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]]
+    if len(words) != 3 or not engines.is_shell(words):
+        return None
+    head = engines.script_head(words[2], inv.kind)
+    return words[2][len(head):] if head is not None and words[2].startswith(head) else None
 
 
 def _download_env(objects: list[dict[str, Any]]) -> dict[str, str]:
@@ -212,7 +230,12 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
         extra.append(args.args["--download-dir"].spelled)  # where vLLM itself caches what it fetches
     server["extra_args"] = [w for s in extra for w in s.split(" ", 1)]
     if inv.kind == "llamacpp":
-        server["extra_args"] += args.positional  # words no flag takes (a fork's flag read as a switch), in order
+        # each flag with the words written after it up to the next flag, in the chart's order: a
+        # fork's flag the registry of its base reads as a switch keeps its value (`-fa on`)
+        extra, server["extra_args"], moved = _as_written(inv.argv, engine["build"], args, used)
+        for flag in moved:
+            server.pop(_MOVABLE[flag], None)
+            server["unset"] = sorted({*server.get("unset", []), {"--gpu-layers": "--n-gpu-layers"}.get(flag, flag)})
     consumed = {k for k in inv.env if k.startswith("LLAMA_ARG_")}
     if download:
         consumed.add("HF_HUB_OFFLINE")  # the typed render sets it whenever a download step fetches the model
@@ -237,7 +260,20 @@ def structured(app: ChartApp) -> tuple[App, list[str]]:
         notes.append("the chart's workload, objects and manifest fields kept as typed fields (workload, objects, olares)")
     if data["engine"].get("shared"):
         data.pop("selector", None)  # the shared form keeps the installed selector itself (Helm lookup)
+    data["olares"] = {**(data.get("olares") or {}), **keep.carried(app)}
+    if data["engine"].get("shared"):
+        # the shared form's envelope is derived (the engine plus llm-init or each user's proxy): a
+        # written copy would go stale with the next edit; and its manifest holds the installer's
+        # template logic (the v2 form), which the kept keys cannot be written into as data. The
+        # proof judges the render's own: a shared chart with keys of its own stays as written.
+        for key in ("envelope", "appid", "metadata", "spec", "spec_absent", "top"):
+            data["olares"].pop(key, None)
     typed = validate_data(data, f"{app.name} (typed)")
+    if (tail := _script_tail(container, inv)) is not None and typed.engine.script is not None:  # type: ignore[union-attr]
+        # the maintainer's text after the program stays as written while the typed arguments are
+        # these (engines.container_args); the proof compares the script as text
+        data["engine"] = {**data["engine"], "script_tail": tail, "script_argv": engines.script_words(typed)}
+        typed = validate_data(data, f"{app.name} (typed)")
     if extra:
         notes.append(f"engine arguments the typed settings do not hold, kept as server.extra_args: {' '.join(extra)}")
     return typed, notes
@@ -248,8 +284,11 @@ def _llama_server(inv: Invocation, build: str) -> tuple[NormalizedArgs, dict[str
     reg = registry.resolve("llamacpp", build, "image tag").registry
     args = normalize_llama(inv.argv, reg, inv.env)
     flags = args.values()
+    # a number the typed field would spell otherwise (`0.60`) stays in extra_args as written
+    respelled = {f for f, field in _LLAMA.items() if f in flags and field not in ("alias", "host", "flash_attn", "jinja", "port")
+                 and _respelled(flags[f])}
     server: dict[str, Any] = {field: _number(flags[f]) if field not in ("alias", "host", "flash_attn") else flags[f]
-                              for f, field in _LLAMA.items() if f in flags}
+                              for f, field in _LLAMA.items() if f in flags and f not in respelled}
     if "jinja" in server:
         server["jinja"] = _flag(str(flags["--jinja"]))
     if "gpu_layers" in server and server["gpu_layers"] in ("-1", -1):
@@ -266,7 +305,51 @@ def _llama_server(inv: Invocation, build: str) -> tuple[NormalizedArgs, dict[str
     if unset:
         server["unset"] = unset
     used = {*_LLAMA, *_SPEC, "--cache-type-k", "--cache-type-v", "--chat-template-kwargs", "--model", "--hf-repo", "--hf-file"}
-    return args, server, used
+    return args, server, used - respelled
+
+
+# typed settings the render may leave unset (server.unset): a flag of these written otherwise than
+# the registry reads it stays in extra_args as written
+_MOVABLE = {"--host": "host", "--port": "port", "--parallel": "parallel", "--ctx-size": "ctx_size",
+            "--gpu-layers": "gpu_layers", "--flash-attn": "flash_attn"}
+
+
+def _as_written(argv: list[str], build: str | None, args: NormalizedArgs,
+                used: set[str]) -> tuple[list[str], list[str], list[str]]:
+    """llama-server's arguments the typed settings do not hold, as written: (each flag group as
+    one text for the report, the words). A typed flag written with more words than its setting
+    holds (a value given to what the registry reads as a switch) cannot be typed without moving
+    a word: InputError."""
+    reg = registry.resolve("llamacpp", build, "image tag").registry
+    head: list[str] = []
+    groups: list[list[str]] = []
+    for w in argv:
+        if w.startswith("-") and w not in ("-", "--") and not re.fullmatch(r"-[0-9.]+", w):
+            groups.append([w])
+        elif groups:
+            groups[-1].append(w)
+        else:
+            head.append(w)
+    texts: list[str] = []
+    words: list[str] = []
+    moved: list[str] = []
+    for g in groups:
+        name = g[0].partition("=")[0] if g[0].startswith("--") else g[0]
+        spec = reg.lookup(name)
+        canonical = name if spec is None else spec.canonical
+        if canonical in used:
+            held = args.args.get(canonical)
+            taken = 1 if held is None or "=" in g[0] else len(held.spelled.split(" ", 1))
+            if len(g) <= taken:
+                continue
+            if canonical not in _MOVABLE:
+                raise InputError(f"{' '.join(g)}: the flag registry of build {build} reads {g[0]} as taking "
+                                 f"{taken - 1} word(s) and the chart gives it {len(g) - 1}: the typed setting would "
+                                 f"move {' '.join(g[taken:])!r}")
+            moved.append(canonical)  # not typed: kept as written, the typed setting left unset
+        texts.append(" ".join(g))
+        words += g
+    return texts, words + head, moved
 
 
 def _vllm_server(inv: Invocation) -> tuple[NormalizedArgs, dict[str, Any], set[str]]:
@@ -274,14 +357,18 @@ def _vllm_server(inv: Invocation) -> tuple[NormalizedArgs, dict[str, Any], set[s
     args = normalize_generic(inv.argv[1:] if inv.argv[:1] == ["serve"] else inv.argv)
     flags = args.values()
     server: dict[str, Any] = {}
+    # a number the typed field would spell otherwise (`0.60` is 0.6) stays in extra_args as written
+    respelled = {f for f, field in _VLLM.items() if f in flags and field in _VLLM_NUMBERS and _respelled(flags[f])}
     for f, field in _VLLM.items():
-        if f in flags:
+        if f in flags and f not in respelled:
             server[field] = _flag(flags[f]) if field.startswith(("enable_", "trust_")) else (
                 _number(flags[f]) if field in ("port", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
                                                "max_num_batched_tokens") else flags[f])
     if "--speculative-config" in flags:
         server["speculative_config"] = json.loads(flags["--speculative-config"])
-    return args, server, {*_VLLM, "--speculative-config", "--revision", "--download-dir", "--model"}
+    if "--model" in flags and not [w for w in args.positional if w != "serve"]:
+        server["model_flag"] = True  # `serve --model REPO`, as written
+    return args, server, {*_VLLM, "--speculative-config", "--revision", "--download-dir", "--model"} - respelled
 
 
 def _chart_fields(app: ChartApp, container: dict[str, Any], consumed: set[str]) -> dict[str, Any]:
@@ -292,8 +379,10 @@ def _chart_fields(app: ChartApp, container: dict[str, Any], consumed: set[str]) 
     return {"resources": _resources(container, spec),
             "entrance": {"name": first.get("name"), "title": first.get("title") or app.title,
                          "auth_level": first.get("authLevel", "internal"), "open_method": first.get("openMethod", "window")},
+            # a null value is no value (never the text "None"): left to the proof, which then finds
+            # the entry missing
             "env": {e["name"]: str(e["value"]) for e in container.get("env") or []
-                    if "value" in e and e["name"] not in consumed and not e["name"].startswith("OLARES_")},
+                    if e.get("value") is not None and e["name"] not in consumed and not e["name"].startswith("OLARES_")},
             "probes": _probes(container),
             "modes": sorted({str(a.get("mode")) for a in spec.get("accelerator") or [] if a.get("mode") in ("nvidia", "cpu")})
             or ["nvidia"]}
@@ -389,6 +478,7 @@ def generic(app: ChartApp) -> tuple[App, list[str]]:
     if found is not None:
         data["model"] = found
     data |= keep.kept(app, workload, str(container.get("name")))
+    data["olares"] = {**data["olares"], **keep.carried(app)}
     selector = ((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     if selector:
         data["selector"] = {str(k): str(v) for k, v in selector.items()}

@@ -166,8 +166,13 @@ RULES: dict[str, RuleInfo] = {
     "template.hostpath-recreate": RuleInfo("error", "a Deployment (StatefulSet) with hostPath volumes updates by Recreate (OnDelete)",
                                            f"{OAC}/internal/resources/hostpath.go CheckHostPath; {INSTALL_NOTE}", FROM_OAC),
     "template.resources": RuleInfo("error", "every primary container of a Deployment/StatefulSet sets cpu and memory requests and limits, requests <= limits",
-                                   f"{OAC}/internal/resources/limits.go CheckResourceLimits over walkPodContainers: the primary "
-                                   f"containers of Deployments and StatefulSets, init containers excluded; {INSTALL_NOTE}", FROM_OAC),
+                                   f"{OAC}/internal/resources/limits.go CheckResourceLimits over walkPodContainers (commit "
+                                   "3a10c81fc17670b2d79ca203c6532fecb24ac339): the primary containers of Deployments and "
+                                   "StatefulSets, init containers excluded; run by chart.go checkResourceLimits (commit "
+                                   "0158a73a68a0f3a2ace40a2d623390f2ad241afe) on every chart below 0.12.0 and, from 0.12.0, only "
+                                   "when the manifest has per-mode entries (a 0.12.0 chart with the flat fields skips it, so "
+                                   "an import that turns flat fields into per-mode entries makes a sidecar without limits "
+                                   f"an error: warning otherwise); {INSTALL_NOTE}", FROM_OAC),
     "template.envelope": RuleInfo("error", "the primary containers' sums fit each mode's envelope",
                                   f"{OAC}/chart.go checkResourceLimits (one render per spec.resources mode); internal/resources/"
                                   f"limits.go CheckResourceLimits (sums over walkPodContainers; '-1' fields skipped); {INSTALL_NOTE}",

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from typing import Any
 
 from olares_pack.proof import argv as argvmod
@@ -48,6 +49,21 @@ class Proof:
     differences: list[Difference]
     window: str | None  # how the olares window where the app is offered changed; None: it did not
     ran: list[str]  # what was compared: "mode nvidia, admin", …
+    engine: list[str] = field(default_factory=list)  # which parser read each llama-server argv, and what it said
+
+
+# kinds the proof reports beyond the import report's (olares_pack.equivalence.KINDS)
+KINDS: dict[str, str] = {
+    "engine.refused": "llama-server's own parser refuses the typed render's arguments (the engine does not start)",
+    "chart.other": "a Chart.yaml field differs (description, icon, home, sources, maintainers, keywords, …)",
+    "chart.appversion-lower": "Chart.yaml appVersion is older than the original's",
+    "container.other": "a container field other than image, command, args, env, ports, mounts, probes, resources differs",
+    "workload.other": "a workload field beside its containers differs (replicas, strategy, volumes, pod fields)",
+    "object.missing": "an object of the original (not a workload or Service) is not in the other render",
+    "object.added": "the other render adds an object (not a workload or Service)",
+    "object.changed": "an object other than a workload or Service differs",
+}
+NEVER_ACCEPTED = ("undecidable", "engine.refused")
 
 
 # ---------------------------------------------------------------- manifests
@@ -85,8 +101,19 @@ def _walk(a: Any, b: Any, path: str, out: list[tuple[str, Any, Any]]) -> None:
                 out.append((f"{path}.{k}".lstrip("."), "(absent)", b[k]))
             else:
                 _walk(a[k], b[k], f"{path}.{k}", out)
+    elif isinstance(a, list) and isinstance(b, list):
+        if _unset_dropped(a) != _unset_dropped(b):  # a null inside an entry is unset there too (env `value: null`)
+            out.append((path.lstrip("."), a, b))
     elif a != b or type(a) is not type(b):
         out.append((path.lstrip("."), a, b))
+
+
+def _unset_dropped(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _unset_dropped(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_unset_dropped(x) for x in v]
+    return v
 
 
 _MANIFEST_KIND = (("metadata.version", None), ("spec.upgradeDescription", None), ("options.dependencies", "manifest.options"),
@@ -281,6 +308,63 @@ def compare_objects(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[Di
     return out
 
 
+# ---------------------------------------------------------------- the engine's own parser
+
+# llama-server's own parser on every llama-server a chart starts (engines/argv_check: the real
+# binary of the image's build when this machine has it, else the newest binary here with what that
+# build does not know set aside, else the flag registry): a typed render the engine refuses is
+# never called the same app, whatever the comparison of words says (`-fa --mtp-head x` reads
+# `--mtp-head` as -fa's value).
+
+
+@dataclass(frozen=True)
+class EngineVerdict:
+    where: str  # "Deployment/x container y"
+    image: str
+    refused: bool
+    error: str  # the engine's own text when refused
+    used: str  # which parser said so (the build's own binary, another build's, the registry)
+
+
+def _fork(image: str) -> tuple[bool, str | None]:
+    """(whether the image is not upstream llama.cpp's, the build its tag names)."""
+    from olares_pack.engines import registry
+
+    repo, tag = registry.image_parts(image)
+    upstream = any(fnmatch(repo, p) or fnmatch(f"{repo}:{tag}", p) for p in registry.upstream_images("llamacpp"))
+    return not upstream, registry.tag_build(tag)
+
+
+def engine_verdicts(objects: list[dict[str, Any]]) -> list[EngineVerdict]:
+    """One verdict per container that starts llama-server (by name, through `sh -c`, or a llama.cpp
+    image's entrypoint)."""
+    from olares_pack.engines import argv_check
+
+    cms = _configmaps(objects)
+    out = []
+    for o in objects:
+        if o.get("kind") not in WORKLOADS:
+            continue
+        for c in [*(_pod(o).get("initContainers") or []), *(_pod(o).get("containers") or [])]:
+            if not isinstance(c, dict):
+                continue
+            env = argv_check.container_env(c, cms)
+            argv = argv_check.engine_argv(c, env)
+            if argv is None:
+                continue
+            where = f"{_name(o)} container {c.get('name')}"
+            image = str(c.get("image", ""))
+            if left := argv_check.unresolved(argv):
+                out.append(EngineVerdict(where, image, False, "", f"not parsed: {', '.join(left)} is not resolved from the chart"))
+                continue
+            fork, build = _fork(image)
+            done = argv_check.check(argv, build, env, fork=fork)
+            r = done.result
+            out.append(EngineVerdict(where, image, done.refused, r.error if r is not None and not r.ok else "",
+                                     done.used(build, image if fork else None)))
+    return out
+
+
 # ---------------------------------------------------------------- charts
 
 
@@ -299,6 +383,7 @@ def _objects(name: str, files: dict[str, str], m: dict[str, Any], mode: str, own
 def prove(name: str, original: dict[str, str], other: dict[str, str]) -> Proof:
     """Every difference between two charts' installs; one `undecidable` when a chart does not render."""
     ran: list[str] = []
+    parsed: list[str] = []
     try:
         ma, mb = _manifest(original, name), _manifest(other, name)
         out, window = compare_manifests(ma, mb)
@@ -306,12 +391,21 @@ def prove(name: str, original: dict[str, str], other: dict[str, str]) -> Proof:
         for mode in modes(ma):
             for owner in ("alice", SECOND_USER):
                 form = "admin" if owner == "alice" else "second user"
-                found = compare_objects(_objects(name, original, ma, mode, owner), _objects(name, other, mb, mode, owner))
+                oa, ob = _objects(name, original, ma, mode, owner), _objects(name, other, mb, mode, owner)
+                found = compare_objects(oa, ob)
                 ran.append(f"{mode} mode, {form}")
                 out += [Difference(d.kind, f"{d.where} ({mode} mode, {form})", d.original, d.other) for d in found]
+                # the engine's own parser on both: the words may compare equal and still not start it
+                said = {v.where: v for v in engine_verdicts(oa)}
+                for v in engine_verdicts(ob):
+                    parsed.append(f"{v.where} ({mode} mode, {form}): {'refused' if v.refused else 'accepted'} by {v.used}")
+                    if v.refused:
+                        was = said.get(v.where)
+                        out.append(Difference("engine.refused", f"{v.where} ({mode} mode, {form})",
+                                              ("refused too: " + was.error) if was and was.refused else "accepted", v.error))
     except Exception as exc:  # noqa: BLE001 - whatever stops the comparison leaves equivalence unknown
         return Proof([Difference("undecidable", name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)], None, ran)
-    return Proof(_dedupe(out), window, ran)
+    return Proof(_dedupe(out), window, ran, list(dict.fromkeys(parsed)))
 
 
 def _chart_yaml(a: dict[str, str], b: dict[str, str]) -> list[Difference]:

@@ -331,7 +331,7 @@ def render(app: App, target: TargetProfile) -> dict[str, str]:
         files = {path: env.get_template(tpl).render(ctx) for path, tpl in chart_files.items()}
     for loc in app.all_locales:
         files[f"i18n/{loc}/OlaresManifest.yaml"] = env.get_template("i18n.yaml.j2").render(ctx, locale=loc)
-    return dict(sorted(files.items()))
+    return dict(sorted(kept.carried(app, files).items()))
 
 
 def _render_generic(env: jinja2.Environment, app: GenericApp, target: TargetProfile) -> dict[str, str]:
@@ -353,4 +353,4 @@ def _render_generic(env: jinja2.Environment, app: GenericApp, target: TargetProf
         files["templates/objects.yaml"] = kept.objects(app)
     for loc in app.all_locales:
         files[f"i18n/{loc}/OlaresManifest.yaml"] = env.get_template("i18n.yaml.j2").render(ctx, locale=loc)
-    return dict(sorted(files.items()))
+    return dict(sorted(kept.carried(app, files).items()))

@@ -120,3 +120,56 @@ def manifest_block(value: Any, indent: int) -> str:
         value = [k8s(v) if isinstance(v, BaseModel) else v for v in value]
     text = dump(_escaped(value))
     return "\n".join(pad + line if line else line for line in text.rstrip("\n").split("\n"))
+
+
+# spec keys of the manifest's envelope, in either form
+_ENVELOPE_KEYS = ("requiredCpu", "limitedCpu", "requiredMemory", "limitedMemory", "requiredDisk", "limitedDisk",
+                  "requiredGpu", "limitedGpu", "requiredGPU", "limitedGPU", "requiredGPUMemory", "limitedGPUMemory")
+
+
+def carried(app: App, files: dict[str, str]) -> dict[str, str]:
+    """The render with what an imported chart states beyond the typed fields written as the chart
+    wrote it (apps/kept.py OlaresKept: the envelope in its own form, metadata keys such as the
+    catalogue's card `bento`, appid only where it was written, spec and top-level keys the app
+    does not model, Chart.yaml); unchanged when the app keeps none of them. The manifest is then
+    written as data (keys sorted, as a record renders it), the template's comments dropped."""
+    k = getattr(app, "olares", None)
+    if k is None:
+        return files
+    out = dict(files)
+    if k.chart_yaml is not None and "Chart.yaml" in out:
+        rendered = yaml.safe_load(out["Chart.yaml"]) or {}
+        chart = {**{kk: v for kk, v in k.chart_yaml.items() if kk not in ("name", "version")},
+                 "name": app.name, "version": rendered.get("version")}
+        out["Chart.yaml"] = dump(chart)
+    if not any(v is not None for v in (k.envelope, k.appid, k.metadata, k.spec, k.spec_absent, k.top)):
+        return out
+    text = out["OlaresManifest.yaml"]
+    try:
+        m = yaml.safe_load(text)
+    except yaml.YAMLError:
+        m = None
+    if not isinstance(m, dict):
+        from olares_pack.common.errors import InputError
+
+        raise InputError(f"{app.name}: OlaresManifest.yaml holds template logic: the kept manifest fields "
+                         "(olares.envelope, metadata, spec, top) cannot be written into it")
+    md = m.setdefault("metadata", {})
+    if k.appid is False:
+        md.pop("appid", None)
+    md.update(_escaped(k.metadata or {}))
+    spec = m.setdefault("spec", {})
+    if k.envelope is not None:
+        for key in (*_ENVELOPE_KEYS, "accelerator", "resources"):
+            spec.pop(key, None)
+        if k.envelope.form == "flat":
+            spec.update(k.envelope.flat or {})
+        else:
+            spec[k.envelope.form] = [k8s(e) for e in k.envelope.modes or []]
+    for key in k.spec_absent or []:
+        spec.pop(key, None)
+    spec.update(_escaped(k.spec or {}))
+    m.update(_escaped(k.top or {}))
+    head = text.split("\n", 1)[0] + "\n" if text.startswith("#") else ""
+    out["OlaresManifest.yaml"] = head + dump(m)
+    return out

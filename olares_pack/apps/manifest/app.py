@@ -192,6 +192,8 @@ class AppManifestBase(AppTexts):
     def _cross(self) -> AppManifestBase:
         if "nvidia" in self.modes and self.resources.gpu_memory_mib is None:
             raise ValueError("resources.gpu_memory_mib is required when modes include nvidia")
+        if (why := _envelope_disagrees(self.olares, self.resources)) is not None:
+            raise ValueError(why)
         return self
 
     # ---- derived values every renderer needs
@@ -231,6 +233,32 @@ class AppManifestBase(AppTexts):
         if self.model.revision == "main" or not re.fullmatch(r"[0-9a-f]{40}", self.model.revision):
             out.append(f"{self.name}: model revision {self.model.revision!r} is a branch, not a commit")
         return out
+
+
+def _envelope_disagrees(olares: OlaresKept | None, resources: Resources) -> str | None:
+    """Where an envelope kept in the chart's own form says other than `resources` (an edit of one
+    and not the other): the render writes the kept form, so both must say the same."""
+    from olares_pack.common import quantity
+
+    env = olares.envelope if olares is not None else None
+    if env is None:
+        return None
+    if env.form == "flat":
+        entry: dict[str, Any] = dict(env.flat or {})
+    else:
+        modes = [m.model_dump(exclude_none=True) for m in env.modes or []]
+        entry = next((m for m in modes if m.get("mode") != "cpu"), modes[0] if modes else {})
+    pairs = (("requiredCpu", resources.cpu.request), ("limitedCpu", resources.cpu.limit),
+             ("requiredMemory", resources.memory.request), ("limitedMemory", resources.memory.limit),
+             ("requiredDisk", resources.disk.request), ("limitedDisk", resources.disk.limit))
+    for key, value in pairs:
+        if key in entry:
+            try:
+                if quantity.parse(str(entry[key])) != quantity.parse(str(value)):
+                    return f"olares.envelope {key}: {entry[key]!r} and resources say {value!r}: edit both"
+            except quantity.QuantityError:
+                return f"olares.envelope {key}: {entry[key]!r} is not a quantity"
+    return None
 
 
 class LlamaCppApp(AppManifestBase):
@@ -370,6 +398,8 @@ class GenericApp(AppTexts):
             raise ValueError("olares.entrances: a generic server names its entrances as its chart does")
         if self.resources.gpu_memory_mib is None:
             raise ValueError("resources.gpu_memory_mib is required: a generic server is a GPU server")
+        if (why := _envelope_disagrees(self.olares, self.resources)) is not None:
+            raise ValueError(why)
         return self
 
     @property

@@ -39,6 +39,11 @@ class Engine(Model_):
     # A shell script that prepares the engine's start (a download, a migration) and then runs it:
     # kept as the chart writes it up to the program, the typed arguments rendered after it.
     script: str | None = Field(None, description="per-user form, with command [sh, -c]: the chart's shell script up to the program that starts the engine (`...\nexec /app/llama-server`); the render appends the typed arguments", min_length=1)
+    # The maintainer's words after the program, as written (`--model "$MODELS_DIR/$TARGET_FILE" …`):
+    # rendered as written while the typed arguments are the ones they were imported as, so that
+    # the script keeps its author's text; a typed setting changed renders the typed arguments.
+    script_tail: str | None = Field(None, description="with engine.script: the chart's text after the program, as written; rendered while the typed arguments are script_argv (import --structured)")
+    script_argv: list[str] | None = Field(None, description="with script_tail: the typed arguments the chart's text was imported as")
     llm_init: Image = Field(description="shared form, current target: the llm-init image (downloads the model, progress page, API proxy)", default_factory=lambda: Image(**LLM_INIT_IMAGE))
     chown_image: Image = Field(description="shared form, current target: the image of llm-init's init step that hands its folders to its user", default_factory=lambda: Image(**CHOWN_IMAGE))
     # The v2 shared form's per-user proxy (legacy target); null: PROXY_IMAGE unpinned. Optional
@@ -54,6 +59,8 @@ class Engine(Model_):
                 raise ValueError("engine.script runs in a shell: engine.command is [sh, -c] (or bash)")
             if shell.script_head(self.script, self.kind) != self.script:
                 raise ValueError(f"engine.script must end with the program that starts {self.kind} (e.g. exec /app/llama-server)")
+        if (self.script_tail is None) != (self.script_argv is None) or (self.script_tail is not None and self.script is None):
+            raise ValueError("engine.script_tail and engine.script_argv go together, with engine.script")
         return self
 
     @property

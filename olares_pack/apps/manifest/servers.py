@@ -110,6 +110,7 @@ class VllmServer(_ExtraArgs):
     port: Port = Field(8000, description="--port")
     host: str = Field("0.0.0.0", description="--host")
     alias: str | None = Field(default=None, description="--served-model-name")
+    model_flag: Flag | None = Field(None, description="true: the model is named as `serve --model REPO`, as an imported chart writes it; absent: `serve REPO`")
     max_model_len: Annotated[Count, Field(ge=1)] | None = Field(None, description="--max-model-len: the context")
     gpu_memory_utilization: Annotated[Fraction, Field(gt=0)] | None = Field(None, description="--gpu-memory-utilization: the share of the visible GPU memory vLLM takes")
     max_num_seqs: Annotated[Count, Field(ge=1)] | None = Field(None, description="--max-num-seqs")
