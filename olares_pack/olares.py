@@ -126,8 +126,9 @@ def chart_version(version: str, target: TargetProfile) -> str:
     its identifiers after the line's (`1.1.0-rc.1` -> `1.1.0-legacy.rc.1`)."""
     if target.line is None:
         return version
-    v = semver.Version.parse(version)
-    return str(v.replace(prerelease=f"{target.line}.{v.prerelease}" if v.prerelease else target.line, build=None))
+    from olares_pack.common import versions as appver
+
+    return appver.with_prerelease(version, target.line)
 
 
 def line_clash(version: str) -> str | None:

@@ -15,6 +15,8 @@ import yaml
 from test_import import CHARTS, empty_repo, run_import
 
 from olares_pack import olares
+from olares_pack.catalogue import records
+from olares_pack.catalogue.repo import Repo
 from olares_pack.charts.source import ChartSource, from_folder
 from olares_pack.importing.importer import render_app
 from olares_pack.lint import LintOptions, lint_chart
@@ -135,13 +137,34 @@ def test_the_appversion_never_goes_backwards(tmp_path: Path, capsys: pytest.Capt
 
 
 def test_a_version_string_is_never_rewritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # 26.08.29: devices read it loosely; the catalogue orders strict semver, where it would be
-    # 26.8.29 -- typing it would publish the maintainer's next version under another spelling
+    # 26.08.29 (bayerhazard/aimighty-market): devices read it loosely as 26.8.29; rewritten, a device
+    # that has 26.08.29 would see another chart under its own version. Published as written, and
+    # the typed app is the next version in the maintainer's scheme.
     chart = _chart(tmp_path, "vllmserve", {"OlaresManifest.yaml": [("  version: 2.0.3", "  version: 26.08.29")],
                                            "Chart.yaml": [("version: 2.0.3", "version: 26.08.29")]})
     row, data = _import(tmp_path, capsys, chart)
-    assert not row["structured"]["typed"] and "'26.08.29' is not strict semver" in row["structured"]["reason"]
-    assert data is not None and "chart" in data  # kept as written
+    assert row["version"] == "26.08.29" and row["structured"]["typed"], row
+    assert data is not None and data["version"] == "26.08.30"
+    root = tmp_path / "repo-of-import" / "repo"
+    assert records.versions(Repo.of_apps(root / "apps"), "vllmserve") == ["26.08.29"]
+    # its release: the record and the package under the version as written, the chart's own bytes
+    rec = records.read(Repo.of_apps(root / "apps"), "vllmserve", "26.08.29")
+    assert rec.version == "26.08.29" and any(p.name == "vllmserve-26.08.29.tgz" for p in (root / "packages").rglob("*.tgz"))
+
+
+def test_the_next_release_keeps_the_scheme_and_refuses_a_second_spelling(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from olares_pack.cli import main
+
+    chart = _chart(tmp_path, "vllmserve", {"OlaresManifest.yaml": [("  version: 2.0.3", "  version: 26.08.29")],
+                                           "Chart.yaml": [("version: 2.0.3", "version: 26.08.29")]})
+    _import(tmp_path, capsys, chart)
+    apps = tmp_path / "repo-of-import" / "repo" / "apps"
+    # the same version spelled the strict way is the one a device has: refused, nothing written
+    code = main(["release", "vllmserve", "--apps-dir", str(apps), "--version", "26.8.29", "--force",
+                 "--skip-rehearsal", "test"])
+    assert code == 2 and "is 26.08.29, already published, spelled another way" in capsys.readouterr().err
+    assert records.versions(Repo.of_apps(apps), "vllmserve") == ["26.08.29"]
 
 
 def test_a_value_written_after_a_flag_stays_with_it() -> None:

@@ -85,8 +85,8 @@ def upgrade_description(entry: dict[str, Any], locale: str = "en-US") -> str:
 
 
 def next_version(current: str, bump: str) -> str:
-    """`current` bumped by `bump` (patch, minor or major): the version a release entry names."""
-    import semver
+    """`current` bumped by `bump` (patch, minor or major): the version a release entry names, in
+    `current`'s own scheme (26.08.29 → 26.08.30)."""
+    from olares_pack.common import versions as appver
 
-    v = semver.Version.parse(current)
-    return str({"patch": v.bump_patch, "minor": v.bump_minor, "major": v.bump_major}[bump]())
+    return appver.bump(current, bump)

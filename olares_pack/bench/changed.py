@@ -44,6 +44,6 @@ def what_changed(repo: Repo, app_dir: Path, versions: list[str]) -> dict[str, st
 
 
 def _key(v: str) -> object:
-    import semver
+    from olares_pack.common import versions as appver
 
-    return semver.Version.parse(v)
+    return appver.parse(v)

@@ -85,16 +85,15 @@ def release_note(app_dir: Path, old: str | None, new: str) -> str:
 def release_note_for(repo: Repo, app_dir: Path, version: str | None, bump: str | None) -> str:
     """The figures of the version a release is about to publish, against the latest published one
     (release --changes-from-diff); empty without records."""
-    import semver
-
     from olares_pack.apps.changelog import next_version
     from olares_pack.apps.load import load_app
     from olares_pack.catalogue import records as releases
     from olares_pack.catalogue.repo import MANIFEST_FILE
+    from olares_pack.common import versions as appver
 
     published = releases.versions(repo, app_dir.name)
     current = load_app(app_dir / MANIFEST_FILE).version
-    new = version or (next_version(max([current, *published], key=semver.Version.parse), bump) if bump else current)
+    new = version or (next_version(max([current, *published], key=appver.parse), bump) if bump else current)
     return release_note(app_dir, published[-1] if published else None, new)
 
 

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import semver
-
 from olares_pack.bench import records
 from olares_pack.bench.records import Record
 from olares_pack.bench.stats import Summary, delta_text
+from olares_pack.common import versions as appver
 
 NO_DEVICE = "no device (no bench record yet)"
 KIND_LABEL = {"measured": "measured", "transcribed": "transcribed", "synthetic": "synthetic model"}
@@ -175,7 +174,7 @@ def tables(app_dir: Path, changed: dict[str, str] | None = None, unshipped: froz
                 shown.setdefault(v, [])
         rows: list[Row] = []
         prev: tuple[Summary, str, Record] | None = None
-        for version in sorted(shown, key=semver.Version.parse):
+        for version in sorted(shown, key=appver.parse):
             recs = shown[version]
             with_figures = [r for r in recs if r.summary() is not None]
             latest = with_figures[-1] if with_figures else None

@@ -182,11 +182,11 @@ def path_of(app_dir: Path, version: str) -> Path:
 
 def versions(app_dir: Path) -> list[str]:
     """Versions with records, oldest first (semantic order)."""
-    import semver
+    from olares_pack.common import versions as appver
 
     folder = app_dir / FOLDER
     found = [p.stem for p in folder.glob("*.json")] if folder.is_dir() else []
-    return sorted(found, key=semver.Version.parse)
+    return sorted(found, key=appver.parse)
 
 
 def parse(text: str, where: str) -> BenchFile:

@@ -11,9 +11,8 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import semver
-
 from olares_pack.common import jsontext
+from olares_pack.common import versions as appver
 from olares_pack.common.errors import InputError
 
 if TYPE_CHECKING:
@@ -54,7 +53,7 @@ def version_entry(rec: Record) -> dict[str, Any]:
 
 
 def app_entry(name: str, recs: list[Record]) -> dict[str, Any]:
-    ordered = sorted(recs, key=lambda r: semver.Version.parse(r.version))
+    ordered = sorted(recs, key=lambda r: appver.parse(r.version))
     return {"id": app_id(name), "versions": [version_entry(r) for r in ordered]}
 
 
@@ -113,7 +112,7 @@ def version_history(index: dict[str, Any], name: str, locale: str = "en-US", tar
         version = v["charts"][target].get("version") or v["version"] if target is not None else v["version"]
         rows.append((version, v["versionName"], v["published"], v["changelog"]))
         rows += [(u["version"], "", u["date"], u) for u in v.get("unshipped", [])]
-    rows.sort(key=lambda r: semver.Version.parse(r[0]), reverse=True)
+    rows.sort(key=lambda r: appver.parse(r[0]), reverse=True)
     return [{
         "appName": name,
         "version": version,

@@ -16,13 +16,13 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import semver
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from olares_pack.apps.load import validate_data
 from olares_pack.apps.manifest import App, ChangelogEntry
 from olares_pack.catalogue.repo import Repo
 from olares_pack.common import jsontext
+from olares_pack.common import versions as appver
 from olares_pack.common.errors import InputError, Problem
 
 FORMAT = 1
@@ -113,7 +113,7 @@ def path_of(repo: Repo, name: str, version: str) -> Path:
 
 
 def versions(repo: Repo, name: str) -> list[str]:
-    """Published versions of one app, oldest first (by semver, never by directory order)."""
+    """Published versions of one app as written, oldest first (by value, never by directory order)."""
     d = repo.records_dir(name)
     if not d.is_dir():
         return []
@@ -122,11 +122,15 @@ def versions(repo: Repo, name: str) -> list[str]:
         if p.suffix != SUFFIX:
             continue
         try:
-            semver.Version.parse(p.stem)
+            appver.parse(p.stem)
         except ValueError:
             raise InputError(f"{repo.rel(p)}: a release record is named after its version (e.g. 1.0.9.json)") from None
         out.append(p.stem)
-    return sorted(out, key=semver.Version.parse)
+    out.sort(key=appver.parse)
+    for a, b in zip(out, out[1:], strict=False):
+        if appver.same(a, b):  # one version to a device, whatever the spelling
+            raise InputError(f"{repo.rel(d)}: {a} and {b} are one version spelled twice: a device cannot tell them apart")
+    return out
 
 
 def published_models(repo: Repo, name: str) -> frozenset[tuple[str, str, str]]:

@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import semver
-
 from olares_pack import __version__, engines, olares
 from olares_pack.apps.changelog import entry_map, next_version
 from olares_pack.apps.load import parse_app, validate_doc
@@ -22,6 +20,7 @@ from olares_pack.catalogue.journal import Transaction
 from olares_pack.catalogue.records import ChartRecord, EngineRecord, Record
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.charts import package
+from olares_pack.common import versions as appver
 from olares_pack.common.errors import ImmutableVersionError, InputError
 from olares_pack.common.yamlsrc import load_yaml, roundtrip_yaml
 from olares_pack.render import app as render
@@ -260,7 +259,7 @@ def _unbenched(repo: Repo, app_dir: Path, rec: Record, published: list[str]) -> 
     published version and no measured bench record of it exists (bench/gaps.py); None otherwise."""
     from olares_pack.bench import gaps
 
-    below = [v for v in published if semver.Version.parse(v) < semver.Version.parse(rec.version)]
+    below = [v for v in published if appver.parse(v) < appver.parse(rec.version)]
     if not below:
         return None
     prev = records.read(repo, rec.name, below[-1])
@@ -293,11 +292,11 @@ def _version(old: App, published: list[str], asked: VersionAsked) -> str:
     if asked.bump and asked.version:
         raise InputError("give --bump or --version, not both")
     if asked.bump:
-        new_version = next_version(max([old.version, *published], key=semver.Version.parse), asked.bump)
+        new_version = next_version(max([old.version, *published], key=appver.parse), asked.bump)
     else:
         new_version = asked.version or old.version
     try:
-        semver.Version.parse(new_version)
+        appver.parse(new_version)
     except ValueError:
         raise InputError(f"{new_version!r} is not a semantic version") from None
     if (line := olares.line_clash(new_version)) is not None:
@@ -307,8 +306,11 @@ def _version(old: App, published: list[str], asked: VersionAsked) -> str:
         if new_version != old.version:
             raise InputError(f"{old.name} {new_version} is already published; app.yaml holds {old.version}")
         return new_version
+    if (twin := next((v for v in published if appver.same(v, new_version)), None)) is not None:
+        raise InputError(f"{old.name} {new_version} is {twin}, already published, spelled another way: a device "
+                         "reads both as one version")
     latest = published[-1] if published else None
-    if latest and semver.Version.parse(new_version) <= semver.Version.parse(latest) and not asked.force:
+    if latest and appver.parse(new_version) <= appver.parse(latest) and not asked.force:
         raise InputError(f"{old.name} {new_version} does not increase on the latest published version {latest} "
                          "(a device only updates to a higher version; --force to publish it anyway)")
     return new_version
@@ -352,13 +354,13 @@ def _entries_recorded(app: App, published: list[str], manifest_path: Path) -> li
     if not own.shipped:
         raise InputError(f"{manifest_path}: the changelog entry of {app.version} says shipped: false; an unshipped "
                          "version is never packaged or published (remove shipped: false to publish it)")
-    top = semver.Version.parse(app.version)
-    below = [semver.Version.parse(v) for v in published if semver.Version.parse(v) < top]
+    top = appver.parse(app.version)
+    below = [appver.parse(v) for v in published if appver.parse(v) < top]
     floor = max(below) if below else None
     return sorted((e for e in app.changelog
-                   if (floor is None or semver.Version.parse(e.version) > floor) and semver.Version.parse(e.version) <= top
+                   if (floor is None or appver.parse(e.version) > floor) and appver.parse(e.version) <= top
                    and (e.version == app.version or not e.shipped)),
-                  key=lambda e: semver.Version.parse(e.version))
+                  key=lambda e: appver.parse(e.version))
 
 
 def ledger_with(repo: Repo, rec: Record) -> str:

@@ -491,9 +491,9 @@ def history_cmd(app_ref: str, fmt: str, picture: Path | None, device_filter: str
 
 
 def _semver(v: str) -> object:
-    import semver
+    from olares_pack.common import versions as appver
 
-    return semver.Version.parse(v)
+    return appver.parse(v)
 
 
 @cli.command("compare")

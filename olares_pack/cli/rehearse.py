@@ -71,9 +71,9 @@ def rehearse_cmd(app_ref: str, version: str | None, froms: tuple[str, ...], from
 
 
 def _older(a: str, b: str) -> bool:
-    import semver
+    from olares_pack.common import versions as appver
 
-    return semver.Version.parse(a) < semver.Version.parse(b)
+    return appver.parse(a) < appver.parse(b)
 
 
 def _run(name: str, version: str, lines: dict[str, list[str]], charts: dict[tuple[str, str], bytes],

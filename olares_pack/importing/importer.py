@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import semver
 import yaml
 
 from olares_pack import __version__, olares
@@ -26,6 +25,7 @@ from olares_pack.catalogue.records import ChartRecord, EngineRecord, Record
 from olares_pack.catalogue.repo import MANIFEST_FILE, Repo
 from olares_pack.charts import package
 from olares_pack.charts.source import ChartSource, is_archive, packaged, walk
+from olares_pack.common import versions as appver
 from olares_pack.common.errors import InputError, UpgradeBlocked
 from olares_pack.common.naming import MAX_TITLE, NAME_RE, RESERVED_NAMES, name_re
 from olares_pack.common.yamlsrc import safe_load
@@ -206,11 +206,11 @@ def to_app(found: ChartSource, default_date: dt.date, *, rename: bool = False, n
         found = _renamed(found, name, new, notes)
         return to_app(found, default_date, rename=False, notes=notes, publishable=False, for_current=for_current)
     written = str(md.get("version") or chart.get("version") or "")
-    if (version := _strict_version(written)) is None:
+    # A version in the maintainer's own spelling (26.08.29) stays as written (common/versions.py);
+    # another form devices read (v1.2) takes its strict spelling, as a version still to be released.
+    if (version := written if appver.is_version(written) else _strict_version(written)) is None:
         return Refused(found, f"version {written!r} is not a version")
     if version != written:
-        # Devices install it (they read versions loosely), but the catalogue orders versions
-        # strictly: the app takes the strict spelling, as a version still to be released.
         notes.append(f"metadata.version: {written!r} is not strict semver: the app is {version}, to be released "
                      "(its original package is not recorded as published)")
         publishable = False
@@ -235,7 +235,7 @@ def _strict_version(version: str) -> str | None:
     """The version in strict semver: as written, or the strict spelling of a version devices read
     loosely; None when it is no version."""
     try:
-        semver.Version.parse(version)
+        appver.parse(version)
         return version
     except ValueError:
         pass
@@ -447,9 +447,9 @@ class Plan:
 
 def _base_version(version: str, line: str) -> str:
     """The release a chart belongs to: an olares-pack legacy line (1.0.10-legacy) is 1.0.10's."""
-    v = semver.Version.parse(version)
+    v = appver.parse(version)
     if line == olares.LEGACY.name and v.prerelease and str(v.prerelease).split(".")[0] == "legacy":
-        return str(v.replace(prerelease=None))
+        return appver.without_prerelease(version)
     return version
 
 
@@ -493,7 +493,7 @@ def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool 
         if app_data is None:
             out.skipped[name] = "no version to import"
             continue
-        newest = max(published or imps, key=lambda i: semver.Version.parse(i.app.version))
+        newest = max(published or imps, key=lambda i: appver.parse(i.app.version))
         if upgrade and app_data["targets"] == [olares.LEGACY.name]:
             app_data = _upgraded(app_data, date, newest)
         if structured:
@@ -529,7 +529,7 @@ def _records(repo: Repo, name: str, by_release: dict[str, dict[str, Imported]],
     primary = olares.CURRENT.name if any(olares.CURRENT.name in r for r in by_release.values()) else olares.LEGACY.name
     recs: list[Record] = []
     entries: list[ChangelogEntry] = []
-    for base in sorted(by_release, key=semver.Version.parse):
+    for base in sorted(by_release, key=appver.parse):
         lines = by_release[base]
         lead = lines.get(primary) or next(iter(lines.values()))
         app = lead.app.model_copy(update={"version": base})
@@ -553,9 +553,9 @@ def _records(repo: Repo, name: str, by_release: dict[str, dict[str, Imported]],
 def _newest_app(recs: list[Record], entries: list[ChangelogEntry], pending: list[Imported]) -> dict[str, Any] | None:
     """app.yaml's data: the newest chart still to be released when it is newer than every record,
     else the newest record's manifest; the changelog of both."""
-    newest_pending = max(pending, key=lambda i: semver.Version.parse(i.app.version), default=None)
-    if newest_pending is not None and (not recs or semver.Version.parse(newest_pending.app.version) >
-                                       semver.Version.parse(recs[-1].version)):
+    newest_pending = max(pending, key=lambda i: appver.parse(i.app.version), default=None)
+    if newest_pending is not None and (not recs or appver.parse(newest_pending.app.version) >
+                                       appver.parse(recs[-1].version)):
         app_data = records.resolved_manifest(newest_pending.app)
         entries = [*entries, newest_pending.app.changelog[0]]
     elif recs:
@@ -634,7 +634,7 @@ def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published:
         data["objects"] = [k8s(o) for o in typed.objects]  # type: ignore[union-attr]
     entries = list(typed.changelog)
     if typed.version in published:  # a published version keeps its record: the typed form is the next version
-        version = str(semver.Version.parse(max([typed.version, *published], key=semver.Version.parse)).bump_patch())
+        version = appver.bump(appver.newest([typed.version, *published]), "patch")
         data["version"] = version
         entries.append(ChangelogEntry(version=version, date=date, summary="olares-pack's typed app manifest "
                                       "(olares-pack import --structured)"))
@@ -674,30 +674,11 @@ def _typed(app_data: dict[str, Any], date: dt.date, newest: Imported, published:
         newest.structured = {"typed": False, "reason": reason, "differences": [d.to_dict() for d in left],
                              "accepted": [d.to_dict() for d in taken]}
         return app_data
-    written = _written_version(newest)
-    if written != newest.app.version:
-        # The catalogue orders versions as strict semver; the maintainer's scheme (26.08.29) is not.
-        # A typed app would be the next version spelled another way (26.8.30 for 26.08.30): a device
-        # that reads both loosely sees the same version under two spellings. Kept as written until
-        # the catalogue keeps a version's own spelling.
-        reason = (f"version {written!r} is not strict semver: the typed app's next version would be spelled "
-                  f"{str(semver.Version.parse(newest.app.version).bump_patch())!r}, not the maintainer's own scheme")
-        newest.notes.append(f"--structured: kept as written: {reason}")
-        newest.structured = {"typed": False, "reason": reason, "differences": [], "accepted": []}
-        return app_data
     if taken:
         data["imported"] = {"original": app.version, "accepted": [{"kind": d.kind, "where": d.where} for d in taken]}
         newest.notes += [f"--structured accepted: {d.text()}" for d in taken]
     newest.structured = {"typed": True, "reason": None, "differences": [], "accepted": [d.to_dict() for d in taken]}
     return data
-
-
-def _written_version(imp: Imported) -> str:
-    """The version as the chart writes it: metadata.version (of its render, when the manifest is
-    a template), else Chart.yaml's."""
-    md = (imp.app.chart.manifest.get("metadata") or {}) if "{{" in imp.found.files.get(MANIFEST, "") else \
-        ((safe_load(imp.found.files.get(MANIFEST, "")) or {}).get("metadata") or {})
-    return str(md.get("version") or imp.chart_version)
 
 
 def render_app(data: dict[str, Any], line: str) -> dict[str, str]:

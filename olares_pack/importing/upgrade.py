@@ -49,13 +49,13 @@ import re
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-import semver
 import yaml
 
 from olares_pack import olares
 from olares_pack.apps.manifest import ChangelogEntry, ChartApp
 from olares_pack.charts.objects import containers
 from olares_pack.common import quantity
+from olares_pack.common import versions as appver
 from olares_pack.common.errors import UpgradeBlocked
 from olares_pack.common.yamlsrc import safe_load
 
@@ -445,7 +445,7 @@ def to_current(app: ChartApp, date: Any) -> tuple[ChartApp, list[str]]:
     if names:
         files = _wire_replicas(files, names, app.name, notes)
         files["values.yaml"] = _values_with_workloads(files.get("values.yaml", ""), names, notes)
-    version = str(semver.Version.parse(app.version).bump_patch())
+    version = appver.bump(app.version, "patch")
     entry = ChangelogEntry(version=version, date=date,
                            summary="manifest 0.12.0/v3 for Olares 1.12.6 and newer (olares-pack import --upgrade)",
                            changes=[{"kind": "packaging", "text": _plain(n)} for n in notes[:20]])  # type: ignore[list-item]

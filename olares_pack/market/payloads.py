@@ -38,6 +38,7 @@ from olares_pack.catalogue.repo import INDEX_FILE, OFFER_FILE
 from olares_pack.charts import package
 from olares_pack.charts.fastyaml import safe_load
 from olares_pack.common import quantity
+from olares_pack.common import versions as appver
 from olares_pack.common.errors import InputError
 from olares_pack.market import ledgerscan, prepared
 from olares_pack.market import offers as offers_mod
@@ -106,7 +107,7 @@ class Chart:
     stamp: tuple[int, int, int, int] | None = None
 
     def __post_init__(self) -> None:
-        self.order = semver.Version.parse(self.version)
+        self.order = appver.parse(self.version)
         self.window = offers_mod.window(self.dependency, self.offer)
 
     @property
@@ -324,7 +325,7 @@ def entry(cat: Catalogue, c: Chart) -> dict[str, Any]:
     app_id = index.app_id(c.name)
     versions = cat.versions(c.name)
     history = [h for h in index.version_history({"apps": {c.name: {"versions": versions}}}, c.name, target=c.target)
-               if semver.Version.parse(h["version"]) <= c.order]
+               if appver.parse(h["version"]) <= c.order]
     first = min((v["published"] for v in versions), default=c.published)
     i18n = {loc: {"metadata": {k: doc.get("metadata", {}).get(k, "") for k in ("title", "description")},
                   "spec": {k: doc.get("spec", {}).get(k, "") for k in ("fullDescription", "upgradeDescription")}}

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
-import semver
-
 from olares_pack import __version__, olares
 from olares_pack.charts import package
 from olares_pack.common import fsio
+from olares_pack.common import versions as appver
 from olares_pack.common.errors import InputError
 from olares_pack.common.naming import NAME_RE, RESERVED_NAMES
 from olares_pack.render import app as render
@@ -55,7 +54,7 @@ class SourceApp:
             raise InputError(f"{self.image!r}: pin the image by digest (repository:tag@sha256:...), "
                              "as docker push or docker buildx imagetools inspect print it")
         try:
-            semver.Version.parse(self.version)
+            appver.parse(self.version)
         except ValueError:
             raise InputError(f"{self.version!r} is not a semantic version (e.g. 1.0.0)") from None
 

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import semver
-
 from olares_pack.cluster.controlplane import Cluster
+from olares_pack.common import versions as appver
 from olares_pack.rehearse import plan as planner
 from olares_pack.rehearse.run import Finding, Step, session
 
@@ -35,8 +34,8 @@ class Names:
 
 
 def previous(versions: list[str], version: str) -> str | None:
-    below = [v for v in versions if semver.Version.parse(v) < semver.Version.parse(version)]
-    return max(below, key=semver.Version.parse) if below else None
+    below = [v for v in versions if appver.parse(v) < appver.parse(version)]
+    return max(below, key=appver.parse) if below else None
 
 
 def rehearse(cluster: Cluster, app: str, version: str, line_versions: dict[str, list[str]], chart_of: ChartOf,

@@ -135,22 +135,22 @@ def record_of(steps: list, api_server: str, helm: str) -> Rehearsal:
 
 
 def _older(a: str, b: str) -> bool:
-    import semver
+    from olares_pack.common import versions as appver
 
-    return semver.Version.parse(a) < semver.Version.parse(b)
+    return appver.parse(a) < appver.parse(b)
 
 
 def _declared_text(plan: ReleasePlan) -> Callable[[str | None], str]:
     """What the changelog tells the users of a version upgrading to the new one: the entries of
     every version after theirs, up to the new one (an upgrade from 1.0.9 reads what 1.0.10 … said)."""
-    import semver
+    from olares_pack.common import versions as appver
 
-    top = semver.Version.parse(plan.app.version)
+    top = appver.parse(plan.app.version)
 
     def text(from_version: str | None) -> str:
-        low = semver.Version.parse(from_version) if from_version else top
+        low = appver.parse(from_version) if from_version else top
         entries = [e for e in plan.app.changelog
-                   if (low < semver.Version.parse(e.version) <= top) or e.version == plan.app.version]
+                   if (low < appver.parse(e.version) <= top) or e.version == plan.app.version]
         return "\n".join(t for e in entries for t in (e.summary, e.notes or "", *(c.text for c in e.changes)))
 
     return text

@@ -22,14 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import semver
-
 from olares_pack.apps.changelog import entry_map
 from olares_pack.apps.load import parse_app, validate_doc
 from olares_pack.apps.manifest import App, ChartApp, LlamaCppApp
 from olares_pack.catalogue import records
 from olares_pack.catalogue.journal import Transaction
 from olares_pack.catalogue.repo import LOCK_FILE, MANIFEST_FILE, Repo
+from olares_pack.common import versions as appver
 from olares_pack.common.errors import InputError, TagNotFound
 from olares_pack.common.yamlsrc import load_yaml, roundtrip_yaml
 from olares_pack.engines import registry
@@ -376,7 +375,7 @@ def plan_propose(repo: Repo, app_dir: Path, asked: Asked, client: oci.RegistryCl
     if before != after:  # every API client names the model: a change it sees
         changes.append(("model", f"the served model name changes: {before} → {after} (clients that ask for "
                                  f"{before} must ask for {after})"))
-    version = next_version(max([app.version, *published], key=semver.Version.parse), "patch")
+    version = next_version(max([app.version, *published], key=appver.parse), "patch")
     tree["version"] = version
     measured = (app_dir / "bench" / f"{version}.json").is_file()
     notes = "" if measured else (f"Not yet measured: no bench record for {version} (apps/{app.name}/bench/{version}.json); "

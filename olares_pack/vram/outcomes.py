@@ -8,10 +8,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import semver
-
 from olares_pack.catalogue import records
 from olares_pack.catalogue.repo import Repo
+from olares_pack.common import versions as appver
 
 OUT_OF_MEMORY = re.compile(r"out[ -]of[ -](?:CUDA |GPU )?memory|\bOOM\b", re.IGNORECASE)
 
@@ -36,12 +35,12 @@ def recorded(repo: Repo, name: str, version: str) -> list[Outcome]:
     """Out-of-memory outcomes of `version` that the app's later release records state."""
     named = re.compile(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\d)")
     try:
-        this = semver.Version.parse(version)
+        this = appver.parse(version)
     except ValueError:
         return []
     out = []
     for later in records.versions(repo, name):
-        if semver.Version.parse(later) <= this:
+        if appver.parse(later) <= this:
             continue
         for entry in records.read(repo, name, later).changelog:
             out += [Outcome(version, entry.version, c.text) for c in entry.changes

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-import semver
 from pydantic import (
     Field,
     field_validator,
@@ -14,6 +13,7 @@ from pydantic import (
 
 from olares_pack.apps.changelog import CHANGE_KINDS
 from olares_pack.apps.manifest.base import Model_
+from olares_pack.common import versions as appver
 from olares_pack.common.fields import (
     Flag,
 )
@@ -71,7 +71,7 @@ def _unique(v: list[str]) -> list[str]:
 def _check_semver(v: Any) -> str:
     v = str(v)
     try:
-        semver.Version.parse(v)
+        appver.parse(v)
     except ValueError:
         raise ValueError(f"{v!r} is not a semantic version (expected e.g. 1.0.9)") from None
     return v
