@@ -171,7 +171,8 @@ def test_a_value_written_after_a_flag_stays_with_it() -> None:
     # gemma4e2bone (aamsellem/orales-one-market): `--mlock -fa on --jinja` on a fork without a build
     # tag; the registry it falls back on does not know --mlock, and the importer's reading gave it
     # `-fa` as its value, leaving `on` a stray word (the typed render wrote `-fa --mtp-head … on`).
-    # The typed arguments keep each flag with the words after it: `-fa on` where it was, flash_attn unset.
+    # Now a flag the registry knows is never taken as an unknown flag's value: --mlock is a switch
+    # kept as written, -fa holds its own `on`.
     from olares_pack.engines import registry
     from olares_pack.engines.normalize import normalize_llama
     from olares_pack.importing import structure
@@ -180,10 +181,11 @@ def test_a_value_written_after_a_flag_stays_with_it() -> None:
     reg = registry.resolve("llamacpp", None, "image tag").registry
     assert reg.lookup("--mlock") is None  # the misreading this guards against
     args = normalize_llama(argv, reg)
+    assert (args.args["--mlock"].value, args.args["--flash-attn"].value) == ("true", "on")
     _, server, used = structure._llama_server(type("Inv", (), {"argv": argv, "env": {}})(), None)
     texts, words, moved = structure._as_written(argv, None, args, used)
-    assert moved == ["--flash-attn"] and "-fa on" in texts
-    assert words == ["--mlock", "-fa", "on", "--mtp-head", "/models/d.gguf"]  # as written, in order
+    assert moved == [] and "--mlock" in texts and not any(t.startswith("-fa") for t in texts)
+    assert words == ["--mlock", "--mtp-head", "/models/d.gguf"]  # as written, in order, -fa on typed
 
 
 def test_the_proof_keeps_a_flag_with_its_value_and_the_engine_parses_both() -> None:

@@ -55,7 +55,13 @@ def normalize_llama(argv: list[str], registry: Registry, env: dict[str, str] | N
         spec = registry.lookup(name)
         if spec is None:
             out.unknown.append(name)
-            value = inline if eq else (argv[i] if i < len(argv) and not argv[i].startswith("--") else "true")
+            # An unknown flag takes the next word as its value unless that word is a flag: a long
+            # one, or a short one the registry knows (`--mlock -fa on` on a fork whose flags the
+            # registry lacks: `-fa` is llama.cpp's, and `on` its value, not --mlock's).
+            nxt = argv[i] if i < len(argv) else None
+            is_flag = nxt is not None and (nxt.startswith("--") or
+                                           (nxt.startswith("-") and registry.lookup(nxt.partition("=")[0]) is not None))
+            value = inline if eq else (nxt if nxt is not None and not is_flag else "true")
             if not eq and value != "true":
                 i += 1
             out.args[name] = Arg(name, value, token)
