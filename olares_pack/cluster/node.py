@@ -64,6 +64,7 @@ class Node:
     subnet: str
     mirror: mirror.Mirror
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    dns: Any = None  # cluster DNS (dns.Server) on the bridge's address
 
     @property
     def ctr(self) -> list[str]:
@@ -95,12 +96,13 @@ def unavailable() -> str | None:
 # ------------------------------------------------------------------ host state
 
 
-def _hierarchies() -> list[Path]:
-    """The cgroup hierarchies a cgroupRoot must exist in (v1: each controller's; v2: the one)."""
+def _hierarchies(unified: bool = False) -> list[Path]:
+    """The cgroup hierarchies a cgroupRoot must exist in (v1: each controller's; v2: the one); with
+    `unified`, the hybrid layout's v2 tree too (the kubelet creates its folders there as well)."""
     if (CGROUP / "cgroup.controllers").is_file():
         return [CGROUP]
     return [p for p in sorted(CGROUP.iterdir()) if p.is_dir() and not p.is_symlink() and (p / "cgroup.procs").exists()
-            and p.name != "unified"]
+            and (unified or p.name != "unified")]
 
 
 def _sysctl_read() -> dict[str, str]:
@@ -146,7 +148,7 @@ def _kill_tree_of(folder: Path) -> None:
 
 def _cgroup_procs(root: str) -> list[int]:
     pids = set()
-    for h in _hierarchies():
+    for h in _hierarchies(unified=True):
         base = h / root.lstrip("/")
         if base.is_dir():
             for procs in base.rglob("cgroup.procs"):
@@ -159,7 +161,7 @@ def _remove_cgroups(root: str) -> None:
     for pid in _cgroup_procs(root):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-    for h in _hierarchies():
+    for h in _hierarchies(unified=True):
         base = h / root.lstrip("/")
         if not base.is_dir():
             continue
@@ -289,8 +291,9 @@ def _cni_conflist(folder: Path, bridge: str, subnet: str) -> dict[str, Any]:
         {"type": "portmap", "capabilities": {"portMappings": True}}]}
 
 
-def _kubelet_config(folder: Path, cgroup_root: str, port: int, healthz: int) -> dict[str, Any]:
+def _kubelet_config(folder: Path, cgroup_root: str, port: int, healthz: int, dns: str) -> dict[str, Any]:
     return {
+        "clusterDNS": [dns], "clusterDomain": "cluster.local",
         "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
         "cgroupDriver": "cgroupfs", "cgroupRoot": cgroup_root, "failSwapOn": False,
         "containerRuntimeEndpoint": f"unix://{folder / 'containerd' / 'containerd.sock'}",
@@ -365,6 +368,13 @@ def _node(cluster: Cluster, say) -> Iterator[Node]:  # noqa: ANN001
             r = _run("ip", *cmd)
             if r.returncode != 0:
                 raise NodeUnavailable(f"ip {' '.join(cmd)}: {r.stderr.strip()}")
+        from olares_pack.cluster import dns
+
+        def service_ip(ns: str, svc: str) -> str | None:
+            obj = cluster.get(f"/api/v1/namespaces/{ns}/services/{svc}")
+            return str(obj["spec"].get("clusterIP")) if obj else None
+
+        node.dns = dns.Server(gateway, dns.cached(service_ip))
         _spawn(node, "containerd", ["containerd", "--config", str(folder / "containerd" / "config.toml")])
         # the images every node needs before a pod starts (the sandbox's pause)
         from olares_pack.cluster import images
@@ -372,7 +382,7 @@ def _node(cluster: Cluster, say) -> Iterator[Node]:  # noqa: ANN001
         images.push_base(node)
         k = tools.kube_path
         kubeconfig = str(cluster.kubeconfig)
-        (folder / "kubelet.yaml").write_text(json.dumps(_kubelet_config(folder, cgroup_root, free_port(), free_port())),
+        (folder / "kubelet.yaml").write_text(json.dumps(_kubelet_config(folder, cgroup_root, free_port(), free_port(), gateway)),
                                              encoding="utf-8")
         _spawn(node, "kubelet", [str(k("kubelet")), f"--config={folder / 'kubelet.yaml'}", f"--kubeconfig={kubeconfig}",
                                  f"--root-dir={folder / 'kubelet'}", f"--cert-dir={folder / 'kubelet-pki'}",
@@ -470,5 +480,7 @@ def stop_node(node: Node | None, folder: Path, state: dict[str, Any]) -> None:
             _term(node.procs.get("kubelet"))
             _term(node.procs.get("containerd"))
             _term(node.procs.get("registry"))
+            if node.dns is not None:
+                node.dns.stop()
     finally:
         _restore_host(folder, state)

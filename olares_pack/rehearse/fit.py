@@ -61,8 +61,11 @@ def fit(doc: Any, model: str | None) -> Any:
             if model and isinstance(e, dict) and e.get("name") == "MODEL_FILES" and isinstance(e.get("value"), str):
                 lines = []
                 for line in e["value"].splitlines():
-                    name, _, rest = line.partition("|")
-                    lines.append(f"{name}|{model}" if rest.strip("|") else line)
+                    # name|size|sha256[|more]: only a recorded size or sha256 is the real model's
+                    fields = line.split("|")
+                    if len(fields) >= 3 and (fields[1] or fields[2]):
+                        fields[1:3] = model.split("|", 1)
+                    lines.append("|".join(fields))
                 e["value"] = "\n".join(lines)
     return doc
 

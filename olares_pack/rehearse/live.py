@@ -108,6 +108,7 @@ class Live:
     def __init__(self, node: Node, hub: hubmod.Hub, home: Path) -> None:
         self.node, self.hub, self.home = node, hub, home
         self.standins: dict[str, str] = {}
+        self.engine_images: set[str] = set()  # of the chart pushed last
         self.post = fit.script(home)
 
     def rehearsal(self, line: str) -> Rehearsal:
@@ -145,19 +146,25 @@ class Live:
 
     def push_images(self, r: Rehearsal, plan: ChartPlan, user: str) -> list[str]:
         """Every image the chart names, stood in for; the engine containers' names."""
-        engines = []
-        for c in self.containers(r, plan, user):
-            env = {e.get("name"): e.get("value") for e in c.get("env") or [] if isinstance(e, dict)}
-            is_engine = "/llm-init/wrappers/" in " ".join(map(str, c.get("command") or [])) or (
-                "ENGINE_KIND" in env and "llm-init" not in str(c.get("image")))
-            kind = images.kind_of(str(c.get("image")), env.get("ENGINE_KIND") if is_engine else None)
+        engines, engine_images = [], {}
+        self.engine_images = set()
+        containers = self.containers(r, plan, user)
+        for c in containers:
+            kind = _engine_kind(c)
+            if kind and "llm-init" not in str(c.get("image")):
+                engine_images[str(c.get("image"))] = kind
+        for c in containers:
+            # a container on the engine's image (an older version's download step) gets the engine's stand-in
+            kind = images.kind_of(str(c.get("image")), engine_images.get(str(c.get("image"))))
             if kind is None:
                 raise Failed(f"no stand-in image for {c.get('image')} (container {c.get('name')}): this node runs only "
                              "llama.cpp engines, llm-init, busybox and pause")
             images.push(self.node, str(c["image"]), kind)
             self.standins[str(c["image"])] = images.STANDINS[kind].stands_for
             if kind == "llama-server":
-                engines.append(str(c["name"]))
+                self.engine_images.add(str(c["image"]))
+                if _engine_kind(c) and "llm-init" not in str(c.get("image")):
+                    engines.append(str(c["name"]))
         return engines
 
     # -------------------------------------------------------------- pods
@@ -181,9 +188,12 @@ class Live:
             text = "\n".join(ln.split(" ", 3)[-1] for f in files[-1:] for ln in f.read_text(errors="replace").splitlines())
         return [ln for ln in text.splitlines() if ln.strip()]
 
-    def _broken(self, namespace: str, engines: list[str]) -> Failed | None:
-        """A container that exited with an error, or a pod the scheduler cannot place."""
+    def _broken(self, namespace: str, engines: list[str], skip: set[str] | None = None) -> Failed | None:
+        """A container that exited with an error, or a pod the scheduler cannot place (`skip`: the
+        pods an upgrade replaces, whatever state they are in)."""
         for p in self.pods(namespace):
+            if p["metadata"]["uid"] in (skip or set()) or p["metadata"].get("deletionTimestamp"):
+                continue
             for cond in p.get("status", {}).get("conditions", []) or []:
                 if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
                     return Failed(f"pod {p['metadata']['name']} cannot be scheduled: {cond.get('message')}")
@@ -194,7 +204,8 @@ class Live:
                     return Failed(f"{p['metadata']['name']}/{cs['name']}: {waiting.get('reason')}: {waiting.get('message')}")
                 if term and term.get("exitCode", 0) != 0:
                     lines = self.log(p, cs["name"], previous=bool((cs.get("lastState") or {}).get("terminated")))
-                    msg = (term.get("message") or "").strip() or (lines[-1] if lines else "")
+                    said = [ln for ln in lines if "error" in ln.lower() or "fail" in ln.lower()]
+                    msg = (term.get("message") or "").strip() or (said or lines or [""])[-1]
                     return Failed(f"{p['metadata']['name']}/{cs['name']} exited with {term.get('exitCode')}: {msg}",
                                   lines[-LOG_LINES:])
         return None
@@ -220,7 +231,7 @@ class Live:
         url, last = "", ""
         while time.monotonic() < deadline:
             for ns in namespaces:
-                bad = self._broken(ns, engines)
+                bad = self._broken(ns, engines, old_uids)
                 if bad:
                     raise bad
             if old_uids is not None and "rolled out" not in step.seconds:
@@ -230,7 +241,7 @@ class Live:
                 step.seconds["rolled out"] = round(time.monotonic() - t0, 1)
                 pods = [p for ns in namespaces for p in self.engine_pods(ns, engines)]
                 kept = [p["metadata"]["name"] for p in pods if p["metadata"]["uid"] in old_uids]
-                step.note = (f"engine pod kept ({', '.join(kept)}): the upgrade does not change its template" if kept
+                step.note += (f"engine pod kept ({', '.join(kept)}): the upgrade does not change its template" if kept
                              else "engine pod replaced")
             try:
                 url = url or self.service_url(plan, user)
@@ -284,6 +295,21 @@ class Live:
         raise Failed(f"pods left after the uninstall: {[p['metadata']['name'] for ns in namespaces for p in self.pods(ns)]}")
 
 
+def _engine_kind(container: dict[str, Any]) -> str | None:
+    """The engine a container runs (llamacpp, vllm), None for another container."""
+    words = " ".join(map(str, (container.get("command") or []) + (container.get("args") or [])))
+    env = {e.get("name"): e.get("value") for e in container.get("env") or [] if isinstance(e, dict)}
+    if env.get("ENGINE_KIND") and "/llm-init/wrappers/" in words:
+        return str(env["ENGINE_KIND"])
+    if "llama-server" in words:
+        return "llamacpp"
+    # the image's own entrypoint is llama-server (the llama.cpp server images): only its arguments here
+    args = [str(a) for a in container.get("args") or []]
+    if not container.get("command") and "--model" in args and "vllm" not in str(container.get("image")):
+        return "llamacpp"
+    return None
+
+
 def _served_name(plan: ChartPlan) -> str:
     envs = {e.get("envName"): e.get("default") for e in plan.manifest.get("envs") or [] if isinstance(e, dict)}
     return str(envs.get("MODEL_NAME") or "")
@@ -308,7 +334,9 @@ ChartOf = flow.ChartOf
 def run(node: Node, app: str, version: str, line_versions: dict[str, list[str]], chart_of: ChartOf,
         froms: list[str] | None = None, say: Callable[[str], None] | None = None) -> LiveReport:
     """Install VERSION on each line for each user form, upgrade to it from `froms` (default: every
-    older published version on the line), uninstall; each step timed."""
+    older published version on the line), uninstall; each step timed. The users of one cycle
+    install one after the other on the same device (the administrator first: a shared engine is
+    theirs, a second user's client reaches it)."""
     import tempfile
 
     tell = say or (lambda _line: None)
@@ -322,40 +350,44 @@ def run(node: Node, app: str, version: str, line_versions: dict[str, list[str]],
             new = flow.chart_plan(data, Path(tmp) / "charts", target, app, version, flow.Names())
             older = [v for v in line_versions[target] if semver.Version.parse(v) < semver.Version.parse(version)]
             wanted = [v for v in (froms if froms is not None else older) if v in older]
-            for user in new.users:
-                steps += _install_cycle(live, target, new, user, tell)
+            steps += _install_cycle(live, target, new, new.users, tell)
             for v0 in wanted:
                 old_data = chart_of(v0, target)
                 if old_data is None:
                     continue
                 old = flow.chart_plan(old_data, Path(tmp) / "charts", target, app, v0, flow.Names())
-                for user in old.users:
-                    if user in new.users:
-                        steps += _upgrade_cycle(live, target, old, new, user, tell)
+                users = [u for u in old.users if u in new.users]
+                if users:
+                    steps += _upgrade_cycle(live, target, old, new, users, tell)
         return LiveReport(steps, dict(live.standins), hubmod.STANDS_FOR, node=node.name)
 
 
-def _install_cycle(live: Live, target: str, plan: ChartPlan, user: str, tell: Callable[[str], None]) -> list[LiveStep]:
-    step = LiveStep(target, "install", plan.version, user)
-    out = [step]
+def _install_cycle(live: Live, target: str, plan: ChartPlan, users: list[str],
+                   tell: Callable[[str], None]) -> list[LiveStep]:
+    out: list[LiveStep] = []
     r = live.rehearsal(target)
+    _fresh(live)
     try:
-        t0 = time.monotonic()
-        before = sum(live.hub.downloads.values())
-        engines = live.push_images(r, plan, user)
-        step.seconds["images"] = round(time.monotonic() - t0, 1)
-        inst = r.install(_one_user(plan, user))
-        if not all(s.ok for s in inst):
-            raise Failed("; ".join(s.error for s in inst if not s.ok))
-        step.seconds["helm"] = round(time.monotonic() - t0, 1)
-        live.answer(plan, user, engines, step, t0)
-        step.downloads = sum(live.hub.downloads.values()) - before
-        tell(f"{target} {plan.version} ({user}): answered in {step.seconds['answered']} s")
-        un = LiveStep(target, "uninstall", plan.version, user)
+        for user in users:
+            step = LiveStep(target, "install", plan.version, user)
+            out.append(step)
+            t0 = time.monotonic()
+            before = sum(live.hub.downloads.values())
+            engines = live.push_images(r, plan, user)
+            step.seconds["images"] = round(time.monotonic() - t0, 1)
+            inst = r.install(_one_user(plan, user))
+            if not all(s.ok for s in inst):
+                raise Failed("; ".join(s.error for s in inst if not s.ok))
+            step.seconds["helm"] = round(time.monotonic() - t0, 1)
+            live.answer(plan, user, engines, step, t0)
+            step.downloads = sum(live.hub.downloads.values()) - before
+            tell(f"{target} {plan.version} ({user}): answered in {step.seconds['answered']} s")
+        un = LiveStep(target, "uninstall", plan.version, ", ".join(users))
         out.append(un)
         t1 = time.monotonic()
         r.clean()
-        live.gone(plan, user)
+        for user in users:
+            live.gone(plan, user)
         un.seconds["gone"] = round(time.monotonic() - t1, 1)
         hf = live.node.folder / "olares" / "share" / "appcommon" / "huggingface"
         un.note = ("the shared Hugging Face store stays (the model is not downloaded again by a reinstall)"
@@ -364,53 +396,88 @@ def _install_cycle(live: Live, target: str, plan: ChartPlan, user: str, tell: Ca
         failing = out[-1]
         failing.ok, failing.error, failing.engine_log = False, str(exc), exc.log or failing.engine_log
     finally:
-        _clean(live, r, plan, user)
+        _clean(live, r, plan, users)
     return out
 
 
-def _clean(live: Live, r: Rehearsal, plan: ChartPlan, user: str) -> None:
-    """Uninstall what the step made and wait until its pods are gone (the next step needs the GPU)."""
+def _clean(live: Live, r: Rehearsal, plan: ChartPlan, users: list[str]) -> None:
+    """Uninstall what the cycle made and wait until its pods are gone (the next one needs the GPU)."""
     r.clean()
     try:
-        live.gone(plan, user)
+        for user in users:
+            live.gone(plan, user)
     except Failed:
         from olares_pack.cluster import node as nodemod
 
         nodemod.delete_pods(live.node)
 
 
-def _upgrade_cycle(live: Live, target: str, old: ChartPlan, new: ChartPlan, user: str,
+def _upgrade_cycle(live: Live, target: str, old: ChartPlan, new: ChartPlan, users: list[str],
                    tell: Callable[[str], None]) -> list[LiveStep]:
-    step = LiveStep(target, "upgrade", new.version, user, old.version)
+    steps = [LiveStep(target, "upgrade", new.version, user, old.version) for user in users]
     r = live.rehearsal(target)
+    _fresh(live)
+    step = steps[0]
     try:
-        first = LiveStep(target, "install", old.version, user)
+        old_images: set[str] = set()
+        engines_old: dict[str, list[str]] = {}
         t0 = time.monotonic()
-        engines_old = live.push_images(r, old, user)
-        inst = r.install(_one_user(old, user))
-        if not all(s.ok for s in inst):
-            raise Failed(f"{old.version} did not install: " + "; ".join(s.error for s in inst if not s.ok))
-        live.answer(old, user, engines_old, first, t0)
-        step.seconds["old answered"] = first.seconds.get("answered", 0.0)
-        uids = {p["metadata"]["uid"] for rel in old.releases(user) for p in live.engine_pods(rel.namespace, engines_old)}
-        engines = live.push_images(r, new, user)
-        before = sum(live.hub.downloads.values())
-        t1 = time.monotonic()
-        ups = r.upgrade(_one_user(old, user), _one_user(new, user))
-        if not all(s.ok for s in ups):
-            raise Failed("; ".join(s.error for s in ups if not s.ok))
-        step.seconds["helm"] = round(time.monotonic() - t1, 1)
-        live.answer(new, user, engines, step, t1, old_uids=uids)
-        step.downloads = sum(live.hub.downloads.values()) - before
-        if step.downloads:
-            raise Failed(f"the upgrade downloaded the model again ({step.downloads} download(s))")
-        tell(f"{target} {old.version} -> {new.version} ({user}): answered in {step.seconds['answered']} s, "
-             "model not downloaded again")
+        for step in steps:
+            first = LiveStep(target, "install", old.version, step.user)
+            engines_old[step.user] = live.push_images(r, old, step.user)
+            old_images |= live.engine_images
+            inst = r.install(_one_user(old, step.user))
+            if not all(s.ok for s in inst):
+                raise Failed(f"{old.version} did not install: " + "; ".join(s.error for s in inst if not s.ok))
+            engines = live.push_images(r, new, step.user)
+            try:
+                live.answer(old, step.user, engines_old[step.user], first, t0)
+                step.seconds["old answered"] = first.seconds.get("answered", 0.0)
+            except Failed as exc:
+                if old_images <= live.engine_images:
+                    raise Failed(f"{old.version} (the version upgraded from) did not answer: {exc}", exc.log) from None
+                # the old version's engine image is another build than the one the stand-in is: its
+                # failure says nothing about this version; the upgrade goes on from what it left
+                step.note = (f"{old.version} did not answer on the stand-in ({exc}); its engine image "
+                             f"{', '.join(sorted(old_images - live.engine_images))} is another llama.cpp build than "
+                             f"the stand-in ({images.LLAMA_BUILD}); the upgrade went on from the state it left. ")
+        had = set(live.hub.downloads)  # the files the old version downloaded
+        for step in steps:
+            uids = {p["metadata"]["uid"] for rel in old.releases(step.user)
+                    for p in live.engine_pods(rel.namespace, engines_old[step.user])}
+            engines = live.push_images(r, new, step.user)
+            before = dict(live.hub.downloads)
+            t1 = time.monotonic()
+            ups = r.upgrade(_one_user(old, step.user), _one_user(new, step.user))
+            if not all(s.ok for s in ups):
+                raise Failed("; ".join(s.error for s in ups if not s.ok))
+            step.seconds["helm"] = round(time.monotonic() - t1, 1)
+            live.answer(new, step.user, engines, step, t1, old_uids=uids)
+            fetched = {k: n - before.get(k, 0) for k, n in live.hub.downloads.items() if n > before.get(k, 0)}
+            step.downloads = sum(fetched.values())
+            again = sorted(k for k in fetched if k in had)
+            if again:
+                raise Failed(f"the upgrade downloaded the model again ({', '.join(again)}): "
+                             f"{old.version} kept it where {new.version} does not look")
+            if fetched:
+                step.note += f" {new.version} downloads its own model ({', '.join(sorted(fetched))}), not {old.version}'s."
+            tell(f"{target} {old.version} -> {new.version} ({step.user}): answered in {step.seconds['answered']} s"
+                 + (", model not downloaded again" if had and not fetched else ""))
     except Failed as exc:
         step.ok, step.error, step.engine_log = False, str(exc), exc.log or step.engine_log
+        for later in steps[steps.index(step) + 1:]:
+            later.ok, later.error = False, f"not run: {step.user}'s step failed"
     finally:
-        _clean(live, r, new, user)
-    return [step]
+        _clean(live, r, new, users)
+    return steps
+
+
+def _fresh(live: Live) -> None:
+    """A device as new: the host paths the last cycle wrote (the shared model store, app data) removed."""
+    import shutil
+
+    shutil.rmtree(live.node.folder / "olares", ignore_errors=True)
+    live.hub.downloads.clear()
 
 
 def _one_user(plan: ChartPlan, user: str) -> ChartPlan:

@@ -6,10 +6,8 @@
 // $RUN_DIR/engine_args, serves :$PORT (/livez, /readyz once the engine answers /v1/models) and
 // reverse-proxies /v1 to the engine's Service (llamacpp:8081 or vllm:8000, by ENGINE_KIND).
 //
-// Not the real program: no progress page beyond one line, no gateway registration. The node has
-// no cluster DNS, so the engine's Service is found by the variables the kubelet injects for each
-// Service of the namespace (LLAMACPP_SERVICE_HOST/_PORT): they exist only when a Service of that
-// name exists, as the DNS name would.
+// Not the real program: no progress page beyond one line, no gateway registration. The engine's
+// Service is found by its DNS name, as the real one does (the node's cluster DNS, cluster/dns.py).
 package main
 
 import (
@@ -41,12 +39,7 @@ func env(k, d string) string {
 func engineURL() *url.URL {
 	kind := env("ENGINE_KIND", "llamacpp")
 	port := map[string]string{"llamacpp": "8081", "vllm": "8000"}[kind]
-	up := strings.ToUpper(kind)
-	host, p := os.Getenv(up+"_SERVICE_HOST"), os.Getenv(up+"_SERVICE_PORT")
-	if host == "" {
-		host, p = kind, port
-	}
-	u, _ := url.Parse("http://" + host + ":" + p)
+	u, _ := url.Parse("http://" + kind + ":" + port)
 	return u
 }
 
