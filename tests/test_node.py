@@ -11,7 +11,6 @@ so whether a dead node left any can only be seen while no other node runs."""
 from __future__ import annotations
 
 import io
-import os
 import signal
 import subprocess
 import sys
@@ -165,6 +164,25 @@ def test_the_llama_app_installs_answers_and_upgrades_without_a_second_download(n
     assert all(s.downloads == 0 and s.answer for s in upgrades)
     assert any("llama-server" in s for s in report.standins.values())
     assert "lowered" in " ".join(report.changes)
+
+
+def test_the_llama_app_runs_on_the_legacy_line_for_both_users(node: nodemod.Node) -> None:
+    """Olares 1.12.3-1.12.5: the administrator's shared engine (a v2 shared sub-chart) and each
+    user's client proxy to it, reached by its cluster DNS name; the chart's startupProbe waits 60 s."""
+    from olares_pack.rehearse import flow
+
+    versions, lines, charts = published(LLAMA)
+    newest = versions[-1]
+    previous = flow.previous([v for v in lines["legacy"] if v != newest], newest)
+    assert previous
+    report = run_app(node, LLAMA, charts, {"legacy": lines["legacy"]}, newest, [previous])
+    assert report.ok, [(s.action, s.label, s.user, s.error, s.engine_log[-5:]) for s in report.steps if not s.ok]
+    installs = [s for s in report.steps if s.action == "install"]
+    upgrades = [s for s in report.steps if s.action == "upgrade"]
+    assert [s.user for s in installs] == ["alice", "bob"] and all(s.answer for s in installs)
+    assert [s.downloads for s in installs] == [1, 0]  # bob's client reaches alice's engine
+    assert [s.user for s in upgrades] == ["alice", "bob"] and all(s.downloads == 0 and s.answer for s in upgrades)
+    assert any("OpenResty" in v for v in report.standins.values())
 
 
 def test_an_engine_argv_llama_server_refuses_fails_the_run(node: nodemod.Node) -> None:

@@ -28,15 +28,21 @@ import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from olares_pack.cluster import tools
+from olares_pack.cluster.mirror import Mirror
 from olares_pack.cluster.tools import ToolsMissing
 
-if TYPE_CHECKING:
-    from olares_pack.cluster.node import Node
+
+class Node(Protocol):
+    """What a push needs of a node (cluster/node.py): its folder and its mirror."""
+
+    folder: Path
+    mirror: Mirror
 
 LLAMA_BUILD = "b11434"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"  # the sandbox image: containerd's sandbox_image, the kubelet's
 STANDINS_SRC = Path(__file__).resolve().parent / "standins"
 BUSYBOX = Path("/bin/busybox")
 
@@ -238,6 +244,4 @@ def push(node: Node, image: str, kind: str) -> None:
 
 
 def push_base(node: Node) -> None:
-    from olares_pack.cluster.node import PAUSE_IMAGE
-
     push(node, PAUSE_IMAGE, "pause")

@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olares_pack.cluster import controlplane, lifetime, mirror, tools
+from olares_pack.cluster import controlplane, images, lifetime, mirror, tools
 from olares_pack.cluster.controlplane import Cluster, free_port
 from olares_pack.cluster.tools import ToolsMissing
 
 PREFIX = "olares-pack-node-"
-PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+PAUSE_IMAGE = images.PAUSE_IMAGE
 GPU = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "24000"}
 READY_TIMEOUT = 90.0
 # What the kubelet (vm.*, kernel.*) and the bridge plugin (ip_forward) set; restored at stop.
@@ -376,10 +376,7 @@ def _node(cluster: Cluster, say) -> Iterator[Node]:  # noqa: ANN001
 
         node.dns = dns.Server(gateway, dns.cached(service_ip))
         _spawn(node, "containerd", ["containerd", "--config", str(folder / "containerd" / "config.toml")])
-        # the images every node needs before a pod starts (the sandbox's pause)
-        from olares_pack.cluster import images
-
-        images.push_base(node)
+        images.push_base(node)  # the image every pod needs first (the sandbox's pause)
         k = tools.kube_path
         kubeconfig = str(cluster.kubeconfig)
         (folder / "kubelet.yaml").write_text(json.dumps(_kubelet_config(folder, cgroup_root, free_port(), free_port(), gateway)),

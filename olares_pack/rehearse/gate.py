@@ -61,9 +61,11 @@ def skipped(reason: str) -> Rehearsal:
     return Rehearsal(skipped=reason)
 
 
-def check(repo: Repo, plan: ReleasePlan, allow: tuple[str, ...], kubeconfig: Path | None = None) -> Rehearsed:
+def check(repo: Repo, plan: ReleasePlan, allow: tuple[str, ...], kubeconfig: Path | None = None,
+          run: bool = False) -> Rehearsed:
     """Install the new version, and upgrade to it from every older published version on each line.
-    NoControlPlane when there is nothing to rehearse on; nothing is ever built here."""
+    NoControlPlane when there is nothing to rehearse on; nothing is ever built here. With `run`
+    (`release`), where a node can run here, the new version is also run on it (run_on_node)."""
     from olares_pack.catalogue import checks, records
     from olares_pack.cluster import controlplane, tools
     from olares_pack.rehearse import flow
@@ -107,7 +109,7 @@ def check(repo: Repo, plan: ReleasePlan, allow: tuple[str, ...], kubeconfig: Pat
         where = f"kube-apiserver {_server_version(kubeconfig)} (--kubeconfig {kubeconfig.name})"
     outcomes = judge(steps, allow, _declared_text(plan))
     record = record_of(steps, where, f"helm {tools.HELM_VERSION}")
-    if kubeconfig is None and not any(o.severity == "error" for o in outcomes):
+    if run and kubeconfig is None and not any(o.severity == "error" for o in outcomes):
         outcomes += run_on_node(record, app.name, app.version, lines, chart_of)
     return Rehearsed(outcomes, record)
 

@@ -37,6 +37,7 @@ import yaml
 
 from olares_pack.cluster import images
 from olares_pack.cluster.node import Node
+from olares_pack.cluster.tools import ToolsMissing
 from olares_pack.rehearse import fit, flow
 from olares_pack.rehearse import hub as hubmod
 from olares_pack.rehearse.plan import ChartPlan
@@ -129,7 +130,11 @@ class Live:
             return v
 
         out = move(values)
-        out.setdefault("olaresEnv", {})["HF_ENDPOINT"] = self.hub.url
+        # the device's Hugging Face service is the hub here: as the app's own env (HF_ENDPOINT, valueFrom
+        # OLARES_SYSTEM_HUGGINGFACE_SERVICE on 1.12.6+) and as the system envs the installers set
+        oe = out.setdefault("olaresEnv", {})
+        for key in ("HF_ENDPOINT", "OLARES_SYSTEM_HUGGINGFACE_SERVICE", "OLARES_USER_HUGGINGFACE_SERVICE"):
+            oe[key] = self.hub.url
         return out
 
     def containers(self, r: Rehearsal, plan: ChartPlan, user: str) -> list[dict[str, Any]]:
@@ -159,7 +164,10 @@ class Live:
             if kind is None:
                 raise Failed(f"no stand-in image for {c.get('image')} (container {c.get('name')}): this node runs only "
                              "llama.cpp engines, llm-init, busybox and pause")
-            images.push(self.node, str(c["image"]), kind)
+            try:
+                images.push(self.node, str(c["image"]), kind)
+            except ToolsMissing as exc:
+                raise Failed(f"the stand-in for {c['image']} could not be made: {exc}") from None
             self.standins[str(c["image"])] = images.STANDINS[kind].stands_for
             if kind == "llama-server":
                 self.engine_images.add(str(c["image"]))
