@@ -103,6 +103,17 @@ CHILD = textwrap.dedent("""
     import json, sys, time
     from olares_pack.cluster import node
     with node.running() as n:
+        # a pod running: its containerd shim and its containers outlive a SIGKILLed node
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleeper"},
+               "spec": {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 30,
+                        "containers": [{"name": "s", "image": "registry.k8s.io/pause:3.10"}]}}
+        deadline = time.monotonic() + 60
+        while n.cluster.request("POST", "/api/v1/namespaces/default/pods", pod)[0] != 201:
+            assert time.monotonic() < deadline, "the pod was not accepted"
+            time.sleep(0.3)
+        while (n.cluster.get("/api/v1/namespaces/default/pods/sleeper") or {}).get("status", {}).get("phase") != "Running":
+            assert time.monotonic() < deadline, "the pod did not start"
+            time.sleep(0.3)
         print(json.dumps({"folder": str(n.folder), **json.loads((n.folder / "state.json").read_text())}), flush=True)
         time.sleep(600)
 """)
@@ -117,7 +128,7 @@ def test_a_killed_node_leaves_nothing(sig: signal.Signals) -> None:
     try:
         state = json.loads(child.stdout.readline())
         folder = Path(state["folder"])
-        assert folder.is_dir()
+        assert folder.is_dir() and any(x.startswith("process") for x in leftovers(folder, state))
         child.send_signal(sig)
         child.wait(timeout=90)
     finally:

@@ -230,6 +230,7 @@ def _restore_host(folder: Path, state: dict[str, Any]) -> None:
 def sweep() -> list[str]:
     """Remove what nodes killed by SIGKILL left (their owner is gone); returns the folders swept."""
     swept = []
+    controlplane.sweep()  # the control plane it ran on (its programs died with it too)
     for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
         if lifetime.owner_alive(folder):
             continue
