@@ -227,3 +227,30 @@ def test_an_app_without_a_stand_in_engine_says_so(node: nodemod.Node) -> None:
     report = run_app(node, VLLM, charts, {"current": lines["current"]}, versions[-1], [])
     assert not report.ok
     assert "no stand-in image for" in report.steps[0].error
+
+
+def test_release_refuses_a_version_whose_engine_does_not_start(node: nodemod.Node,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`release`'s run on the node (rehearse/gate.py run_on_node), on the module's node: the step
+    that fails is an error with the engine's own words, and the record keeps what ran."""
+    from contextlib import contextmanager
+
+    from olares_pack.catalogue.records import Rehearsal
+    from olares_pack.rehearse import gate
+
+    @contextmanager
+    def running(log=None) -> Iterator[nodemod.Node]:  # noqa: ANN001, ARG001 - the module's node
+        yield node
+
+    monkeypatch.setattr(nodemod, "running", running)
+    versions, _lines, charts = published(LLAMA)
+    newest = versions[-1]
+    broken = patched(charts[(newest, "current")], lambda _p, t: t.replace("--flash-attn on", "-fa --mtp-head x"))
+    record = Rehearsal(api_server="kube-apiserver", helm="helm")
+    outcomes = gate.run_on_node(record, LLAMA, newest, {"current": [newest]},
+                                lambda v, t: broken if (v, t) == (newest, "current") else None)
+    errors = [o for o in outcomes if o.severity == "error"]
+    assert errors and "failed on the node here" in errors[0].message and "exited with" in errors[0].message
+    assert record.ran and not record.ran[0].ok and record.ran[0].engine_log
+    assert "llama-server" in record.standins["docker.io/aamsellem/llama-cpp-mtp:master-ad27757"]
+    assert record.node and "kubelet" in record.node
