@@ -179,20 +179,25 @@ def test_the_llama_app_installs_answers_and_upgrades_without_a_second_download(n
 
 def test_the_llama_app_runs_on_the_legacy_line_for_both_users(node: nodemod.Node) -> None:
     """Olares 1.12.3-1.12.5: the administrator's shared engine (a v2 shared sub-chart) and each
-    user's client proxy to it, reached by its cluster DNS name; the chart's startupProbe waits 60 s."""
+    user's client proxy to it, reached by its cluster DNS name. The chart's startupProbe waits 60 s
+    before the engine is Ready, so the module runs the upgrade cycle alone (the previous version
+    installed for both users, then upgraded: the new one answers for both); `rehearse --run` also
+    installs the new version fresh."""
     from olares_pack.rehearse import flow
 
     versions, lines, charts = published(LLAMA)
     newest = versions[-1]
     previous = flow.previous([v for v in lines["legacy"] if v != newest], newest)
     assert previous
-    report = run_app(node, LLAMA, charts, {"legacy": lines["legacy"]}, newest, [previous])
+    from olares_pack.rehearse import live
+
+    report = live.run(node, LLAMA, newest, {"legacy": lines["legacy"]}, lambda v, t: charts.get((v, t)), [previous],
+                      fresh=False)
     assert report.ok, [(s.action, s.label, s.user, s.error, s.engine_log[-5:]) for s in report.steps if not s.ok]
-    installs = [s for s in report.steps if s.action == "install"]
     upgrades = [s for s in report.steps if s.action == "upgrade"]
-    assert [s.user for s in installs] == ["alice", "bob"] and all(s.answer for s in installs)
-    assert [s.downloads for s in installs] == [1, 0]  # bob's client reaches alice's engine
-    assert [s.user for s in upgrades] == ["alice", "bob"] and all(s.downloads == 0 and s.answer for s in upgrades)
+    assert [s.user for s in upgrades] == ["alice", "bob"]  # bob's client reaches alice's shared engine
+    assert all(s.downloads == 0 and s.answer and s.served == "qwen3.6-27b-mtp" for s in upgrades)
+    assert all("old answered" in s.seconds for s in upgrades)
     assert any("OpenResty" in v for v in report.standins.values())
 
 

@@ -340,9 +340,10 @@ ChartOf = flow.ChartOf
 
 
 def run(node: Node, app: str, version: str, line_versions: dict[str, list[str]], chart_of: ChartOf,
-        froms: list[str] | None = None, say: Callable[[str], None] | None = None) -> LiveReport:
+        froms: list[str] | None = None, say: Callable[[str], None] | None = None, fresh: bool = True) -> LiveReport:
     """Install VERSION on each line for each user form, upgrade to it from `froms` (default: every
-    older published version on the line), uninstall; each step timed. The users of one cycle
+    older published version on the line), uninstall; each step timed. fresh=False: the upgrades
+    only (each still ends with the new version answering for every user). The users of one cycle
     install one after the other on the same device (the administrator first: a shared engine is
     theirs, a second user's client reaches it)."""
     import tempfile
@@ -358,7 +359,8 @@ def run(node: Node, app: str, version: str, line_versions: dict[str, list[str]],
             new = flow.chart_plan(data, Path(tmp) / "charts", target, app, version, flow.Names())
             older = [v for v in line_versions[target] if semver.Version.parse(v) < semver.Version.parse(version)]
             wanted = [v for v in (froms if froms is not None else older) if v in older]
-            steps += _install_cycle(live, target, new, new.users, tell)
+            if fresh:
+                steps += _install_cycle(live, target, new, new.users, tell)
             for v0 in wanted:
                 old_data = chart_of(v0, target)
                 if old_data is None:
