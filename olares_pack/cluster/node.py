@@ -1,7 +1,8 @@
 """One Kubernetes node on top of the loopback control plane, so that charts *run*: containerd and
 runc (Debian's), a CNI bridge, kubelet, kube-controller-manager, kube-scheduler and kube-proxy
-v1.32.2 (built from the same module as kube-apiserver, tools.py), a local image mirror, and a
-fake GPU (`nvidia.com/gpu: 1`, `nvidia.com/gpumem: 24000` on the node's status).
+v1.32.2 (built from the same module as kube-apiserver, tools.py), a local image mirror
+(mirror.py), a cluster DNS for Service names (dns.py), and a fake GPU (`nvidia.com/gpu: 1`,
+`nvidia.com/gpumem: 24000` on the node's status).
 
 Everything lives in one folder (/tmp/olares-pack-node-*) with its own containerd socket, root and
 state, its own bridge name, pod subnet and cgroup root, so that nothing is shared with the host or
