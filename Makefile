@@ -15,7 +15,7 @@ ifeq ($(MAKECMDGOALS),test)
 MAKEFLAGS += -j4
 endif
 
-.PHONY: all build docs docs-check lint test test-tools clean oracle control-plane llama-server actionlint
+.PHONY: all build docs docs-check lint test test-tools clean oracle control-plane node llama-server actionlint
 
 all: build
 
@@ -39,8 +39,8 @@ build: $(BIN)/olares-pack
 # server's service-account key), etcd (the control plane), shellcheck (actionlint's run: checks).
 # Installed when missing and we may (CI runs as root on a fresh machine); otherwise the tests that
 # need them skip, saying so. Every other target that needs a Debian package depends on this one.
-DEBIAN_PACKAGES := docker-registry skopeo openssl etcd-server shellcheck
-DEBIAN_PROGRAMS := docker-registry skopeo openssl etcd shellcheck
+DEBIAN_PACKAGES := docker-registry skopeo openssl etcd-server shellcheck containerd runc busybox-static containernetworking-plugins iptables iproute2
+DEBIAN_PROGRAMS := docker-registry skopeo openssl etcd shellcheck containerd runc busybox iptables ip
 test-tools:
 	@missing=""; for p in $(DEBIAN_PROGRAMS); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -100,6 +100,14 @@ docs-check: $(BIN)/olares-pack
 control-plane: $(BIN)/olares-pack test-tools
 	@$(BIN)/python -m olares_pack.cluster.tools >/dev/null || echo "control plane not built: the rehearsal tests will skip" >&2
 
+# A node that runs the pods (olares_pack/cluster/node.py, tests/test_node.py, `rehearse --run`):
+# kubelet, kube-controller-manager, kube-scheduler and kube-proxy from the same module as
+# kube-apiserver (first run: about 5-8 more minutes, then cached), containerd, runc, busybox and
+# the CNI plugins from Debian (test-tools). Needs the llama-server the bench tests build (the engine
+# stand-in). Where it cannot be built or run (no root, no cgroups), the node tests skip, saying why.
+node: control-plane llama-server
+	@$(BIN)/python -m olares_pack.cluster.tools node >/dev/null || echo "node not built: the node tests will skip" >&2
+
 # ruff, configured in pyproject.toml ([tool.ruff])
 lint: $(BIN)/olares-pack
 	$(BIN)/ruff check .
@@ -108,7 +116,7 @@ lint: $(BIN)/olares-pack
 # overlap their downloads with the other's compiling; later runs find everything built), then runs
 # the suite on every core (pytest-xdist): a module's tests stay on one worker (--dist loadscope), so
 # a server a module shares (the control plane, the registry, the engine, workerd) starts once.
-test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle control-plane llama-server actionlint lint docs-check
+test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle control-plane node llama-server actionlint lint docs-check
 	$(BIN)/python -m pytest -n auto --dist loadscope
 	$(BIN)/olares-pack build --check
 

@@ -134,7 +134,10 @@ def _rehearse_only_where_asked(request: pytest.FixtureRequest, monkeypatch: pyte
     """`release` rehearses on the control plane when one is built (seconds per release): only the
     tests that ask for the control plane pay for it; the others release as on a machine without one.
     The commands those tests run (release, rehearse) rehearse on the session's API server instead of
-    booting one each (seconds a boot): every rehearsal uninstalls what it installed."""
+    booting one each (seconds a boot): every rehearsal uninstalls what it installed. A node
+    (`release`'s run on the node, tests/test_node.py) starts only where a test asks for `node`."""
+    if "node" not in request.fixturenames:
+        monkeypatch.setenv("OLARES_PACK_NODE", "0")
     if "control_plane" not in request.fixturenames:
         monkeypatch.setenv("OLARES_PACK_REHEARSE", "0")
         return

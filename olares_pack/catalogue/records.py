@@ -68,6 +68,21 @@ class RehearsedPair(_Model):
     error: str = ""
 
 
+class RanStep(_Model):
+    """One step `release` ran on a node here (rehearse/live.py): the app installed, its engine
+    started and asked, or upgraded to; how long each stage took and the engine's own last lines."""
+
+    line: str
+    action: str  # install | upgrade | uninstall
+    from_version: str | None = None
+    version: str
+    user: str
+    ok: bool
+    error: str = ""
+    seconds: dict[str, float] = Field(default_factory=dict)  # stage -> seconds since the step began
+    engine_log: list[str] = Field(default_factory=list)
+
+
 class Rehearsal(_Model):
     """What `release` rehearsed before publishing, or why it did not (--skip-rehearsal REASON)."""
 
@@ -75,6 +90,11 @@ class Rehearsal(_Model):
     api_server: str | None = None  # e.g. "kube-apiserver v1.32.2 (built here)" or a cluster's version
     helm: str | None = None
     steps: list[RehearsedPair] = Field(default_factory=list)
+    # Since issue #50, where a node runs here: the node, what stood in for the images and the
+    # model, and each step it ran (absent from older records and where no node could run).
+    node: str | None = None
+    standins: dict[str, str] = Field(default_factory=dict)
+    ran: list[RanStep] = Field(default_factory=list)
 
 
 class Record(_Model):
@@ -181,6 +201,9 @@ def dumps(rec: Record) -> str:
     data = rec.model_dump(mode="json", exclude=later)
     if rec.rehearsal is not None:  # a skipped rehearsal is its reason alone
         data["rehearsal"] = rec.rehearsal.model_dump(mode="json", exclude_none=True)
+        for key in ("standins", "ran"):  # where no node ran: the record as before #50
+            if not data["rehearsal"].get(key):
+                data["rehearsal"].pop(key, None)
     return jsontext.dumps(data)
 
 

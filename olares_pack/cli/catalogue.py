@@ -129,7 +129,9 @@ def release_cmd(app_ref: str, bump: str | None, version: str | None, summary: st
     apps/<name>/releases/ and its entry in market-index.json, all in one transaction. Before that,
     the install and the upgrade from every older published version are rehearsed on a real API
     server; without one (`make control-plane` builds it) the release is refused unless
-    --skip-rehearsal REASON says why not."""
+    --skip-rehearsal REASON says why not. Where a node can run here (root, `make node`), the new
+    version is also run on it (`rehearse --run`: installed, its engine started and asked, upgraded
+    from the previous version); a step that fails stops the release."""
     from olares_pack.catalogue import releases
     from olares_pack.common import console
     from olares_pack.lint.findings import allowable
@@ -226,7 +228,7 @@ def _rehearsed(repo: Repo, plan: object, allow: tuple[str, ...], kubeconfig: Pat
         console.warn(f"{name}: install and upgrades not rehearsed (--skip-rehearsal: {skip}); the release record says so")
         return gate.skipped(skip)
     try:
-        done = gate.check(repo, plan, allow, kubeconfig)  # type: ignore[arg-type]
+        done = gate.check(repo, plan, allow, kubeconfig, run=True)  # type: ignore[arg-type]
     except gate.NoControlPlane as exc:
         console.error(f"{name}: {exc}. Nothing was released: build it with `{gate.BUILD_HINT}`, rehearse on a cluster "
                       "with --kubeconfig, or publish without it with --skip-rehearsal REASON")

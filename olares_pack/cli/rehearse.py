@@ -32,9 +32,14 @@ from olares_pack.common.errors import ExitCode, InputError
               "defaults are kept: a value the new chart adds is missing).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: a table per step; json: the whole report as data.")
+@click.option("--run", "live", is_flag=True,
+              help="Run it on a node started here (kubelet, containerd, stand-in images and model): each line's install "
+              "for each user form must download, start the engine and answer /v1/models and a chat completion through "
+              "the entrance's Service; then upgrade from every older published version (or --from) without a second "
+              "download, and uninstall. Needs root; `make node` builds the node once.")
 @apps_dir_option
 def rehearse_cmd(app_ref: str, version: str | None, froms: tuple[str, ...], from_all: bool, targets: tuple[str, ...],
-                 kubeconfig: Path | None, reuse_values: bool, fmt: str, apps_dir: Path) -> int:
+                 kubeconfig: Path | None, reuse_values: bool, fmt: str, live: bool, apps_dir: Path) -> int:
     """Install APP's published VERSION as app-service does on each OS line (its release names,
     namespaces and injected values; the administrator and a second user), and upgrade to it from
     the previous published version (or --from). Reports per step what the server refused and why,
@@ -64,10 +69,55 @@ def rehearse_cmd(app_ref: str, version: str | None, froms: tuple[str, ...], from
                     lines.setdefault(t, []).append(v)
         charts = {(v, t): checks.published_bytes(repo, recs[v], t)[0] for t, vs in lines.items() for v in vs}
     chosen = [v for v in published if v != version and _older(v, version)] if from_all else (list(froms) or None)
+    if live:
+        if kubeconfig is not None:
+            raise click.UsageError("--run starts its own node; it does not run on --kubeconfig")
+        return _run_live(name, version, lines, charts, list(froms) or None, fmt)
     steps = _run(name, version, lines, charts, chosen, kubeconfig, reuse_values)
     _print(steps, fmt)
     return ExitCode.FINDINGS if flow.failed(steps) or any(
         f.severity == "error" and f.policy for s in steps for f in s.findings) else ExitCode.OK
+
+
+def _run_live(name: str, version: str, lines: dict[str, list[str]], charts: dict[tuple[str, str], bytes],
+              froms: list[str] | None, fmt: str) -> int:
+    from olares_pack.cluster import node
+    from olares_pack.common import console
+    from olares_pack.rehearse import live
+
+    try:
+        with node.running(console.info) as n:
+            report = live.run(n, name, version, lines, lambda v, t: charts.get((v, t)), froms, console.info)
+    except node.NodeUnavailable as exc:
+        console.error(f"no node here to run on: {exc}")
+        return ExitCode.FINDINGS
+    print_live(report, fmt)
+    return ExitCode.OK if report.ok else ExitCode.FINDINGS
+
+
+def print_live(report, fmt: str) -> None:  # noqa: ANN001 - a live.LiveReport
+    from rich.table import Table
+
+    from olares_pack.common import console
+
+    if fmt == "json":
+        console.out.print_json(json.dumps(report.to_dict(), ensure_ascii=False))
+        return
+    table = Table("line", "step", "version", "user", "result", "seconds", "what happened")
+    for s in report.steps:
+        what = [s.error] if s.error else []
+        if s.ok and s.action != "uninstall":
+            what.append(f"served {s.served!r}, answered {s.answer!r}; model downloads: {s.downloads}")
+        if s.note:
+            what.append(s.note)
+        if not s.ok and s.engine_log:
+            what += ["engine log:", *s.engine_log[-8:]]
+        secs = ", ".join(f"{k} {v}" for k, v in s.seconds.items())
+        table.add_row(s.line, s.action, s.label, s.user, "ok" if s.ok else "FAILED", secs, "\n".join(what) or "-")
+    console.out.print(table)
+    console.info(f"ran on node {report.node} with stand-ins: "
+                 + "; ".join(f"{img}: {what}" for img, what in sorted(report.standins.items()))
+                 + f"; model: {report.model}; changed for the node: {'; '.join(report.changes)}")
 
 
 def _older(a: str, b: str) -> bool:

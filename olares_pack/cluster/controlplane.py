@@ -47,6 +47,7 @@ class Cluster:
     kubeconfig: Path
     helm: Path
     version: str = ""
+    home: Path | None = None  # the state folder of a control plane started here (keys, certificates)
 
     def _context(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=str(self.ca_file)) if self.ca_file else ssl.create_default_context()
@@ -165,7 +166,7 @@ def _running(tools: Tools) -> Iterator[Cluster]:
         server = f"https://127.0.0.1:{api_port}"
         ca = folder / "certs" / "apiserver.crt"
         kubeconfig = folder / "kubeconfig"
-        cluster = Cluster(server, token, ca, kubeconfig, tools.helm)
+        cluster = Cluster(server, token, ca, kubeconfig, tools.helm, home=folder)
         _wait_ready(cluster, api, etcd, folder)
         write_kubeconfig(kubeconfig, server, token, ca)
         cluster.version = (cluster.get("/version") or {}).get("gitVersion", "")

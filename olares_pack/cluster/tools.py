@@ -31,6 +31,12 @@ from olares_pack.common.errors import OlaresPackError
 
 KUBE_VERSION = "v1.32.2"
 HELM_VERSION = "v3.19.5"
+# The node's programs, from the same wrapper module as kube-apiserver (olares_pack/cluster/node.py).
+NODE_PROGRAMS = ("kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy")
+# Programs a node takes from Debian: program -> package (the Makefile's DEBIAN_PACKAGES names them too).
+NODE_DEBIAN = {"containerd": "containerd", "runc": "runc", "busybox": "busybox-static", "skopeo": "skopeo",
+               "docker-registry": "docker-registry", "iptables": "iptables", "ip": "iproute2"}
+CNI_BIN = "/usr/lib/cni"
 # Staging modules the module proxy does not serve (and kube-apiserver does not import).
 _UNSERVED = ("k8s.io/sample-cli-plugin", "k8s.io/sample-controller")
 # The build date ldflags stamp (the release date of v1.32.2), so a rebuild is byte-identical.
@@ -161,20 +167,64 @@ def _module_go_mod(go: str, module: str, version: str) -> str:
     return Path(json.loads(proc.stdout)["GoMod"]).read_text(encoding="utf-8")
 
 
-def _build_apiserver(say) -> None:  # noqa: ANN001
+def kube_path(program: str) -> Path:
+    return cache_root() / "kube" / f"{program}-{KUBE_VERSION}"
+
+
+def tools_go(programs: tuple[str, ...] = ("kube-apiserver", *NODE_PROGRAMS)) -> str:
+    """The wrapper module's one Go file: it imports every command built from it, so that `go mod tidy`
+    records the go.sum entries of each (kube-proxy's netns is missing from kube-apiserver's alone)."""
+    imports = "".join(f'\t_ "k8s.io/kubernetes/cmd/{p}"\n' for p in programs)
+    return f"package tools\n\nimport (\n{imports})\n"
+
+
+def _build_kube(say, programs: tuple[str, ...]) -> None:  # noqa: ANN001
+    """Build `programs` (cmd/<name> of k8s.io/kubernetes) from one wrapper module, sharing Go's caches."""
     go = _go()
     src = cache_root() / "kube" / f"src-{KUBE_VERSION}"
     src.mkdir(parents=True, exist_ok=True)
-    say(f"building kube-apiserver {KUBE_VERSION} from the Go module proxy (first run: about 4-10 minutes)")
-    upstream = _module_go_mod(go, "k8s.io/kubernetes", KUBE_VERSION)
-    (src / "go.mod").write_text(wrapper_go_mod(upstream), encoding="utf-8")
-    (src / "tools.go").write_text('package tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n', encoding="utf-8")
-    _run([go, "mod", "tidy"], cwd=src)
-    out = apiserver_path()
-    tmp = out.with_name(out.name + ".tmp")
-    _run([go, "build", "-trimpath", "-ldflags", _version_ldflags(KUBE_VERSION), "-o", str(tmp),
-          "k8s.io/kubernetes/cmd/kube-apiserver"], cwd=src)
-    tmp.replace(out)
+    want = tools_go()
+    if not (src / "go.sum").is_file() or (src / "tools.go").read_text(encoding="utf-8") != want:
+        upstream = _module_go_mod(go, "k8s.io/kubernetes", KUBE_VERSION)
+        (src / "go.mod").write_text(wrapper_go_mod(upstream), encoding="utf-8")
+        (src / "tools.go").write_text(want, encoding="utf-8")
+        _run([go, "mod", "tidy"], cwd=src)
+    for program in programs:
+        out = kube_path(program)
+        if out.is_file():
+            continue
+        say(f"building {program} {KUBE_VERSION} from the Go module proxy (first run: minutes)")
+        tmp = out.with_name(out.name + ".tmp")
+        _run([go, "build", "-trimpath", "-ldflags", _version_ldflags(KUBE_VERSION), "-o", str(tmp),
+              f"k8s.io/kubernetes/cmd/{program}"], cwd=src)
+        tmp.replace(out)
+
+
+def _build_apiserver(say) -> None:  # noqa: ANN001
+    _build_kube(say, ("kube-apiserver",))
+
+
+def node_missing() -> list[str]:
+    """What a node needs that is not here (built programs, Debian programs)."""
+    out = [f"{p} {KUBE_VERSION} ({kube_path(p)})" for p in NODE_PROGRAMS if not kube_path(p).is_file()]
+    out += [f"{prog} (Debian package {pkg})" for prog, pkg in NODE_DEBIAN.items() if not _which(prog)]
+    if not Path(CNI_BIN, "bridge").is_file():
+        out.append(f"the CNI plugins in {CNI_BIN} (Debian package containernetworking-plugins)")
+    return out
+
+
+def _which(program: str) -> str | None:
+    return shutil.which(program) or next((str(Path(d, program)) for d in ("/usr/sbin", "/sbin", "/usr/bin")
+                                          if Path(d, program).is_file()), None)
+
+
+def ensure_node(log=None) -> None:  # noqa: ANN001
+    """Build the node's programs that are missing (kubelet and the controllers: minutes, once)."""
+    say = log or (lambda line: print(line, file=sys.stderr))
+    ensure(say)
+    missing = [p for p in NODE_PROGRAMS if not kube_path(p).is_file()]
+    if missing:
+        _build_kube(say, tuple(missing))
 
 
 def _build_helm(say) -> None:  # noqa: ANN001
@@ -190,8 +240,15 @@ def _build_helm(say) -> None:  # noqa: ANN001
 
 
 def main() -> int:
-    """`python -m olares_pack.cluster.tools`: build what is missing (the Makefile's control-plane target)."""
+    """`python -m olares_pack.cluster.tools [node]`: build what is missing (the Makefile's control-plane
+    and node targets)."""
     try:
+        if sys.argv[1:] == ["node"]:
+            ensure_node()
+            missing = node_missing()
+            if missing:
+                print(f"node not complete: {', '.join(missing)}", file=sys.stderr)
+                return 1
         tools = ensure()
     except ToolsMissing as exc:
         print(f"control plane not built: {exc}", file=sys.stderr)

@@ -61,9 +61,11 @@ def skipped(reason: str) -> Rehearsal:
     return Rehearsal(skipped=reason)
 
 
-def check(repo: Repo, plan: ReleasePlan, allow: tuple[str, ...], kubeconfig: Path | None = None) -> Rehearsed:
+def check(repo: Repo, plan: ReleasePlan, allow: tuple[str, ...], kubeconfig: Path | None = None,
+          run: bool = False) -> Rehearsed:
     """Install the new version, and upgrade to it from every older published version on each line.
-    NoControlPlane when there is nothing to rehearse on; nothing is ever built here."""
+    NoControlPlane when there is nothing to rehearse on; nothing is ever built here. With `run`
+    (`release`), where a node can run here, the new version is also run on it (run_on_node)."""
     from olares_pack.catalogue import checks, records
     from olares_pack.cluster import controlplane, tools
     from olares_pack.rehearse import flow
@@ -106,7 +108,57 @@ def check(repo: Repo, plan: ReleasePlan, allow: tuple[str, ...], kubeconfig: Pat
             cleanup.namespaces(kubeconfig, run_id)
         where = f"kube-apiserver {_server_version(kubeconfig)} (--kubeconfig {kubeconfig.name})"
     outcomes = judge(steps, allow, _declared_text(plan))
-    return Rehearsed(outcomes, record_of(steps, where, f"helm {tools.HELM_VERSION}"))
+    record = record_of(steps, where, f"helm {tools.HELM_VERSION}")
+    if run and kubeconfig is None and not any(o.severity == "error" for o in outcomes):
+        outcomes += run_on_node(record, app.name, app.version, lines, chart_of)
+    return Rehearsed(outcomes, record)
+
+
+NODE_OFF = "OLARES_PACK_NODE"  # "0": never start a node (the test suite's other modules set it)
+
+
+def run_on_node(record: Rehearsal, app: str, version: str, lines: dict[str, list[str]],
+                chart_of: Callable[[str, str], bytes | None]) -> list[Outcome]:
+    """Where a node can run here: the new version installed on each line, its engine started and
+    asked (/v1/models, one chat completion through the entrance's Service), and the upgrade from
+    the previous published version on each line; a step that fails is an error (the engine's own
+    lines in the message). The record keeps the node, the stand-ins and each step's times."""
+    import os
+
+    from olares_pack.catalogue.records import RanStep
+    from olares_pack.cluster import node
+    from olares_pack.common import console
+    from olares_pack.rehearse import flow, live
+
+    if os.environ.get(NODE_OFF) == "0":
+        return [Outcome("rehearse.run", "info", f"not run on a node ({NODE_OFF}=0)")]
+    why = node.unavailable()
+    if why:
+        return [Outcome("rehearse.run", "info", f"not run on a node: {why}")]
+    froms = sorted({p for vs in lines.values() if (p := flow.previous([v for v in vs if v != version], version))})
+    try:
+        with node.running(console.info) as n:
+            report = live.run(n, app, version, lines, chart_of, froms, console.info)
+    except node.NodeUnavailable as exc:
+        return [Outcome("rehearse.run", "info", f"not run on a node: {exc}")]
+    record.node = f"{n.name}: kubelet {node.tools.KUBE_VERSION}, containerd and runc (Debian)"
+    record.standins = {**report.standins, "model": report.model}
+    record.ran = [RanStep(line=s.line, action=s.action, from_version=s.from_version, version=s.version, user=s.user,
+                          ok=s.ok, error=s.error[:500], seconds=s.seconds, engine_log=s.engine_log[-20:])
+                  for s in report.steps]
+    out = []
+    for s in report.steps:
+        where = f"{s.line} {s.label} ({s.user})"
+        if s.ok:
+            out.append(Outcome("rehearse.run", "info", f"{where}: {s.action} ran on the node here, "
+                               + ", ".join(f"{k} {v} s" for k, v in s.seconds.items())))
+        else:
+            tail = " | ".join(s.engine_log[-5:])
+            out.append(Outcome("rehearse.run", "error", f"{where}: {s.action} failed on the node here: {s.error}"
+                               + (f" (engine: {tail})" if tail else "")))
+    out.append(Outcome("rehearse.run", "info", "stand-ins: " + "; ".join(f"{k}: {v}" for k, v in
+                                                                          sorted(record.standins.items()))))
+    return out
 
 
 def _server_version(kubeconfig: Path) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,11 +86,15 @@ class Step:
 class Rehearsal:
     """Helm steps on one cluster; every release it makes is uninstalled by `clean`."""
 
-    def __init__(self, cluster: Cluster, home: Path, line: str, reuse_values: bool = False, held: bool = False) -> None:
+    def __init__(self, cluster: Cluster, home: Path, line: str, reuse_values: bool = False, held: bool = False,
+                 post_renderer: Path | None = None,
+                 values_hook: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
         from olares_pack.rehearse import hold
 
-        # held: a user's cluster, where nothing the rehearsal installs may start (rehearse/hold.py)
-        self.helm = Helm(cluster, home, hold.script(home) if held else None)
+        # held: a user's cluster, where nothing the rehearsal installs may start (rehearse/hold.py);
+        # post_renderer/values_hook: a live run on the node here (rehearse/live.py)
+        self.helm = Helm(cluster, home, hold.script(home) if held else post_renderer)
+        self.values_hook = values_hook
         self.line = line
         self.reuse_values = reuse_values
         self.made: list[tuple[str, str]] = []  # (release, namespace), to clean up
@@ -179,11 +183,15 @@ class Rehearsal:
 
     # ------------------------------------------------------------------ helpers
 
+    def values(self, plan: ChartPlan, user: str) -> dict[str, Any]:
+        values = plan.values(user)
+        return self.values_hook(values) if self.values_hook else values
+
     def _install_user(self, plan: ChartPlan, user: str, step: Step) -> None:
         for rel in plan.releases(user):
             if rel.shared and self.status(rel.name, rel.namespace) is not None:
                 continue  # HelmOpsV2.install: "chart ... already installed, skipping"
-            if not self._install(rel.name, rel.chart, rel.namespace, plan.values(user), step):
+            if not self._install(rel.name, rel.chart, rel.namespace, self.values(plan, user), step):
                 return
 
     def _install(self, name: str, chart: Path, namespace: str, values: dict[str, Any], step: Step) -> bool:
@@ -208,7 +216,7 @@ class Rehearsal:
             if status is None:
                 if rel.shared:
                     # HelmOpsV2.upgrade: installs the missing shared chart, then returns the status error
-                    self._install(rel.name, rel.chart, rel.namespace, new.values(user), step)
+                    self._install(rel.name, rel.chart, rel.namespace, self.values(new, user), step)
                     step.note = (f"app-service installed the shared chart {rel.name} into {rel.namespace}, then "
                                  f"failed the upgrade; {user}'s client stays at {old.version}")
                 step.ok, step.error = False, "UPGRADE FAILED (app-service): release: not found"
@@ -216,7 +224,7 @@ class Rehearsal:
             if status != "deployed":
                 step.ok, step.error = False, f"chart {rel.name} is not deployed, cannot upgrade"
                 return
-            r = self.helm.upgrade(rel.name, rel.chart, rel.namespace, new.values(user), reuse=self.reuse_values)
+            r = self.helm.upgrade(rel.name, rel.chart, rel.namespace, self.values(new, user), reuse=self.reuse_values)
             self._learn(rel.name, rel.namespace, r)
             if not r.ok:
                 step.ok, step.error = False, _error_line(r.output)

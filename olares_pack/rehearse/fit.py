@@ -1,0 +1,91 @@
+"""A Helm post-renderer for a live rehearsal on the node here (rehearse/live.py): what must change
+for a chart sized for an Olares One to run on a small CPU node with stand-in images and model, and
+nothing else. Every change is named in the run's report.
+
+- cpu and memory *requests* are lowered to at most FIT_CPU / FIT_MEMORY (the node has 2 cores;
+  the engine asks for 4): limits and GPU resources stay as rendered, so the scheduler still
+  decides on the GPU and on the strategy (a RollingUpdate GPU Deployment stays Pending).
+- a MODEL_FILES entry that records the model's size and sha256 gets the stand-in model's (the
+  wrapper's check runs on the bytes the hub served): OLARES_PACK_STANDIN_MODEL="size|sha256".
+
+Helm runs it as `<python> -m olares_pack.rehearse.fit`: manifests on stdin, changed on stdout."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+FIT_CPU_MILLI = 50
+FIT_MEMORY_MI = 64
+WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
+
+
+def _milli(q: str) -> float:
+    q = str(q)
+    return float(q[:-1]) if q.endswith("m") else float(q) * 1000
+
+
+def _mi(q: str) -> float:
+    q = str(q)
+    for suffix, f in (("Ki", 1 / 1024), ("Mi", 1), ("Gi", 1024), ("Ti", 1024 * 1024), ("k", 1e3 / 2**20),
+                      ("M", 1e6 / 2**20), ("G", 1e9 / 2**20)):
+        if q.endswith(suffix):
+            return float(q[: -len(suffix)]) * f
+    return float(q) / 2**20
+
+
+def _containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = doc.get("spec") or {}
+    if doc.get("kind") == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec") or {})
+    pod = ((spec.get("template") or {}).get("spec") or {})
+    return [c for key in ("initContainers", "containers") for c in pod.get(key) or [] if isinstance(c, dict)]
+
+
+def fit(doc: Any, model: str | None) -> Any:
+    if not isinstance(doc, dict) or doc.get("kind") not in (*WORKLOADS, "CronJob"):
+        return doc
+    for c in _containers(doc):
+        req = (c.get("resources") or {}).get("requests")
+        if isinstance(req, dict):
+            if "cpu" in req and _milli(req["cpu"]) > FIT_CPU_MILLI:
+                req["cpu"] = f"{FIT_CPU_MILLI}m"
+            if "memory" in req and _mi(req["memory"]) > FIT_MEMORY_MI:
+                req["memory"] = f"{FIT_MEMORY_MI}Mi"
+        for e in c.get("env") or []:
+            if model and isinstance(e, dict) and e.get("name") == "MODEL_FILES" and isinstance(e.get("value"), str):
+                lines = []
+                for line in e["value"].splitlines():
+                    # name|size|sha256[|more]: only a recorded size or sha256 is the real model's
+                    fields = line.split("|")
+                    if len(fields) >= 3 and (fields[1] or fields[2]):
+                        fields[1:3] = model.split("|", 1)
+                    lines.append("|".join(fields))
+                e["value"] = "\n".join(lines)
+    return doc
+
+
+def fitted(text: str, model: str | None) -> str:
+    return yaml.safe_dump_all([fit(d, model) for d in yaml.safe_load_all(text) if d is not None], sort_keys=False)
+
+
+def script(folder: Path) -> Path:
+    path = folder / "olares-pack-fit"
+    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m olares_pack.rehearse.fit\n', encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def main() -> int:
+    sys.stdout.write(fitted(sys.stdin.read(), os.environ.get("OLARES_PACK_STANDIN_MODEL") or None))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    sys.exit(main())

@@ -1,0 +1,497 @@
+"""`rehearse --run`: the chart installed on a node here, its pods started, and the app asked what
+a client asks - then upgraded from every published version and uninstalled.
+
+Per OS line and per user form the chart has (rehearse/plan.py: the administrator, and a second
+user where the form installs for one), with the installer's values (rehearse/run.py):
+
+1. install: the stand-in images are pushed under the chart's own names (cluster/images.py), Helm
+   installs as app-service does; then wait until the entrance's Service answers `/v1/models`
+   listing the served name (the download, the model check, the engine's start and the probes
+   lie on that path) and one chat completion answers through it (the Service's ClusterIP from
+   this host, through kube-proxy). A container that exits, or a pod the scheduler cannot place,
+   fails the step at once with the engine's own log lines or the scheduler's reason.
+2. upgrade from every older published version: the old one installed and answering, then Helm's
+   upgrade; the engine pod must be replaced, answer again, and the model must not be downloaded
+   a second time (the hub counts each download).
+3. uninstall: no pod is left; the shared Hugging Face store stays (what the docs say).
+
+What stands in (every report says it): the images (cluster/images.py STANDINS), the model
+(rehearse/hub.py), and two changes the node needs (rehearse/fit.py: requests lowered to fit 2
+cores; a recorded size|sha256 replaced by the stand-in model's); host paths under /olares are
+moved into the node's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import semver
+import yaml
+
+from olares_pack.cluster import images
+from olares_pack.cluster.node import Node
+from olares_pack.cluster.tools import ToolsMissing
+from olares_pack.rehearse import fit, flow
+from olares_pack.rehearse import hub as hubmod
+from olares_pack.rehearse.plan import ChartPlan
+from olares_pack.rehearse.run import Rehearsal
+
+ANSWER_TIMEOUT = 240.0
+LOG_LINES = 40
+CHANGES = ("cpu and memory requests lowered to fit the node (limits and GPU resources as rendered)",
+           "host paths under /olares moved into the node's folder",
+           "a MODEL_FILES size|sha256 replaced by the stand-in model's")
+
+
+@dataclass
+class LiveStep:
+    line: str
+    action: str  # install | upgrade | uninstall
+    version: str
+    user: str
+    from_version: str | None = None
+    ok: bool = True
+    error: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)
+    engine_log: list[str] = field(default_factory=list)
+    downloads: int = 0  # model downloads during the step
+    served: str = ""
+    answer: str = ""
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.from_version} -> {self.version}" if self.from_version else self.version
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "action": self.action, "from": self.from_version, "version": self.version,
+                "user": self.user, "ok": self.ok, "error": self.error, "seconds": self.seconds,
+                "downloads": self.downloads, "served": self.served, "answer": self.answer, "note": self.note,
+                "engine_log": self.engine_log}
+
+
+@dataclass
+class LiveReport:
+    steps: list[LiveStep]
+    standins: dict[str, str]  # image -> what stands in for it
+    model: str
+    changes: tuple[str, ...] = CHANGES
+    node: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.steps) and all(s.ok for s in self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "node": self.node, "standins": self.standins, "model": self.model,
+                "changes": list(self.changes), "steps": [s.to_dict() for s in self.steps]}
+
+
+class Failed(Exception):
+    """A step's failure: the reason, and the engine's own log lines when it has some."""
+
+    def __init__(self, reason: str, log: list[str] | None = None) -> None:
+        super().__init__(reason)
+        self.log = log or []
+
+
+# ------------------------------------------------------------------ the node's view
+
+
+class Live:
+    def __init__(self, node: Node, hub: hubmod.Hub, home: Path) -> None:
+        self.node, self.hub, self.home = node, hub, home
+        self.standins: dict[str, str] = {}
+        self.engine_images: set[str] = set()  # of the chart pushed last
+        self.post = fit.script(home)
+
+    def rehearsal(self, line: str) -> Rehearsal:
+        r = Rehearsal(self.node.cluster, self.home, line, post_renderer=self.post, values_hook=self.values)
+        r.helm.env["OLARES_PACK_STANDIN_MODEL"] = f"{len(self.hub.data)}|{self.hub.sha256}"
+        return r
+
+    def values(self, values: dict[str, Any]) -> dict[str, Any]:
+        root = str(self.node.folder / "olares")
+
+        def move(v: Any) -> Any:
+            if isinstance(v, str) and (v == "/olares" or v.startswith("/olares/")):
+                return root + v[len("/olares"):]
+            if isinstance(v, dict):
+                return {k: move(x) for k, x in v.items()}
+            if isinstance(v, list):
+                return [move(x) for x in v]
+            return v
+
+        out = move(values)
+        # the device's Hugging Face service is the hub here: as the app's own env (HF_ENDPOINT, valueFrom
+        # OLARES_SYSTEM_HUGGINGFACE_SERVICE on 1.12.6+) and as the system envs the installers set
+        oe = out.setdefault("olaresEnv", {})
+        for key in ("HF_ENDPOINT", "OLARES_SYSTEM_HUGGINGFACE_SERVICE", "OLARES_USER_HUGGINGFACE_SERVICE"):
+            oe[key] = self.hub.url
+        return out
+
+    def containers(self, r: Rehearsal, plan: ChartPlan, user: str) -> list[dict[str, Any]]:
+        """The containers the chart renders for this user (helm template with the same values)."""
+        out = []
+        for rel in plan.releases(user):
+            vf = r.helm._values_file(r.values(plan, user))
+            res = r.helm.run("template", rel.name, str(rel.chart), "--namespace", rel.namespace, "--values", vf)
+            if not res.ok:
+                raise Failed(f"helm template failed: {res.output[-1500:]}")
+            for doc in yaml.safe_load_all(res.stdout):
+                out += fit._containers(doc) if isinstance(doc, dict) else []
+        return out
+
+    def push_images(self, r: Rehearsal, plan: ChartPlan, user: str) -> list[str]:
+        """Every image the chart names, stood in for; the engine containers' names."""
+        engines, engine_images = [], {}
+        self.engine_images = set()
+        containers = self.containers(r, plan, user)
+        for c in containers:
+            kind = _engine_kind(c)
+            if kind and "llm-init" not in str(c.get("image")):
+                engine_images[str(c.get("image"))] = kind
+        for c in containers:
+            # a container on the engine's image (an older version's download step) gets the engine's stand-in
+            kind = images.kind_of(str(c.get("image")), engine_images.get(str(c.get("image"))))
+            if kind is None:
+                raise Failed(f"no stand-in image for {c.get('image')} (container {c.get('name')}): this node runs only "
+                             "llama.cpp engines, llm-init, busybox and pause")
+            try:
+                images.push(self.node, str(c["image"]), kind)
+            except ToolsMissing as exc:
+                raise Failed(f"the stand-in for {c['image']} could not be made: {exc}") from None
+            self.standins[str(c["image"])] = images.STANDINS[kind].stands_for
+            if kind == "llama-server":
+                self.engine_images.add(str(c["image"]))
+                if _engine_kind(c) and "llm-init" not in str(c.get("image")):
+                    engines.append(str(c["name"]))
+        return engines
+
+    # -------------------------------------------------------------- pods
+
+    def pods(self, namespace: str) -> list[dict[str, Any]]:
+        return list((self.node.cluster.get(f"/api/v1/namespaces/{namespace}/pods") or {}).get("items", []))
+
+    def engine_pods(self, namespace: str, engines: list[str]) -> list[dict[str, Any]]:
+        return [p for p in self.pods(namespace) if any(c["name"] in engines for c in p["spec"]["containers"])
+                and not p["metadata"].get("deletionTimestamp")]
+
+    def log(self, pod: dict[str, Any], container: str, previous: bool = False) -> list[str]:
+        md = pod["metadata"]
+        prev = "&previous=true" if previous else ""
+        status, body = self.node.cluster.request(
+            "GET", f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}/log?container={container}&tailLines=400{prev}")
+        text = body if status == 200 and isinstance(body, str) else ""
+        if not text:  # the kubelet's own log files (the API reaches them through the kubelet)
+            d = self.node.folder / "pod-logs" / f"{md['namespace']}_{md['name']}_{md['uid']}" / container
+            files = sorted(d.glob("*.log")) if d.is_dir() else []
+            text = "\n".join(ln.split(" ", 3)[-1] for f in files[-1:] for ln in f.read_text(errors="replace").splitlines())
+        return [ln for ln in text.splitlines() if ln.strip()]
+
+    def _broken(self, namespace: str, engines: list[str], skip: set[str] | None = None) -> Failed | None:
+        """A container that exited with an error, or a pod the scheduler cannot place (`skip`: the
+        pods an upgrade replaces, whatever state they are in)."""
+        for p in self.pods(namespace):
+            if p["metadata"]["uid"] in (skip or set()) or p["metadata"].get("deletionTimestamp"):
+                continue
+            for cond in p.get("status", {}).get("conditions", []) or []:
+                if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
+                    return Failed(f"pod {p['metadata']['name']} cannot be scheduled: {cond.get('message')}")
+            for cs in (p.get("status", {}).get("initContainerStatuses") or []) + (p.get("status", {}).get("containerStatuses") or []):
+                term = (cs.get("lastState") or {}).get("terminated") or (cs.get("state") or {}).get("terminated")
+                waiting = (cs.get("state") or {}).get("waiting") or {}
+                if waiting.get("reason") in ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerError"):
+                    return Failed(f"{p['metadata']['name']}/{cs['name']}: {waiting.get('reason')}: {waiting.get('message')}")
+                if term and term.get("exitCode", 0) != 0:
+                    lines = self.log(p, cs["name"], previous=bool((cs.get("lastState") or {}).get("terminated")))
+                    said = [ln for ln in lines if "error" in ln.lower() or "fail" in ln.lower()]
+                    msg = (term.get("message") or "").strip() or (said or lines or [""])[-1]
+                    return Failed(f"{p['metadata']['name']}/{cs['name']} exited with {term.get('exitCode')}: {msg}",
+                                  lines[-LOG_LINES:])
+        return None
+
+    def service_url(self, plan: ChartPlan, user: str) -> str:
+        """The entrance's Service (its host and port in the manifest), by ClusterIP."""
+        entrances = [e for e in plan.manifest.get("entrances") or [] if isinstance(e, dict)]
+        if not entrances:
+            raise Failed("the manifest has no entrance to ask")
+        host, port = str(entrances[0].get("host")), int(entrances[0].get("port") or 80)
+        for rel in plan.releases(user):
+            svc = self.node.cluster.get(f"/api/v1/namespaces/{rel.namespace}/services/{host}")
+            if svc:
+                return f"http://{svc['spec']['clusterIP']}:{port}"
+        raise Failed(f"the entrance's Service {host} does not exist in {plan.namespace(user)}")
+
+    def answer(self, plan: ChartPlan, user: str, engines: list[str], step: LiveStep, t0: float,
+               old_uids: set[str] | None = None) -> None:
+        """Wait until /v1/models lists the served name through the entrance, then one chat completion."""
+        served = _served_name(plan)
+        namespaces = sorted({rel.namespace for rel in plan.releases(user)})
+        deadline = time.monotonic() + ANSWER_TIMEOUT
+        url, last = "", ""
+        while time.monotonic() < deadline:
+            for ns in namespaces:
+                bad = self._broken(ns, engines, old_uids)
+                if bad:
+                    raise bad
+            if old_uids is not None and "rolled out" not in step.seconds:
+                if not all(self.rolled_out(ns) for ns in namespaces):
+                    time.sleep(0.5)
+                    continue
+                step.seconds["rolled out"] = round(time.monotonic() - t0, 1)
+                pods = [p for ns in namespaces for p in self.engine_pods(ns, engines)]
+                kept = [p["metadata"]["name"] for p in pods if p["metadata"]["uid"] in old_uids]
+                step.note += (f"engine pod kept ({', '.join(kept)}): the upgrade does not change its template" if kept
+                             else "engine pod replaced")
+            try:
+                url = url or self.service_url(plan, user)
+                status, body = _http("GET", url + "/v1/models")
+                if status == 200:
+                    names = [m.get("id") for m in (body or {}).get("data", []) if isinstance(m, dict)]
+                    if served and served not in names:
+                        raise Failed(f"/v1/models lists {names}, not the served name {served}")
+                    step.served = served or (names[0] if names else "")
+                    step.seconds["models"] = round(time.monotonic() - t0, 1)
+                    break
+                last = f"{status} {str(body)[:200]}"
+            except Failed:
+                raise
+            except OSError as exc:
+                last = str(exc)
+            time.sleep(1)
+        else:
+            logs = [ln for ns in namespaces for p in self.engine_pods(ns, engines) for c in engines
+                    for ln in self.log(p, c)]
+            raise Failed(f"the entrance did not answer /v1/models within {ANSWER_TIMEOUT:.0f} s (last: {last})",
+                         logs[-LOG_LINES:])
+        status, body = _http("POST", url + "/v1/chat/completions", {
+            "model": step.served, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8,
+            "temperature": 0})
+        if status != 200:
+            raise Failed(f"the chat completion answered {status}: {str(body)[:300]}")
+        step.answer = str(((body.get("choices") or [{}])[0].get("message") or {}).get("content", ""))[:200]
+        step.seconds["answered"] = round(time.monotonic() - t0, 1)
+        step.engine_log = [ln for ns in namespaces for p in self.engine_pods(ns, engines) for c in engines
+                           for ln in self.log(p, c)][-LOG_LINES:]
+
+    def rolled_out(self, namespace: str) -> bool:
+        """Every Deployment at its new generation with only updated pods (the old ones gone)."""
+        for d in (self.node.cluster.get(f"/apis/apps/v1/namespaces/{namespace}/deployments") or {}).get("items", []):
+            st, want = d.get("status", {}), d["spec"].get("replicas", 1)
+            if st.get("observedGeneration", 0) < d["metadata"].get("generation", 0):
+                return False
+            if st.get("updatedReplicas", 0) != want or st.get("replicas", 0) != want:
+                return False
+        pods = self.pods(namespace)
+        return not any(p["metadata"].get("deletionTimestamp") for p in pods)
+
+    def gone(self, plan: ChartPlan, user: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        namespaces = {rel.namespace for rel in plan.releases(user)}
+        while time.monotonic() < deadline:
+            if not any(self.pods(ns) for ns in namespaces):
+                return
+            time.sleep(0.5)
+        raise Failed(f"pods left after the uninstall: {[p['metadata']['name'] for ns in namespaces for p in self.pods(ns)]}")
+
+
+def _engine_kind(container: dict[str, Any]) -> str | None:
+    """The engine a container runs (llamacpp, vllm), None for another container."""
+    words = " ".join(map(str, (container.get("command") or []) + (container.get("args") or [])))
+    env = {e.get("name"): e.get("value") for e in container.get("env") or [] if isinstance(e, dict)}
+    if env.get("ENGINE_KIND") and "/llm-init/wrappers/" in words:
+        return str(env["ENGINE_KIND"])
+    if "llama-server" in words:
+        return "llamacpp"
+    # the image's own entrypoint is llama-server (the llama.cpp server images): only its arguments here
+    args = [str(a) for a in container.get("args") or []]
+    if not container.get("command") and "--model" in args and "vllm" not in str(container.get("image")):
+        return "llamacpp"
+    return None
+
+
+def _served_name(plan: ChartPlan) -> str:
+    envs = {e.get("envName"): e.get("default") for e in plan.manifest.get("envs") or [] if isinstance(e, dict)}
+    return str(envs.get("MODEL_NAME") or "")
+
+
+def _http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:  # noqa: S310 - a ClusterIP on this host
+            raw = resp.read()
+            return resp.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+
+
+# ------------------------------------------------------------------ the run
+
+ChartOf = flow.ChartOf
+
+
+def run(node: Node, app: str, version: str, line_versions: dict[str, list[str]], chart_of: ChartOf,
+        froms: list[str] | None = None, say: Callable[[str], None] | None = None, fresh: bool = True) -> LiveReport:
+    """Install VERSION on each line for each user form, upgrade to it from `froms` (default: every
+    older published version on the line), uninstall; each step timed. fresh=False: the upgrades
+    only (each still ends with the new version answering for every user). The users of one cycle
+    install one after the other on the same device (the administrator first: a shared engine is
+    theirs, a second user's client reaches it)."""
+    import tempfile
+
+    tell = say or (lambda _line: None)
+    steps: list[LiveStep] = []
+    with tempfile.TemporaryDirectory(prefix="olares-pack-live-") as tmp, hubmod.serving(node.gateway) as hub:
+        live = Live(node, hub, Path(tmp))
+        for target in sorted(line_versions):
+            data = chart_of(version, target)
+            if data is None:
+                continue
+            new = flow.chart_plan(data, Path(tmp) / "charts", target, app, version, flow.Names())
+            older = [v for v in line_versions[target] if semver.Version.parse(v) < semver.Version.parse(version)]
+            wanted = [v for v in (froms if froms is not None else older) if v in older]
+            if fresh:
+                steps += _install_cycle(live, target, new, new.users, tell)
+            for v0 in wanted:
+                old_data = chart_of(v0, target)
+                if old_data is None:
+                    continue
+                old = flow.chart_plan(old_data, Path(tmp) / "charts", target, app, v0, flow.Names())
+                users = [u for u in old.users if u in new.users]
+                if users:
+                    steps += _upgrade_cycle(live, target, old, new, users, tell)
+        return LiveReport(steps, dict(live.standins), hubmod.STANDS_FOR, node=node.name)
+
+
+def _install_cycle(live: Live, target: str, plan: ChartPlan, users: list[str],
+                   tell: Callable[[str], None]) -> list[LiveStep]:
+    out: list[LiveStep] = []
+    r = live.rehearsal(target)
+    _fresh(live)
+    try:
+        for user in users:
+            step = LiveStep(target, "install", plan.version, user)
+            out.append(step)
+            t0 = time.monotonic()
+            before = sum(live.hub.downloads.values())
+            engines = live.push_images(r, plan, user)
+            step.seconds["images"] = round(time.monotonic() - t0, 1)
+            inst = r.install(_one_user(plan, user))
+            if not all(s.ok for s in inst):
+                raise Failed("; ".join(s.error for s in inst if not s.ok))
+            step.seconds["helm"] = round(time.monotonic() - t0, 1)
+            live.answer(plan, user, engines, step, t0)
+            step.downloads = sum(live.hub.downloads.values()) - before
+            tell(f"{target} {plan.version} ({user}): answered in {step.seconds['answered']} s")
+        un = LiveStep(target, "uninstall", plan.version, ", ".join(users))
+        out.append(un)
+        t1 = time.monotonic()
+        r.clean()
+        for user in users:
+            live.gone(plan, user)
+        un.seconds["gone"] = round(time.monotonic() - t1, 1)
+        hf = live.node.folder / "olares" / "share" / "appcommon" / "huggingface"
+        un.note = ("the shared Hugging Face store stays (the model is not downloaded again by a reinstall)"
+                   if any(hf.glob("models--*")) else "")
+    except Failed as exc:
+        failing = out[-1]
+        failing.ok, failing.error, failing.engine_log = False, str(exc), exc.log or failing.engine_log
+    finally:
+        _clean(live, r, plan, users)
+    return out
+
+
+def _clean(live: Live, r: Rehearsal, plan: ChartPlan, users: list[str]) -> None:
+    """Uninstall what the cycle made and wait until its pods are gone (the next one needs the GPU)."""
+    r.clean()
+    try:
+        for user in users:
+            live.gone(plan, user)
+    except Failed:
+        from olares_pack.cluster import node as nodemod
+
+        nodemod.delete_pods(live.node)
+
+
+def _upgrade_cycle(live: Live, target: str, old: ChartPlan, new: ChartPlan, users: list[str],
+                   tell: Callable[[str], None]) -> list[LiveStep]:
+    steps = [LiveStep(target, "upgrade", new.version, user, old.version) for user in users]
+    r = live.rehearsal(target)
+    _fresh(live)
+    step = steps[0]
+    try:
+        old_images: set[str] = set()
+        engines_old: dict[str, list[str]] = {}
+        t0 = time.monotonic()
+        for step in steps:
+            first = LiveStep(target, "install", old.version, step.user)
+            engines_old[step.user] = live.push_images(r, old, step.user)
+            old_images |= live.engine_images
+            inst = r.install(_one_user(old, step.user))
+            if not all(s.ok for s in inst):
+                raise Failed(f"{old.version} did not install: " + "; ".join(s.error for s in inst if not s.ok))
+            engines = live.push_images(r, new, step.user)
+            try:
+                live.answer(old, step.user, engines_old[step.user], first, t0)
+                step.seconds["old answered"] = first.seconds.get("answered", 0.0)
+            except Failed as exc:
+                if old_images <= live.engine_images:
+                    raise Failed(f"{old.version} (the version upgraded from) did not answer: {exc}", exc.log) from None
+                # the old version's engine image is another build than the one the stand-in is: its
+                # failure says nothing about this version; the upgrade goes on from what it left
+                step.note = (f"{old.version} did not answer on the stand-in ({exc}); its engine image "
+                             f"{', '.join(sorted(old_images - live.engine_images))} is another llama.cpp build than "
+                             f"the stand-in ({images.LLAMA_BUILD}); the upgrade went on from the state it left. ")
+        had = set(live.hub.downloads)  # the files the old version downloaded
+        for step in steps:
+            uids = {p["metadata"]["uid"] for rel in old.releases(step.user)
+                    for p in live.engine_pods(rel.namespace, engines_old[step.user])}
+            engines = live.push_images(r, new, step.user)
+            before = dict(live.hub.downloads)
+            t1 = time.monotonic()
+            ups = r.upgrade(_one_user(old, step.user), _one_user(new, step.user))
+            if not all(s.ok for s in ups):
+                raise Failed("; ".join(s.error for s in ups if not s.ok))
+            step.seconds["helm"] = round(time.monotonic() - t1, 1)
+            live.answer(new, step.user, engines, step, t1, old_uids=uids)
+            fetched = {k: n - before.get(k, 0) for k, n in live.hub.downloads.items() if n > before.get(k, 0)}
+            step.downloads = sum(fetched.values())
+            again = sorted(k for k in fetched if k in had)
+            if again:
+                raise Failed(f"the upgrade downloaded the model again ({', '.join(again)}): "
+                             f"{old.version} kept it where {new.version} does not look")
+            if fetched:
+                step.note += f" {new.version} downloads its own model ({', '.join(sorted(fetched))}), not {old.version}'s."
+            tell(f"{target} {old.version} -> {new.version} ({step.user}): answered in {step.seconds['answered']} s"
+                 + (", model not downloaded again" if had and not fetched else ""))
+    except Failed as exc:
+        step.ok, step.error, step.engine_log = False, str(exc), exc.log or step.engine_log
+        for later in steps[steps.index(step) + 1:]:
+            later.ok, later.error = False, f"not run: {step.user}'s step failed"
+    finally:
+        _clean(live, r, new, users)
+    return steps
+
+
+def _fresh(live: Live) -> None:
+    """A device as new: the host paths the last cycle wrote (the shared model store, app data) removed."""
+    import shutil
+
+    shutil.rmtree(live.node.folder / "olares", ignore_errors=True)
+    live.hub.downloads.clear()
+
+
+def _one_user(plan: ChartPlan, user: str) -> ChartPlan:
+    """The plan for one user (the Rehearsal's install/upgrade walk plan.users)."""
+    import dataclasses
+
+    return dataclasses.replace(plan, users=[user])

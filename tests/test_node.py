@@ -1,0 +1,261 @@
+"""A real node runs the bundled apps (issue #50): kubelet, containerd and runc, the stand-in images
+and model, the fake GPU. One node for the module (pytest-xdist --dist loadscope keeps a module on
+one worker): each bundled app installed on each line and user form, asked through its entrance's
+Service, upgraded without a second download; a broken engine argv and a RollingUpdate GPU
+Deployment fail the run with the engine's and the scheduler's own words; a node killed by SIGTERM
+or SIGKILL leaves nothing behind.
+
+The kill tests run first, before the module's node starts: iptables' KUBE-* chains are host-wide,
+so whether a dead node left any can only be seen while no other node runs."""
+
+from __future__ import annotations
+
+import io
+import signal
+import subprocess
+import sys
+import tarfile
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from olares_pack.cluster import node as nodemod
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA = "llamacppqwen36mtpone"
+VLLM = "vllmqwen36turbo27bone"
+
+_why = nodemod.unavailable()
+pytestmark = pytest.mark.skipif(_why is not None, reason=f"no node here: {_why}")
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def published(app: str) -> tuple[list[str], dict[str, list[str]], dict[tuple[str, str], bytes]]:
+    from olares_pack.catalogue import checks, records
+    from olares_pack.catalogue.repo import Repo
+
+    repo = Repo.of_apps(ROOT / "apps")
+    with repo.open(write=False):
+        versions = records.versions(repo, app)
+        recs = {v: records.read(repo, app, v) for v in versions}
+        lines: dict[str, list[str]] = {}
+        for v, rec in recs.items():
+            for t in rec.charts:
+                lines.setdefault(t, []).append(v)
+        charts = {(v, t): checks.published_bytes(repo, recs[v], t)[0] for t, vs in lines.items() for v in vs}
+    return versions, lines, charts
+
+
+def patched(data: bytes, edit: Callable[[str, str], str]) -> bytes:
+    """A chart archive with edit(path, text) applied to each text file."""
+    src = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as dst:
+        for m in src.getmembers():
+            f = src.extractfile(m) if m.isfile() else None
+            if f is None:
+                dst.addfile(m)
+                continue
+            raw = f.read()
+            try:
+                raw = edit(m.name, raw.decode()).encode()
+            except UnicodeDecodeError:
+                pass
+            m.size = len(raw)
+            dst.addfile(m, io.BytesIO(raw))
+    return out.getvalue()
+
+
+def leftovers(folder: Path, state: dict[str, str]) -> list[str]:
+    """What a stopped node left: processes naming its folder, the folder, mounts under it, its
+    bridge, its cgroup root; KUBE-* chains where no other node runs."""
+    left = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(folder).encode() in (entry / "cmdline").read_bytes():
+                    stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                    if stat != "Z":
+                        left.append(f"process {entry.name}")
+            except OSError:
+                pass
+    if folder.exists():
+        left.append(f"folder {folder}")
+    if str(folder) in Path("/proc/self/mountinfo").read_text():
+        left.append("mounts")
+    if subprocess.run(["ip", "link", "show", state["bridge"]], capture_output=True, check=False).returncode == 0:
+        left.append(f"bridge {state['bridge']}")
+    left += [f"cgroup {p}" for p in Path("/sys/fs/cgroup").glob(f"*/{state['cgroup_root'].strip('/')}")]
+    if not nodemod._others_alive(folder):
+        nat = subprocess.run(["iptables", "-t", "nat", "-S"], capture_output=True, text=True, check=False).stdout
+        flt = subprocess.run(["iptables", "-S"], capture_output=True, text=True, check=False).stdout
+        left += [f"chain {c}" for c in ("KUBE-SERVICES", "KUBE-POSTROUTING", "KUBE-FIREWALL", "KUBE-MARK-MASQ")
+                 if f"-N {c}" in nat + flt]
+    return left
+
+
+CHILD = textwrap.dedent("""
+    import json, sys, time
+    from olares_pack.cluster import node
+    with node.running() as n:
+        # a pod running: its containerd shim and its containers outlive a SIGKILLed node
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleeper"},
+               "spec": {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 30,
+                        "containers": [{"name": "s", "image": "registry.k8s.io/pause:3.10"}]}}
+        deadline = time.monotonic() + 60
+        while n.cluster.request("POST", "/api/v1/namespaces/default/pods", pod)[0] != 201:
+            assert time.monotonic() < deadline, "the pod was not accepted"
+            time.sleep(0.3)
+        while (n.cluster.get("/api/v1/namespaces/default/pods/sleeper") or {}).get("status", {}).get("phase") != "Running":
+            assert time.monotonic() < deadline, "the pod did not start"
+            time.sleep(0.3)
+        print(json.dumps({"folder": str(n.folder), **json.loads((n.folder / "state.json").read_text())}), flush=True)
+        time.sleep(600)
+""")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_killed_node_leaves_nothing(sig: signal.Signals) -> None:
+    import json
+
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert child.stdout is not None
+    try:
+        state = json.loads(child.stdout.readline())
+        folder = Path(state["folder"])
+        assert folder.is_dir() and any(x.startswith("process") for x in leftovers(folder, state))
+        child.send_signal(sig)
+        child.wait(timeout=90)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    if sig == signal.SIGKILL:
+        deadline = time.monotonic() + 20  # the kernel stops its programs (parent-death signal)
+        while any(x.startswith("process") for x in leftovers(folder, state)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        nodemod.sweep()  # what the next start does first
+    assert leftovers(folder, state) == []
+
+
+# ------------------------------------------------------------------ the module's node
+
+
+@pytest.fixture(scope="module")
+def node() -> Iterator[nodemod.Node]:
+    t0 = time.monotonic()
+    with nodemod.running() as n:
+        print(f"node Ready in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+        yield n
+
+
+def run_app(node: nodemod.Node, app: str, charts: dict[tuple[str, str], bytes], lines: dict[str, list[str]],
+            version: str, froms: list[str] | None = None):  # noqa: ANN201 - a live.LiveReport
+    from olares_pack.rehearse import live
+
+    return live.run(node, app, version, lines, lambda v, t: charts.get((v, t)), froms)
+
+
+def test_the_llama_app_installs_answers_and_upgrades_without_a_second_download(node: nodemod.Node) -> None:
+    versions, lines, charts = published(LLAMA)
+    newest = versions[-1]
+    # every published version of the current form (the ones whose engine is the stand-in's build)
+    froms = [v for v in lines["current"] if v != newest and (v, "current") in charts][-3:]
+    report = run_app(node, LLAMA, charts, {"current": lines["current"]}, newest, froms)
+    installs = [s for s in report.steps if s.action == "install"]
+    upgrades = [s for s in report.steps if s.action == "upgrade"]
+    assert report.ok, [(s.action, s.label, s.error, s.engine_log[-5:]) for s in report.steps if not s.ok]
+    assert installs and all(s.served == "unsloth/Qwen3.6-27B-MTP-GGUF:UD-Q3_K_XL" and s.answer for s in installs)
+    assert all(s.downloads == 1 for s in installs)  # the model, sha256 checked by the download
+    assert {s.from_version for s in upgrades} == set(froms)
+    assert all(s.downloads == 0 and s.answer for s in upgrades)
+    assert any("llama-server" in s for s in report.standins.values())
+    assert "lowered" in " ".join(report.changes)
+
+
+def test_the_llama_app_runs_on_the_legacy_line_for_both_users(node: nodemod.Node) -> None:
+    """Olares 1.12.3-1.12.5: the administrator's shared engine (a v2 shared sub-chart) and each
+    user's client proxy to it, reached by its cluster DNS name. The chart's startupProbe waits 60 s
+    before the engine is Ready, so the module runs the upgrade cycle alone (the previous version
+    installed for both users, then upgraded: the new one answers for both); `rehearse --run` also
+    installs the new version fresh."""
+    from olares_pack.rehearse import flow
+
+    versions, lines, charts = published(LLAMA)
+    newest = versions[-1]
+    previous = flow.previous([v for v in lines["legacy"] if v != newest], newest)
+    assert previous
+    from olares_pack.rehearse import live
+
+    report = live.run(node, LLAMA, newest, {"legacy": lines["legacy"]}, lambda v, t: charts.get((v, t)), [previous],
+                      fresh=False)
+    assert report.ok, [(s.action, s.label, s.user, s.error, s.engine_log[-5:]) for s in report.steps if not s.ok]
+    upgrades = [s for s in report.steps if s.action == "upgrade"]
+    assert [s.user for s in upgrades] == ["alice", "bob"]  # bob's client reaches alice's shared engine
+    assert all(s.downloads == 0 and s.answer and s.served == "qwen3.6-27b-mtp" for s in upgrades)
+    assert all("old answered" in s.seconds for s in upgrades)
+    assert any("OpenResty" in v for v in report.standins.values())
+
+
+def test_an_engine_argv_llama_server_refuses_fails_the_run(node: nodemod.Node) -> None:
+    """`-fa` takes a value: `-fa --mtp-head x` makes llama-server read `--mtp-head` as -fa's value."""
+    versions, lines, charts = published(LLAMA)
+    newest = versions[-1]
+    broken = patched(charts[(newest, "current")], lambda _p, t: t.replace("--flash-attn on", "-fa --mtp-head x"))
+    report = run_app(node, LLAMA, {(newest, "current"): broken}, {"current": [newest]}, newest, [])
+    step = report.steps[0]
+    assert not report.ok and not step.ok
+    assert "exited with" in step.error
+    assert any("--mtp-head" in ln or "invalid" in ln.lower() or "error" in ln.lower() for ln in step.engine_log)
+
+
+def test_a_rolling_update_gpu_deployment_cannot_upgrade_on_one_gpu(node: nodemod.Node) -> None:
+    versions, lines, charts = published(LLAMA)
+    newest = versions[-1]
+    rolling = patched(charts[(newest, "current")],
+                      lambda p, t: t.replace("type: Recreate", "type: RollingUpdate") if p.endswith("engine.yaml") else t)
+    # the "new" version changes the engine's pod template, so the upgrade rolls a second pod
+    changed = patched(rolling, lambda p, t: t.replace('value: "3600"', 'value: "3601"') if p.endswith("engine.yaml") else t)
+    report = run_app(node, LLAMA, {("1.0.13", "current"): rolling, (newest, "current"): changed},
+                     {"current": ["1.0.13", newest]}, newest, ["1.0.13"])
+    up = [s for s in report.steps if s.action == "upgrade"][0]
+    assert not up.ok
+    assert "cannot be scheduled" in up.error and "Insufficient nvidia.com/gpu" in up.error
+
+
+def test_an_app_without_a_stand_in_engine_says_so(node: nodemod.Node) -> None:
+    versions, lines, charts = published(VLLM)
+    report = run_app(node, VLLM, charts, {"current": lines["current"]}, versions[-1], [])
+    assert not report.ok
+    assert "no stand-in image for" in report.steps[0].error
+
+
+def test_release_refuses_a_version_whose_engine_does_not_start(node: nodemod.Node,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`release`'s run on the node (rehearse/gate.py run_on_node), on the module's node: the step
+    that fails is an error with the engine's own words, and the record keeps what ran."""
+    from contextlib import contextmanager
+
+    from olares_pack.catalogue.records import Rehearsal
+    from olares_pack.rehearse import gate
+
+    @contextmanager
+    def running(log=None) -> Iterator[nodemod.Node]:  # noqa: ANN001, ARG001 - the module's node
+        yield node
+
+    monkeypatch.setattr(nodemod, "running", running)
+    versions, _lines, charts = published(LLAMA)
+    newest = versions[-1]
+    broken = patched(charts[(newest, "current")], lambda _p, t: t.replace("--flash-attn on", "-fa --mtp-head x"))
+    record = Rehearsal(api_server="kube-apiserver", helm="helm")
+    outcomes = gate.run_on_node(record, LLAMA, newest, {"current": [newest]},
+                                lambda v, t: broken if (v, t) == (newest, "current") else None)
+    errors = [o for o in outcomes if o.severity == "error"]
+    assert errors and "failed on the node here" in errors[0].message and "exited with" in errors[0].message
+    assert record.ran and not record.ran[0].ok and record.ran[0].engine_log
+    assert "llama-server" in record.standins["docker.io/aamsellem/llama-cpp-mtp:master-ad27757"]
+    assert record.node and "kubelet" in record.node
