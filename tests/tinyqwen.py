@@ -9,20 +9,13 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from olares_pack.rehearse.hub import write_small
+
 SYNTH = Path(__file__).resolve().parent.parent / "olares_pack" / "vram" / "synth.py"
-SMALL = {"N_EMBD": 256, "N_HEAD": 2, "N_HEAD_KV": 1, "HEAD_DIM": 128, "N_FF": 256, "SSM_STATE": 128,
-         "SSM_K_HEADS": 1, "SSM_V_HEADS": 2, "N_VOCAB": 9216}
 
 
 def write(path: Path, accept: str = "full", layers: int = 4) -> Path:
-    spec = importlib.util.spec_from_file_location("synth_small", SYNTH)
-    assert spec and spec.loader
-    synth = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(synth)
-    for k, v in SMALL.items():  # the module reads its dimensions at call time
-        setattr(synth, k, v)
-    synth.write(path, layers, True, accept)
-    return path
+    return write_small(path, layers, accept)
 
 
 def expected_share(accept: str, n_max: int) -> float:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,15 @@ TIMEOUT = 300
 # A hook Job never finishes without a kubelet and Helm would wait for it until the timeout: hooks
 # are not run (their objects are not created), on a bare server and on a user's cluster alike.
 NO_HOOKS = ("--no-hooks",)
+
+
+def post_renderer(folder: Path, name: str, module: str) -> Path:
+    """An executable Helm can run as --post-renderer (Helm 3 takes a path, no arguments): `python
+    -m module` of this interpreter, reading the manifests on stdin and writing them on stdout."""
+    path = folder / name
+    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m {module}\n', encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
 
 
 @dataclass(frozen=True)

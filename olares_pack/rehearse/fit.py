@@ -13,7 +13,6 @@ Helm runs it as `<python> -m olares_pack.rehearse.fit`: manifests on stdin, chan
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -75,10 +74,10 @@ def fitted(text: str, model: str | None) -> str:
 
 
 def script(folder: Path) -> Path:
-    path = folder / "olares-pack-fit"
-    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m olares_pack.rehearse.fit\n', encoding="utf-8")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return path
+    """This module as Helm's --post-renderer."""
+    from olares_pack.cluster.helmcli import post_renderer  # here: the post-render process imports only this module
+
+    return post_renderer(folder, "olares-pack-fit", "olares_pack.rehearse.fit")
 
 
 def main() -> int:

@@ -13,7 +13,6 @@ Helm home): the rendered manifests on stdin, the held ones on stdout."""
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -47,11 +46,10 @@ def held(text: str) -> str:
 
 
 def script(folder: Path) -> Path:
-    """An executable Helm can run as --post-renderer (Helm 3 takes a path, no arguments)."""
-    path = folder / "olares-pack-hold"
-    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m olares_pack.rehearse.hold\n', encoding="utf-8")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return path
+    """This module as Helm's --post-renderer."""
+    from olares_pack.cluster.helmcli import post_renderer  # here: the post-render process imports only this module
+
+    return post_renderer(folder, "olares-pack-hold", "olares_pack.rehearse.hold")
 
 
 def main() -> int:

@@ -30,20 +30,27 @@ STANDS_FOR = ("a 5 MB GGUF of the app's architecture (qwen35 + MTP head, olares_
               "dimensions) under the model's file name")
 
 
+def write_small(path: Path, layers: int = 4, accept: str = "full") -> Path:
+    """olares_pack/vram/synth.py's model at the SMALL dimensions (a fresh copy of the module: its
+    dimensions are module globals it reads at call time)."""
+    synth_path = Path(__file__).resolve().parent.parent / "vram" / "synth.py"
+    spec = importlib.util.spec_from_file_location("olares_pack_synth_small", synth_path)
+    assert spec and spec.loader
+    synth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synth)
+    for k, v in SMALL.items():
+        setattr(synth, k, v)
+    synth.write(path, layers, True, accept)
+    return path
+
+
 def small_gguf() -> bytes:
     """The stand-in model (cached: the same bytes every time)."""
     out = tools.cache_root() / "standins" / "tiny-qwen35-mtp.gguf"
     if not out.is_file():
-        synth_path = Path(__file__).resolve().parent.parent / "vram" / "synth.py"
-        spec = importlib.util.spec_from_file_location("olares_pack_synth_small", synth_path)
-        assert spec and spec.loader
-        synth = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(synth)
-        for k, v in SMALL.items():  # the module reads its dimensions at call time
-            setattr(synth, k, v)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp")
-        synth.write(tmp, 4, True, "full")
+        write_small(tmp)
         tmp.replace(out)
     return out.read_bytes()
 
