@@ -159,3 +159,14 @@ def test_every_module_imports_on_its_own_in_a_fresh_interpreter() -> None:
     proc = subprocess.run([sys.executable, "-c", driver, *names], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "LIBRARIES": " ".join(libraries)})
     assert proc.stdout.strip() == "failed:", proc.stdout + proc.stderr
+
+
+def test_every_package_is_in_the_wheel() -> None:
+    # The tests run an editable install, which finds any folder; a wheel holds only the packages
+    # pyproject.toml lists (apps/manifest and proof were missing from it once: an installed
+    # olares-pack could not import its own manifest models).
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
