@@ -210,7 +210,8 @@ def test_an_engine_argv_llama_server_refuses_fails_the_run(node: nodemod.Node) -
     step = report.steps[0]
     assert not report.ok and not step.ok
     assert "exited with" in step.error
-    assert any("--mtp-head" in ln or "invalid" in ln.lower() or "error" in ln.lower() for ln in step.engine_log)
+    assert any("--mtp-head" in ln or "invalid" in ln.lower() or "error" in ln.lower() for ln in step.engine_log), \
+        (step.error, step.engine_log)
 
 
 def test_a_rolling_update_gpu_deployment_cannot_upgrade_on_one_gpu(node: nodemod.Node) -> None:

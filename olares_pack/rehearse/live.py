@@ -185,16 +185,27 @@ class Live:
                 and not p["metadata"].get("deletionTimestamp")]
 
     def log(self, pod: dict[str, Any], container: str, previous: bool = False) -> list[str]:
+        """The container's own last lines. A container that just exited and restarted can show an
+        empty log on either side for a moment (the new instance has written nothing yet, the old
+        one's file is not flushed): each source is tried, newest restart first, for up to 3 s."""
         md = pod["metadata"]
-        prev = "&previous=true" if previous else ""
-        status, body = self.node.cluster.request(
-            "GET", f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}/log?container={container}&tailLines=400{prev}")
-        text = body if status == 200 and isinstance(body, str) else ""
-        if not text:  # the kubelet's own log files (the API reaches them through the kubelet)
-            d = self.node.folder / "pod-logs" / f"{md['namespace']}_{md['name']}_{md['uid']}" / container
-            files = sorted(d.glob("*.log")) if d.is_dir() else []
-            text = "\n".join(ln.split(" ", 3)[-1] for f in files[-1:] for ln in f.read_text(errors="replace").splitlines())
-        return [ln for ln in text.splitlines() if ln.strip()]
+        d = self.node.folder / "pod-logs" / f"{md['namespace']}_{md['name']}_{md['uid']}" / container
+        deadline = time.monotonic() + 3
+        while True:
+            for prev in ((True, False) if previous else (False, True)):
+                status, body = self.node.cluster.request(
+                    "GET", f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}/log?container={container}"
+                    f"&tailLines=400{'&previous=true' if prev else ''}")
+                if status == 200 and isinstance(body, str) and body.strip():
+                    return [ln for ln in body.splitlines() if ln.strip()]
+            # the kubelet's own log files (what the API reads), each restart's, newest first
+            for f in sorted(d.glob("*.log"), reverse=True) if d.is_dir() else []:
+                lines = [ln.split(" ", 3)[-1] for ln in f.read_text(errors="replace").splitlines()]
+                if any(ln.strip() for ln in lines):
+                    return [ln for ln in lines if ln.strip()]
+            if time.monotonic() >= deadline:
+                return []
+            time.sleep(0.2)
 
     def _broken(self, namespace: str, engines: list[str], skip: set[str] | None = None) -> Failed | None:
         """A container that exited with an error, or a pod the scheduler cannot place (`skip`: the
