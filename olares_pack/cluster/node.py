@@ -325,11 +325,45 @@ def running(log=None) -> Iterator[Node]:  # noqa: ANN001 - a callable taking one
     if why:
         raise NodeUnavailable(why)
     say = log or (lambda _line: None)
-    sweep()
     avail = tools.available()
     assert avail is not None
-    with lifetime.terminating(), controlplane.running(avail) as cluster, _node(cluster, say) as node:
-        yield node
+    with lifetime.terminating(), _one_at_a_time(say):
+        sweep()
+        with controlplane.running(avail) as cluster, _node(cluster, say) as node:
+            yield node
+
+
+# A second node's kube-proxy rewrites the host-wide KUBE-SERVICES chain with its own Services only,
+# so two nodes on one host break each other's Service routing: a node waits for the one before.
+WAIT_FOR_OTHERS = 1800.0
+
+
+@contextlib.contextmanager
+def _one_at_a_time(say) -> Iterator[None]:  # noqa: ANN001
+    import fcntl
+
+    lock = tools.cache_root() / "node.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as held:
+        deadline = time.monotonic() + WAIT_FOR_OTHERS
+        told = False
+        while True:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pass
+            else:
+                if not _others_alive(None):  # one started by a program without this lock
+                    break
+                fcntl.flock(held, fcntl.LOCK_UN)
+            if time.monotonic() > deadline:
+                raise NodeUnavailable(f"another node has run on this host for {WAIT_FOR_OTHERS:.0f} s "
+                                      "(kube-proxy's chains are host-wide: one node at a time)")
+            if not told:
+                say("waiting for another node on this host to stop (one node at a time: kube-proxy's chains are host-wide)")
+                told = True
+            time.sleep(1.0)
+        yield  # the kernel drops the lock with the process, however it ends
 
 
 def _spawn(node: Node, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
