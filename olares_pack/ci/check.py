@@ -7,7 +7,8 @@
   alone, market-offer.json, the bench records), split by the file each issue is about;
 - rehearse: for the apps whose manifest (or olares-pack's templates) changed since a git ref, the
   install and the upgrade from every older published version on the local control plane
-  (rehearse/gate.py, as `rehearse --from-all` and `release` run it).
+  (rehearse/gate.py, as `rehearse --from-all` and `release` run it), and where a node can run
+  here, the version run on it (installed, started, asked, upgraded from the previous version).
 
 Nothing here re-implements a check: it calls them and places what they say.
 """
@@ -321,7 +322,8 @@ def rehearse_stage(repo: Repo, names: list[str], kubeconfig: Path | None, stage:
             continue
         say(f"rehearse: {name} {app.version}: the install, and the upgrade from every older published version")
         try:
-            outcome = gate.check(repo, _Candidate(app, charts), (), kubeconfig)  # type: ignore[arg-type]
+            # run=True: where a node can run here, the version is also run on it, as `release` does
+            outcome = gate.check(repo, _Candidate(app, charts), (), kubeconfig, run=True)  # type: ignore[arg-type]
         except gate.NoControlPlane as exc:
             stage.findings.append(CheckFinding(
                 "rehearse", "check.no-control-plane", "error", _rel(repo, manifest), line,

@@ -15,8 +15,9 @@ from olares_pack.common.errors import ExitCode
 @click.option("--changed-since", "changed_since", metavar="REF",
               help="A git commit, branch or tag (a pull request's base, e.g. origin/main): the apps whose app.yaml or "
               "release records changed since its merge base with HEAD (every app when templates/ changed) have their "
-              "install and the upgrade from every older published version rehearsed on the local control plane. "
-              "Without it nothing is rehearsed.")
+              "install and the upgrade from every older published version rehearsed on the local control plane, and, "
+              "where a node can run here (root, `make node`), run on it as `release` does. Without it nothing is "
+              "rehearsed.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
               help="text: a summary table and the findings; json: for scripts; github: workflow annotations "
               "(::error file=…,line=…,title=<rule>::…) on the lines the findings come from.")
