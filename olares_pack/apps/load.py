@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from olares_pack.apps.manifest import ADAPTER, App, ChartApp, LlamaCppApp
-from olares_pack.catalogue.repo import MANIFEST_FILE
+from olares_pack.catalogue import MANIFEST_FILE
 from olares_pack.common.errors import InputError, Problem
 from olares_pack.common.fields import text_problems
 from olares_pack.common.yamlsrc import SourceDoc, load_yaml, parse_yaml

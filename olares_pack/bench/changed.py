@@ -17,9 +17,9 @@ SECTIONS = ("arguments", "model", "image", "environment", "resources")
 def what_changed(repo: Repo, app_dir: Path, versions: list[str]) -> dict[str, str]:
     from olares_pack import diff
     from olares_pack.apps.load import load_app
+    from olares_pack.catalogue import MANIFEST_FILE
     from olares_pack.catalogue import records as releases
     from olares_pack.catalogue.checks import version_source
-    from olares_pack.catalogue.repo import MANIFEST_FILE
 
     app = load_app(app_dir / MANIFEST_FILE)
     summaries = {e.version: e.summary for e in app.changelog}

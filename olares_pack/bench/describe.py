@@ -87,8 +87,8 @@ def release_note_for(repo: Repo, app_dir: Path, version: str | None, bump: str |
     (release --changes-from-diff); empty without records."""
     from olares_pack.apps.changelog import next_version
     from olares_pack.apps.load import load_app
+    from olares_pack.catalogue import MANIFEST_FILE
     from olares_pack.catalogue import records as releases
-    from olares_pack.catalogue.repo import MANIFEST_FILE
     from olares_pack.common import versions as appver
 
     published = releases.versions(repo, app_dir.name)

@@ -241,7 +241,7 @@ def to_json(app: str, tabs: list[Table]) -> dict[str, Any]:
 def unshipped_versions(app_dir: Path) -> frozenset[str]:
     """Versions whose changelog entry says shipped: false (never published)."""
     from olares_pack.apps.load import load_app
-    from olares_pack.catalogue.repo import MANIFEST_FILE
+    from olares_pack.catalogue import MANIFEST_FILE
 
     path = app_dir / MANIFEST_FILE
     return frozenset(e.version for e in load_app(path).changelog if not e.shipped) if path.is_file() else frozenset()

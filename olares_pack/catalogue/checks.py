@@ -330,7 +330,7 @@ def missing_packages(repo: Repo, recs: dict[str, list[Record]]) -> dict[Path, by
 def version_source(repo: Repo, app_dir: Path, version: str, target_name: str) -> ChartSource:
     """app.yaml rendered today (`current`), or a published version as it was published: its
     committed package, read with the app of its record."""
-    from olares_pack.catalogue.repo import MANIFEST_FILE
+    from olares_pack.catalogue import MANIFEST_FILE
     from olares_pack.charts.source import ChartSource, from_archive_bytes
 
     if version in ("current", "app.yaml"):

@@ -7,16 +7,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from olares_pack.catalogue import journal
+from olares_pack.catalogue import DEFAULT_LOCK_TIMEOUT, MANIFEST_FILE, journal  # noqa: F401 - MANIFEST_FILE: repo.MANIFEST_FILE, as before
 from olares_pack.catalogue.lock import RepoLock
 
 INDEX_FILE = "market-index.json"
 OFFER_FILE = "market-offer.json"  # beside the ledger: what the market offers each OS line (catalogue/offer.py)
-MANIFEST_FILE = "app.yaml"
 LOCK_FILE = "model.lock.json"  # GGUF metadata of an app's models (gguf_meta); `auto` fields derive from it
 PACKAGES_DIR = "packages"
 RELEASES_DIR = "releases"
-DEFAULT_LOCK_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from olares_pack import olares
-from olares_pack.catalogue.repo import MANIFEST_FILE
+from olares_pack.catalogue import MANIFEST_FILE
 from olares_pack.charts import package
 from olares_pack.common import fsio
 from olares_pack.common.errors import InputError

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from olares_pack.catalogue.repo import MANIFEST_FILE
+from olares_pack.catalogue import MANIFEST_FILE
 from olares_pack.common.errors import InputError
 
 if TYPE_CHECKING:

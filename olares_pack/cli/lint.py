@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 import click
 
 from olares_pack import olares
-from olares_pack.cli.apps import online_check
 from olares_pack.cli.group import cli
 from olares_pack.cli.options import target_option
 from olares_pack.common import console
@@ -87,6 +86,8 @@ def _add_online_findings(sources: list[ChartSource], results: list[ChartResult])
             continue
         key = src.app.model_dump_json()
         if key not in seen:
+            from olares_pack.cli.apps import online_check  # --online only: the catalogue's modules stay unloaded
+
             seen[key] = online_check(src.app)
         checked = seen[key]
         result.findings.extend(Finding(rule, severity, result.label, "app.yaml", path, message)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from olares_pack import olares
-from olares_pack.catalogue.repo import DEFAULT_LOCK_TIMEOUT
+from olares_pack.catalogue import DEFAULT_LOCK_TIMEOUT
 
 F = TypeVar("F", bound=Callable[..., Any])
 

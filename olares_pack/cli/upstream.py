@@ -52,7 +52,7 @@ def outdated_cmd(app_refs: tuple[str, ...], fmt: str, upstream_image: str | None
     nothing is, 2 when a registry or the hub could not be read (its row says `unreachable`) or on
     bad input."""
     from olares_pack.apps.load import load_app
-    from olares_pack.catalogue.repo import MANIFEST_FILE
+    from olares_pack.catalogue import MANIFEST_FILE
     from olares_pack.common import console
     from olares_pack.common.errors import InputError
     from olares_pack.remote import oci

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from olares_pack.catalogue.repo import MANIFEST_FILE
+from olares_pack.catalogue import MANIFEST_FILE
 from olares_pack.charts.source import ChartSource
 from olares_pack.lint.findings import Finding
 from olares_pack.lint.runner import ChartResult

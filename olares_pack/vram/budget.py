@@ -80,7 +80,7 @@ def record_checksum(app_dir: Path, file: str, size: int, sha256: str) -> None:
     shared form's wrapper checks the downloaded file against before the engine starts."""
     import io
 
-    from olares_pack.catalogue.repo import MANIFEST_FILE
+    from olares_pack.catalogue import MANIFEST_FILE
     from olares_pack.common.fsio import write_text_atomic
     from olares_pack.common.yamlsrc import load_yaml, roundtrip_yaml
 
