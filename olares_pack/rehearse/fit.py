@@ -7,6 +7,11 @@ nothing else. Every change is named in the run's report.
   decides on the GPU and on the strategy (a RollingUpdate GPU Deployment stays Pending).
 - a MODEL_FILES entry that records the model's size and sha256 gets the stand-in model's (the
   wrapper's check runs on the bytes the hub served): OLARES_PACK_STANDIN_MODEL="size|sha256".
+- startup and readiness probes wait less: initialDelaySeconds at most FIT_PROBE_DELAY, periodSeconds
+  at most FIT_PROBE_PERIOD, a startup probe's failureThreshold raised so that the time a container
+  is given to start is never shorter than the chart's. The stand-in engine loads a 5 MB model in about a second; the
+  chart's 60 s initial delay would be the whole install's time and nothing it tests. Path, port and
+  the threshold's budget stay; liveness probes stay as rendered (they restart, they do not gate).
 
 Helm runs it as `<python> -m olares_pack.rehearse.fit`: manifests on stdin, changed on stdout."""
 
@@ -21,6 +26,8 @@ import yaml
 
 FIT_CPU_MILLI = 50
 FIT_MEMORY_MI = 64
+FIT_PROBE_DELAY = 1
+FIT_PROBE_PERIOD = 1
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
 
 
@@ -46,10 +53,27 @@ def _containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for key in ("initContainers", "containers") for c in pod.get(key) or [] if isinstance(c, dict)]
 
 
+def _hurry(probe: Any, startup: bool) -> None:
+    """A probe that answers as soon as the container does; a startup probe gives at least the
+    chart's time to start (a readiness probe's threshold is how soon it marks a pod unready: kept)."""
+    if not isinstance(probe, dict):
+        return
+    delay = int(probe.get("initialDelaySeconds") or 0)
+    period = int(probe.get("periodSeconds") or 10)  # Kubernetes' defaults
+    threshold = int(probe.get("failureThreshold") or 3)
+    budget = delay + period * threshold
+    new_delay, new_period = min(delay, FIT_PROBE_DELAY), min(period, FIT_PROBE_PERIOD)
+    probe["initialDelaySeconds"], probe["periodSeconds"] = new_delay, new_period
+    if startup:
+        probe["failureThreshold"] = max(threshold, -(-(budget - new_delay) // new_period))
+
+
 def fit(doc: Any, model: str | None) -> Any:
     if not isinstance(doc, dict) or doc.get("kind") not in (*WORKLOADS, "CronJob"):
         return doc
     for c in _containers(doc):
+        _hurry(c.get("startupProbe"), startup=True)
+        _hurry(c.get("readinessProbe"), startup=False)
         req = (c.get("resources") or {}).get("requests")
         if isinstance(req, dict):
             if "cpu" in req and _milli(req["cpu"]) > FIT_CPU_MILLI:
