@@ -236,7 +236,8 @@ INTENDED = {
     "engine.mounts": "the verification verdicts folder (read-write): each file is hashed once",
     "engine.hostPaths": "the same, on the App Common store",
     "llminit.env": "HF_ENDPOINT and HF_TOKEN always declared (the token from the Secret, optional) instead of only when set",
-    "llminit.init": "unchanged name",
+    "llminit.init": "adopt-model before init-chown: the bundled app links the copy 1.0.9/1.0.10 kept flat in the "
+                    "store (model.adopt) into the hub cache; init-chown itself is unchanged",
     "services": "the entrance Service is named after the app (the pattern of charts known to route on devices), "
                 "not download-svc",
     "entrances": "the same: entrance name and host are the app's",
@@ -253,7 +254,8 @@ def test_the_bundled_llama_app_follows_the_official_chart_field_by_field(tmp_pat
     official_name = "llamacppqwen3627bmtpq4kxlv3"
     theirs = _shape(*_helm_objects(OFFICIAL / official_name, official_name), official_name)
     differ = {k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k)}
-    assert differ == set(INTENDED) - {"llminit.init"}, {k: (ours.get(k), theirs.get(k)) for k in differ}
+    assert differ == set(INTENDED), {k: (ours.get(k), theirs.get(k)) for k in differ}
+    assert ours["llminit.init"] == ["adopt-model", *theirs["llminit.init"]]
     # what is the same, said explicitly for the pattern's six features
     assert ours["engine.name"] == "APP" and ours["llminit.name"] == "llminit"
     assert ours["engine.probes"] == {} and ours["llminit.probes"] == {"livenessProbe": "/livez", "readinessProbe": "/livez"}
@@ -434,3 +436,92 @@ def test_a_cpu_only_shared_app_asks_for_no_gpu(tmp_path: Path) -> None:
         assert "nvidia.com/gpumem" not in res["requests"] and "nvidia.com/gpumem" not in res["limits"]
     manifest = yaml.safe_load(render.render(load_app(app_dir), targets.CURRENT)["OlaresManifest.yaml"])
     assert "LLAMACPP_REQUIRED_GPU_MEMORY" not in [e["envName"] for e in manifest["envs"]]
+
+
+def _adopt_step(tmp_path: Path, adopt: list[str]) -> tuple[dict[str, Any], str]:
+    app_dir = _app(tmp_path, size=None, sha256=None)
+    text = (app_dir / "app.yaml").read_text()
+    text = text.replace("  adopt: [hf-files/unsloth/Qwen3.6-27B-MTP-GGUF/main]\n", "")
+    if adopt:
+        text = text.replace(f"repo: {REPO}\n", f"repo: {REPO}\n  adopt: [{', '.join(adopt)}]\n")
+    (app_dir / "app.yaml").write_text(text)
+    objects = _objects(app_dir, tmp_path)
+    llminit = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "llminit")
+    inits = {c["name"]: c for c in llminit["spec"]["template"]["spec"].get("initContainers", [])}
+    cm = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-wrappers"))
+    return inits, cm["data"].get("adopt.sh", "")
+
+
+def _run_adopt(step: dict[str, Any], script: str, store: Path) -> subprocess.CompletedProcess[str]:
+    env = {e["name"]: e["value"] for e in step["env"]}
+    env.update(PATH=os.environ["PATH"], HF_HUB_CACHE=str(store))
+    (store.parent / "adopt.sh").write_text(script)
+    # the step runs in busybox (the chart's chown image); this machine's busybox where it has one
+    shell = ["busybox", "sh"] if subprocess.run(["sh", "-c", "command -v busybox"], capture_output=True).returncode == 0 else ["/bin/sh"]
+    return subprocess.run([*shell, str(store.parent / "adopt.sh")], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_an_earlier_flat_copy_is_linked_into_the_hub_cache_under_its_content_hash(tmp_path: Path) -> None:
+    """1.0.9/1.0.10 kept the model flat (hf-files/<repo>/<rev>/<file>); the shared form's llm-init
+    skips a download whose blob (named by the etag: an LFS file's sha256) is in the cache."""
+    inits, script = _adopt_step(tmp_path, [f"hf-files/{REPO}/main"])
+    assert list(inits) == ["adopt-model", "init-chown"]  # before llm-init asks the hub, before the chown
+    store = tmp_path / "store"
+    old = store / "hf-files" / REPO / "main" / FILE
+    old.parent.mkdir(parents=True)
+    old.write_bytes(CONTENT)
+    (old.parent / f"{FILE}.part").write_bytes(CONTENT[:10])  # an interrupted download is never adopted
+    run = _run_adopt(inits["adopt-model"], script, store)
+    assert run.returncode == 0, run.stdout + run.stderr
+    blobs = store / f"models--{REPO.replace('/', '--')}" / "blobs"
+    sha = hashlib.sha256(CONTENT).hexdigest()
+    assert (blobs / sha).stat().st_ino == old.stat().st_ino  # a link, not a second copy; the old path stays
+    # a small file also gets the name git gives it (a file kept in git has its blob sha1 as etag)
+    git = hashlib.sha1(b"blob %d\0" % len(CONTENT) + CONTENT).hexdigest()
+    assert sorted(p.name for p in blobs.iterdir()) == sorted([sha, git])
+    again = _run_adopt(inits["adopt-model"], script, store)
+    assert again.returncode == 0 and "adopted before" in again.stdout and "blob" not in again.stdout
+    # the engine's wrapper then finds the file Hugging Face published under that name
+    device = Device(tmp_path / "dev", _objects(_app(tmp_path / "x", size=None, sha256=None), tmp_path / "x"),
+                    (blobs / sha).read_bytes(), blob_name=sha)
+    assert device.start().returncode == 0
+    # a device that upgraded before this step downloaded the same bytes again: the old copy is made
+    # a link to the cache's blob, so the second 15 GB is freed, and it is not hashed at the next start
+    twice = tmp_path / "twice"
+    (twice / "hf-files" / REPO / "main").mkdir(parents=True)
+    (twice / "hf-files" / REPO / "main" / FILE).write_bytes(CONTENT)
+    (twice / blobs.relative_to(store)).mkdir(parents=True)
+    (twice / blobs.relative_to(store) / sha).write_bytes(CONTENT)
+    run = _run_adopt(inits["adopt-model"], script, twice)
+    assert run.returncode == 0 and "the copy now shares its blob" in run.stdout, run.stdout + run.stderr
+    assert (twice / "hf-files" / REPO / "main" / FILE).stat().st_ino == (twice / blobs.relative_to(store) / sha).stat().st_ino
+    assert "adopted before" in _run_adopt(inits["adopt-model"], script, twice).stdout
+
+
+def test_an_earlier_hub_cache_is_linked_blob_by_blob_and_an_app_without_adopt_has_no_step(tmp_path: Path) -> None:
+    inits, script = _adopt_step(tmp_path / "a", ["hub/models--example--tiny-GGUF", "hf-files/gone/main"])
+    store = tmp_path / "store"
+    old = store / "hub" / "models--example--tiny-GGUF" / "blobs"
+    old.mkdir(parents=True)
+    (old / "etag1").write_bytes(b"weights")
+    (old / "etag2.incomplete").write_bytes(b"half")
+    run = _run_adopt(inits["adopt-model"], script, store)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "no earlier copy in hf-files/gone/main" in run.stdout
+    blobs = store / "models--example--tiny-GGUF" / "blobs"
+    assert [p.name for p in blobs.iterdir()] == ["etag1"] and (blobs / "etag1").stat().st_nlink == 2
+    # the same etag downloaded twice (once per layout): one copy is kept
+    (old / "etag3").write_bytes(b"more")
+    (blobs / "etag3").write_bytes(b"more")
+    assert _run_adopt(inits["adopt-model"], script, store).returncode == 0
+    assert (old / "etag3").stat().st_ino == (blobs / "etag3").stat().st_ino
+    inits, script = _adopt_step(tmp_path / "b", [])
+    assert list(inits) == ["init-chown"] and script == ""
+
+
+def test_adopt_takes_only_plain_folders_of_the_store(tmp_path: Path) -> None:
+    from olares_pack.apps.manifest.model import HFModel
+
+    for bad in ["/olares/share", "hf-files/../../etc", "hf files/x", "a/$(rm -rf)/b"]:
+        with pytest.raises(ValueError, match="folder of the shared Hugging Face store"):
+            HFModel(repo=REPO, file=FILE, adopt=[bad])

@@ -180,7 +180,13 @@ def _file(value: str) -> str:
     return _segments(value, "file path inside the repo", " +=,@()")
 
 
+def _store_folder(value: str) -> str:
+    # It lands in a shell script of the chart (templates/llmbase/adopt.sh): plain segments only.
+    return _segments(value, "folder of the shared Hugging Face store", "")
+
+
 HfRepo = Annotated[str, AfterValidator(_hf_repo)]
+StoreFolder = Annotated[str, Field(max_length=512), AfterValidator(_store_folder)]
 HfRevision = Annotated[str, Field(max_length=128), AfterValidator(_revision)]
 HfPath = Annotated[str, Field(max_length=512), AfterValidator(_file)]
 

@@ -193,6 +193,7 @@ def context(app: App, target: TargetProfile) -> dict[str, Any]:
         "texts": _locale_texts(app),
         "download_script": "" if shared else _environment().get_template("download.sh").render(),
         "wrapper_script": _environment().get_template("llmbase/engine.sh").render() if shared else "",
+        "adopt_script": _environment().get_template("llmbase/adopt.sh").render() if shared and app.model.adopt else "",
     }
 
 

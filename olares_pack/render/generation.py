@@ -30,7 +30,9 @@ from importlib.resources.abc import Traversable
 #    (templates/llmbase/engine.sh), by the download step against X-Linked-Etag (download.sh).
 # 9: the shared form's engine Deployment keeps the selector of the installed version (Helm `lookup`):
 #    an upgrade from the per-user form no longer fails on the immutable spec.selector.
-GENERATION = 9
+# 10: model.adopt: llm-init's Deployment links the copies earlier versions kept flat in the store
+#    (hf-files/...) into the hub cache before llm-init runs (templates/llmbase/adopt.sh).
+GENERATION = 10
 
 
 def templates_root() -> Traversable:

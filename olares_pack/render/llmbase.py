@@ -212,6 +212,8 @@ def context(app: App) -> dict[str, object]:
         "model_mode": app.model.mode,
         "model_supports": supports(app),
         "model_files": model_files(app),
+        "adopt_from": "\n".join(app.model.adopt),
+        "adopt_into": "models--" + app.model.repo.replace("/", "--"),
         "engine_args": engine_args(app),
         "supports_groups": SUPPORTS,
         "sized": s,

@@ -16,6 +16,7 @@ from olares_pack.common.fields import (
     HfPath,
     HfRepo,
     HfRevision,
+    StoreFolder,
 )
 
 
@@ -47,6 +48,14 @@ class HFModel(Model_):
     # Optional rather than defaulted so that records published before it resolve the same.
     fetch: Literal["olares-pack", "engine", "chart"] | None = Field(
         None, description="who fetches the weights: absent or olares-pack (its download step), engine (the engine downloads them itself) or chart (the chart's own step, kept in workload.init_containers)")
+    # An upgrade must not download again what an earlier version kept: its own download step kept
+    # the files flat (hf-files/<repo>/<revision>/), the shared form reads the hub cache. Named by
+    # the maintainer, not guessed from the history, so that a render is a function of the manifest.
+    adopt: list[StoreFolder] = Field(
+        default_factory=list,
+        description="folders of the shared Hugging Face store where earlier versions kept this model's files flat "
+        "(olares-pack's per-user download step: hf-files/<repo>/<revision>); the shared form links each file into the "
+        "hub cache under the name its content gives it before llm-init runs, so an upgrade does not download it again")
     path: str | None = Field(None, description="fetch: chart: where the engine reads the weights (llama.cpp's --model file, vLLM's model folder)", pattern=r"^\S+$")
 
     @model_validator(mode="after")
