@@ -328,7 +328,11 @@ def plan_runs(plan: Any, node_of: Callable[[], Any], *, all_upgrades: bool = Fal
         with ExitStack() as stack:
             node = stack.enter_context(node_of())
             for name, line, original, typed, older in todo:
-                out[name] = run(node, name, line, original, typed, upgrade_from=older, say=say)
+                try:
+                    out[name] = run(node, name, line, original, typed, upgrade_from=older, say=say)
+                except Exception as exc:  # noqa: BLE001 - one app that cannot be planned does not stop the others
+                    out[name] = NodeRun(name, True, node=node.name,
+                                        failures=[f"could not be run: {type(exc).__name__}: {str(exc).splitlines()[0]}"])
     return out
 
 
