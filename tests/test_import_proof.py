@@ -80,6 +80,14 @@ def test_words_after_a_double_dash_are_positional_in_order() -> None:
     assert a != b and a.as_dict()["flags"]["--"] == [["--model", "m"]]
 
 
+def test_the_words_after_a_script_are_its_dollar_zero_and_arguments() -> None:
+    # `sh -c 'exec vllm serve "$@"' -- MODEL --port 8000 --dtype auto`: `--` is $0, the flags reach argparse
+    script = ["sh", "-c", 'exec vllm serve "$@"', "--", "org/model"]
+    a = _deployment({"name": "s", "image": "vllm/vllm-openai:v0.19.0", "command": [*script, "--port", "8000", "--dtype", "auto"]})
+    b = _deployment({"name": "s", "image": "vllm/vllm-openai:v0.19.0", "command": [*script, "--dtype", "auto", "--port", "8000"]})
+    assert charts.compare_objects([a], [b]) == []
+
+
 def test_a_script_is_compared_as_its_text() -> None:
     a = _deployment({"name": "s", "image": "x", "command": ["sh", "-c", 'exec llama-server --model "$MODELS_DIR/$F"']})
     b = _deployment({"name": "s", "image": "x", "command": ["sh", "-c", "exec llama-server --model /models/f.gguf"]})

@@ -18,7 +18,7 @@ Order is kept where the parser gives it a meaning; elsewhere flags are compared 
   `--flag=value` word is one word (llama-server has no `=` form), and `--a_b` is `--a-b` (its parser
   turns `_` into `-` in `--` words);
 - without a table (vLLM's argparse) `--flag=value` is the flag and its value, and words after `--`
-  are positional words, in order."""
+  are positional words, in order (not after `sh -c SCRIPT`, where `--` is the script's $0)."""
 
 from __future__ import annotations
 
@@ -64,9 +64,11 @@ def _plain(flag: str) -> str:
     return flag
 
 
-def group(words: list[str], canonical: Callable[[str], str] = _plain, reader: Reader | None = None) -> Grouped:
+def group(words: list[str], canonical: Callable[[str], str] = _plain, reader: Reader | None = None,
+          options_end: bool = True) -> Grouped:
     """`words` grouped; `canonical` names a flag's spelling as the engine's table does (aliases);
-    `reader` reads them as the engine's parser does (it has its own `canonical`)."""
+    `reader` reads them as the engine's parser does (it has its own `canonical`). options_end=False:
+    `--` is a word like another (the words after `sh -c SCRIPT`: there `--` is $0)."""
     canon = reader.canonical if reader else canonical
     setting = reader.setting if reader else _plain
     head: list[str] = []
@@ -85,7 +87,7 @@ def group(words: list[str], canonical: Callable[[str], str] = _plain, reader: Re
             current.append(w)  # the flag's value, whatever it looks like; after `--`, every word
             needs_value = False
             continue
-        if w == END and reader is None:
+        if w == END and reader is None and options_end:
             close()
             flag, current, positional = END, [], True
             continue

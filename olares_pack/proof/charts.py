@@ -252,7 +252,7 @@ def _argv_facts(c: dict[str, Any], cms: dict[str, dict[str, Any]]) -> dict[str, 
     script = argvmod.shell_script(words)
     if script is not None:
         shell, text, rest = script
-        return {"shell": shell, "script": text, "after": argvmod.group(rest, reader=reader).as_dict()}
+        return {"shell": shell, "script": text, "after": argvmod.group(rest, reader=reader, options_end=False).as_dict()}
     return {"argv": argvmod.group(words, reader=reader).as_dict()}
 
 
