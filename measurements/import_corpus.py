@@ -127,9 +127,9 @@ def _run(plan) -> dict:  # noqa: ANN001 - an importer.Plan; app -> onnode.NodeRu
     ran = [r for r in runs.values() if r.ran]
     print(f"on the node (--run, {time.monotonic() - t0:.0f} s): {len(runs)} typed apps, {len(ran)} run, "
           f"{len(runs) - len(ran)} not run", file=sys.stdout)
-    why_not = collections.Counter(re.sub(r" \(container [^)]*\)", "", r.why_not) for r in runs.values() if not r.ran)
-    for reason, n in why_not.most_common():
-        print(f"  {n:3d}  not run: {reason}", file=sys.stdout)
+    why_not = collections.Counter(r.not_run for r in runs.values() if not r.ran)
+    for rule, n in why_not.most_common():
+        print(f"  {n:3d}  not run: {rule}: {onnode.NOT_RUN.get(rule, rule)}", file=sys.stdout)
     for way in ("original", "typed", "upgrade"):
         steps = [(r, w, s) for r in ran for w in r.ways if w.way == way for s in w.steps if s.action in ("install", "upgrade")]
         if not steps:

@@ -788,11 +788,11 @@ def test_run_says_what_no_stand_in_runs_and_which_check_stood_instead(tmp_path: 
     assert run_import(root, str(CHARTS / "vllmserve"), extra=("--structured", "--run", "--format", "json")) == 0
     out = json.loads(capsys.readouterr().out)
     ran = out["node"]["vllmserve"]
-    assert not ran["ran"] and ran["ok"] and "no stand-in runs vLLM" in ran["why_not"]
+    assert not ran["ran"] and ran["ok"] and ran["not_run"] == "standin.vllm" and "no stand-in runs vLLM" in ran["why_not"]
     assert "the independent proof" in ran["check"]
     row = next(r for r in out["charts"] if r["app"] == "vllmserve" and "structured" in r)
     assert row["structured"]["node"]["ran"] is False
-    assert any(n.startswith("--run: not run on the node: no stand-in runs vLLM") for n in row["notes"])
+    assert any(n.startswith("--run: not run on the node (standin.vllm): no stand-in runs vLLM") for n in row["notes"])
     assert (root / "apps" / "vllmserve" / "app.yaml").is_file()
 
 
@@ -801,14 +801,14 @@ def test_a_fork_image_is_not_stood_in_by_upstream_llama_server() -> None:
 
     files = {str(p.relative_to(NODE_CHARTS / "tinychat")): p.read_text() for p in (NODE_CHARTS / "tinychat").rglob("*") if p.is_file()}
     fork = {"kind": "llamacpp", "image": {"repository": "docker.io/aamsellem/llamacpp-mtp", "tag": "0.1.0"}}
-    why, check = onnode.why_not("tinychat", files, fork) or ("", "")
-    assert "llama.cpp fork" in why and "llama-server's parser" in check
+    rule, why, check = onnode.why_not("tinychat", files, fork) or ("", "", "")
+    assert rule == "standin.fork" and "llama.cpp fork" in why and "llama-server's parser" in check
     upstream = {"kind": "llamacpp", "image": {"repository": "ghcr.io/ggml-org/llama.cpp", "tag": "server-cuda-b11434"}}
     assert onnode.why_not("tinychat", files, upstream) is None  # busybox and llama.cpp: both stood in
     files["templates/deployment.yaml"] = files["templates/deployment.yaml"].replace("docker.io/library/busybox:1.36",
                                                                                     "docker.io/curlimages/curl:8.10.1")
-    why, _ = onnode.why_not("tinychat", files, upstream) or ("", "")
-    assert "no stand-in image for docker.io/curlimages/curl:8.10.1 (container fetch-model)" in why
+    rule, why, _ = onnode.why_not("tinychat", files, upstream) or ("", "", "")
+    assert rule == "standin.image" and "no stand-in image for docker.io/curlimages/curl:8.10.1 (container fetch-model)" in why
 
 
 def test_the_two_ways_must_answer_the_same_served_name_on_the_same_port() -> None:

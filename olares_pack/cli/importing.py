@@ -132,6 +132,6 @@ def _run_on_node(plan) -> dict | None:  # noqa: ANN001 - an importer.Plan; NodeR
     for name, r in runs.items():
         newest = plan.typed[name][0]
         newest.notes.append(onnode.note(r))
-        newest.structured = {**(newest.structured or {}), "node": {"ran": r.ran, "ok": r.ok, "why_not": r.why_not or None,
+        newest.structured = {**(newest.structured or {}), "node": {"ran": r.ran, "ok": r.ok, "not_run": r.not_run or None, "why_not": r.why_not or None,
                                                                     "check": r.check or None, "failures": r.failures}}
     return runs

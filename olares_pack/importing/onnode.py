@@ -73,6 +73,7 @@ class NodeRun:
     ran: bool
     why_not: str = ""  # when it did not run: why
     check: str = ""  # when it did not run: the check used instead
+    not_run: str = ""  # when it did not run: the stable id of why (NOT_RUN)
     ways: list[Way] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     standins: dict[str, str] = field(default_factory=dict)
@@ -90,7 +91,7 @@ class NodeRun:
         return next((s.engine_log for w in self.ways for s in w.steps if not s.ok and s.engine_log), [])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"app": self.app, "ran": self.ran, "ok": self.ok, "why_not": self.why_not or None,
+        return {"app": self.app, "ran": self.ran, "ok": self.ok, "not_run": self.not_run or None, "why_not": self.why_not or None,
                 "check": self.check or None, "failures": self.failures, "node": self.node,
                 "standins": self.standins, "model": self.model, "changes": self.changes,
                 "seconds": round(self.seconds, 1), "ways": [w.to_dict() for w in self.ways]}
@@ -98,7 +99,7 @@ class NodeRun:
     def lines(self) -> list[str]:
         """The report in words, one line each."""
         if not self.ran:
-            return [f"not run on the node: {self.why_not}; checked instead by {self.check}"]
+            return [f"not run on the node ({self.not_run}): {self.why_not}; checked instead by {self.check}"]
         out = []
         for w in self.ways:
             label = f"{w.way} {w.from_version} -> {w.version}" if w.from_version else f"{w.way} {w.version}"
@@ -124,9 +125,19 @@ class NodeRun:
 # ------------------------------------------------------------------ what can run here
 
 
-def why_not(name: str, files: dict[str, str], engine: dict[str, Any] | None) -> tuple[str, str] | None:
-    """(why the app cannot run on the node here, the check used instead), or None when every
-    image it names has a stand-in. `engine` is the typed app's engine (kind, image)."""
+NOT_RUN = {
+    "standin.vllm": "a vLLM engine: no stand-in runs vLLM",
+    "standin.server": "a GPU server that is not llama.cpp (the generic kind)",
+    "standin.fork": "a llama.cpp fork: the stand-in is upstream llama-server",
+    "standin.image": "an image no stand-in serves (a download step's alpine or curl, a dashboard, ...)",
+    "standin.render": "the chart does not render for the node",
+    "standin.line": "the typed app does not target the line of the chart it replaces",
+}
+
+
+def why_not(name: str, files: dict[str, str], engine: dict[str, Any] | None) -> tuple[str, str, str] | None:
+    """(NOT_RUN id, why the app cannot run on the node here, the check used instead), or None when
+    every image it names has a stand-in. `engine` is the typed app's engine (kind, image)."""
     from olares_pack.cluster import images
     from olares_pack.proof import charts as proof
 
@@ -134,23 +145,23 @@ def why_not(name: str, files: dict[str, str], engine: dict[str, Any] | None) -> 
     kind = (engine or {}).get("kind")
     image = _image(engine)
     if kind == "vllm":
-        return (f"no stand-in runs vLLM ({image}): this node runs llama.cpp engines only",
+        return ("standin.vllm", f"no stand-in runs vLLM ({image}): this node runs llama.cpp engines only",
                 proof_words + ", vLLM's arguments with their spelling as written")
     if kind != "llamacpp":
-        return (f"no stand-in runs this server ({kind or 'no engine'}{', ' + image if image else ''}): this node "
+        return ("standin.server", f"no stand-in runs this server ({kind or 'no engine'}{', ' + image if image else ''}): this node "
                 "runs llama.cpp engines only", proof_words)
     fork, build = proof._fork(image)
     if fork:
-        return (f"{image} is a llama.cpp fork: the stand-in is upstream llama-server {images.LLAMA_BUILD}, another "
+        return ("standin.fork", f"{image} is a llama.cpp fork: the stand-in is upstream llama-server {images.LLAMA_BUILD}, another "
                 "program", proof_words + " and llama-server's parser with the fork's own flags and values set aside")
     try:
         containers = _containers(name, files)
     except Exception as exc:  # noqa: BLE001 - a chart that does not render here is not run
-        return f"the chart does not render for the node: {str(exc).splitlines()[0]}", proof_words
+        return "standin.render", f"the chart does not render for the node: {str(exc).splitlines()[0]}", proof_words
     for c in containers:
         img = str(c.get("image", ""))
         if img != image and images.kind_of(img) is None:
-            return (f"no stand-in image for {img} (container {c.get('name')}): this node stands in for llama.cpp, "
+            return ("standin.image", f"no stand-in image for {img} (container {c.get('name')}): this node stands in for llama.cpp, "
                     "llm-init, busybox, the client proxy and pause", proof_words + " and llama-server's own parser")
     return None
 
@@ -313,10 +324,10 @@ def plan_runs(plan: Any, node_of: Callable[[], Any], *, all_upgrades: bool = Fal
         files = newest.found.files
         if line not in (data.get("targets") or [line]):
             out[name] = NodeRun(name, False, f"the typed app does not target {line}, the line of the chart it replaces",
-                                "the independent proof")
+                                "the independent proof", not_run="standin.line")
             continue
         if reason := why_not(name, files, data.get("engine")):
-            out[name] = NodeRun(name, False, *reason)
+            out[name] = NodeRun(name, False, reason[1], reason[2], not_run=reason[0])
             continue
         typed_files = importer.render_app(data, line)
         original = Chart(newest.chart_version, newest.found.package or package.build_archive(name, files))
@@ -339,7 +350,7 @@ def plan_runs(plan: Any, node_of: Callable[[], Any], *, all_upgrades: bool = Fal
 def note(r: NodeRun) -> str:
     """The import report's note for one app."""
     if not r.ran:
-        return f"--run: not run on the node: {r.why_not}; checked instead by {r.check}"
+        return f"--run: not run on the node ({r.not_run}): {r.why_not}; checked instead by {r.check}"
     if not r.ok:
         return "--run FAILED: " + "; ".join(r.failures)
     by = {w.way: w for w in r.ways}
