@@ -299,7 +299,8 @@ def step_times(runs: list[NodeRun]) -> dict[str, dict[str, float]]:
             for s in w.steps:
                 if s.ok:
                     for k, v in s.seconds.items():
-                        found.setdefault(f"{w.way} {s.action}", {}).setdefault(k, []).append(v)
+                        label = w.way if w.way == s.action else f"{w.way} {s.action}"
+                        found.setdefault(label, {}).setdefault(k, []).append(v)
     return {way: {k: round(statistics.median(v), 1) for k, v in points.items()} for way, points in found.items()}
 
 
@@ -330,9 +331,9 @@ def plan_runs(plan: Any, node_of: Callable[[], Any], *, all_upgrades: bool = Fal
             out[name] = NodeRun(name, False, reason[1], reason[2], not_run=reason[0])
             continue
         typed_files = importer.render_app(data, line)
-        original = Chart(newest.chart_version, newest.found.package or package.build_archive(name, files))
+        original = Chart(newest.chart_version, _archive(name, newest.found))
         typed = Chart(str(data["version"]), package.build_archive(name, typed_files))
-        older = [Chart(i.chart_version, i.found.package or package.build_archive(name, i.found.files))
+        older = [Chart(i.chart_version, _archive(name, i.found))
                  for i in plan.charts.get(name, []) if i.line == line and i is not newest] if all_upgrades else []
         todo.append((name, line, original, typed, older))
     if todo:
@@ -345,6 +346,14 @@ def plan_runs(plan: Any, node_of: Callable[[], Any], *, all_upgrades: bool = Fal
                     out[name] = NodeRun(name, True, node=node.name,
                                         failures=[f"could not be run: {type(exc).__name__}: {str(exc).splitlines()[0]}"])
     return out
+
+
+def _archive(name: str, found: Any) -> bytes:
+    """The chart's files as a package whose folder is the app's name (what the installer unpacks:
+    a source folder or archive may be named otherwise, `tinychat-1.0.1/`)."""
+    from olares_pack.charts import package
+
+    return package.compress(package.build_tar(name, {**found.files, **found.binary}))
 
 
 def note(r: NodeRun) -> str:
