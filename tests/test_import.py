@@ -826,3 +826,16 @@ def test_the_two_ways_must_answer_the_same_served_name_on_the_same_port() -> Non
                      "entrance port: the original answers on app:8080, the typed render on app:8000"]
     failed = onnode.compare([way("original", "", "app:8080", ok=False), way("typed", "tiny", "app:8080")])
     assert failed == ["the original chart (1.0.1, install for alice-original) failed on the node: exited with 1: boom"]
+
+
+def test_the_chart_run_is_packaged_under_the_apps_name(tmp_path: Path) -> None:
+    import tarfile
+    from io import BytesIO
+
+    from olares_pack.importing import onnode
+
+    folder = tmp_path / "tinychat-1.0.1"
+    shutil.copytree(NODE_CHARTS / "tinychat", folder)
+    (found,) = importer.find(str(folder))
+    names = tarfile.open(fileobj=BytesIO(onnode._archive("tinychat", found))).getnames()
+    assert "tinychat/Chart.yaml" in names and "tinychat/templates/deployment.yaml" in names
