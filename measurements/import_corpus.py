@@ -20,6 +20,13 @@ script prints:
 - per app, whether the olares window where it is offered changed (a v2 app typed for the legacy
   line has the installer's own `<1.12.6` cap written out).
 
+With `--run` (a node can run here: `make node`), every typed app whose images have stand-ins runs on
+one node both ways (olares_pack/importing/onnode.py, as `import --structured --run`): the original
+chart at its own version and the typed render, then upgraded to the typed render from the original
+and from every older published chart of the same line. It prints how many were installed (Helm
+installed them), started (the entrance answered /v1/models), answered (a chat completion) and
+upgraded, the median seconds of each step, and per app what ran or why it could not.
+
 Measured figures are in docs/how-to/import.md ("Measure an import").
 """
 
@@ -59,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("sources", nargs="+")
     ap.add_argument("--accept", action="append", default=[], metavar="KIND")
     ap.add_argument("--json", action="store_true", help="print the per-chart results as JSON too")
+    ap.add_argument("--run", action="store_true", help="run every typed app the node can stand in for, both ways")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -96,9 +104,54 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name}: {j['versions']}; {'equal' if not kinds_here else 'differs: ' + ', '.join(kinds_here)}"
               + (f"; lint refuses the typed render: {', '.join(j['lint_refused'])}" if j["lint_refused"] else "")
               + (f"; window {j['window']}" if j["window"] else "; window unchanged"), file=out)
+    runs = _run(plan) if args.run else {}
     if args.json:
-        print(json.dumps({"rows": rows, "proof": per_app}, indent=1, ensure_ascii=False, default=str), file=out)
+        print(json.dumps({"rows": rows, "proof": per_app, "node": {k: r.to_dict() for k, r in runs.items()}},
+                         indent=1, ensure_ascii=False, default=str), file=out)
     return 0
+
+
+def _run(plan) -> dict:  # noqa: ANN001 - an importer.Plan; app -> onnode.NodeRun
+    """Every typed app on one node, both ways, with the upgrades from every older chart of its line."""
+    import time
+
+    from olares_pack.cluster import node as nodemod
+    from olares_pack.importing import onnode
+
+    if (why := nodemod.unavailable()) is not None:
+        print(f"--run: no node here: {why}", file=sys.stdout)
+        return {}
+    t0 = time.monotonic()
+    runs = onnode.plan_runs(plan, nodemod.running, all_upgrades=True,
+                            say=lambda line: print(f"  [{time.monotonic() - t0:6.0f} s] {line}", file=sys.stderr, flush=True))
+    ran = [r for r in runs.values() if r.ran]
+    print(f"on the node (--run, {time.monotonic() - t0:.0f} s): {len(runs)} typed apps, {len(ran)} run, "
+          f"{len(runs) - len(ran)} not run", file=sys.stdout)
+    why_not = collections.Counter(r.not_run for r in runs.values() if not r.ran)
+    for rule, n in why_not.most_common():
+        print(f"  {n:3d}  not run: {rule}: {onnode.NOT_RUN.get(rule, rule)}", file=sys.stdout)
+    for way in ("original", "typed", "upgrade"):
+        steps = [(r, w, s) for r in ran for w in r.ways if w.way == way for s in w.steps if s.action in ("install", "upgrade")]
+        if not steps:
+            continue
+        count = collections.Counter()
+        for _r, _w, s in steps:
+            count["installed"] += "helm" in s.seconds
+            count["started"] += "models" in s.seconds
+            count["answered"] += "answered" in s.seconds
+        print(f"  {way}: {len(steps)} {'upgrades' if way == 'upgrade' else 'installs'} (app x user"
+              f"{' x version upgraded from' if way == 'upgrade' else ''}): installed {count['installed']}, started "
+              f"{count['started']}, answered {count['answered']}", file=sys.stdout)
+    print(f"  both ways alike (same served name and port, upgrades answered): {sum(1 for r in ran if r.ok)} of {len(ran)}",
+          file=sys.stdout)
+    for way, points in onnode.step_times(ran).items():
+        print(f"  median seconds, {way}: " + ", ".join(f"{k} {v}" for k, v in points.items()), file=sys.stdout)
+    for name, r in sorted(runs.items()):
+        first = (r.failures[:1] or [r.why_not] if not r.ok or not r.ran else ["alike"])[0]
+        log = [ln for ln in r.engine_log() if ln.strip()][-2:]
+        print(f"  {name}: {'ran' if r.ran else 'not run'}: {first[:300]}" + (f" | log: {' / '.join(log)[:300]}" if log else ""),
+              file=sys.stdout)
+    return runs
 
 
 def _judge(name: str, app_yaml: str, imps: list) -> dict:  # noqa: ANN001 - a script

@@ -764,3 +764,78 @@ def test_what_official_charts_carry_imports_byte_for_byte(tmp_path: Path, capsys
     assert run_import(root, str(folder), extra=("--format", "json")) == ExitCode.FINDINGS
     (chart,) = json.loads(capsys.readouterr().out)["charts"]
     assert chart["status"] == "refused" and "crds/big.yaml: is 5,242,882 characters long; at most 5,242,880" in chart["notes"][0]
+
+
+# ---------------------------------------------------------------- import --structured --run (issue #50 item 5)
+# The runs on a node are in tests/test_node.py ("import on the node"); here what needs no node.
+
+NODE_CHARTS = LEGACY / "node"
+
+
+def test_run_needs_structured(tmp_path: Path) -> None:
+    assert run_import(empty_repo(tmp_path), str(NODE_CHARTS / "tinychat"), extra=("--run",)) == ExitCode.INPUT
+
+
+def test_run_says_what_no_stand_in_runs_and_which_check_stood_instead(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from olares_pack.cluster import node as nodemod
+
+    def no_node(log=None):  # noqa: ANN001, ANN202, ARG001 - a vLLM app needs none
+        raise AssertionError("a node was started for an app no stand-in runs")
+
+    monkeypatch.setattr(nodemod, "running", no_node)
+    root = empty_repo(tmp_path)
+    assert run_import(root, str(CHARTS / "vllmserve"), extra=("--structured", "--run", "--format", "json")) == 0
+    out = json.loads(capsys.readouterr().out)
+    ran = out["node"]["vllmserve"]
+    assert not ran["ran"] and ran["ok"] and ran["not_run"] == "standin.vllm" and "no stand-in runs vLLM" in ran["why_not"]
+    assert "the independent proof" in ran["check"]
+    row = next(r for r in out["charts"] if r["app"] == "vllmserve" and "structured" in r)
+    assert row["structured"]["node"]["ran"] is False
+    assert any(n.startswith("--run: not run on the node (standin.vllm): no stand-in runs vLLM") for n in row["notes"])
+    assert (root / "apps" / "vllmserve" / "app.yaml").is_file()
+
+
+def test_a_fork_image_is_not_stood_in_by_upstream_llama_server() -> None:
+    from olares_pack.importing import onnode
+
+    files = {str(p.relative_to(NODE_CHARTS / "tinychat")): p.read_text() for p in (NODE_CHARTS / "tinychat").rglob("*") if p.is_file()}
+    fork = {"kind": "llamacpp", "image": {"repository": "docker.io/aamsellem/llamacpp-mtp", "tag": "0.1.0"}}
+    rule, why, check = onnode.why_not("tinychat", files, fork) or ("", "", "")
+    assert rule == "standin.fork" and "llama.cpp fork" in why and "llama-server's parser" in check
+    upstream = {"kind": "llamacpp", "image": {"repository": "ghcr.io/ggml-org/llama.cpp", "tag": "server-cuda-b11434"}}
+    assert onnode.why_not("tinychat", files, upstream) is None  # busybox and llama.cpp: both stood in
+    files["templates/deployment.yaml"] = files["templates/deployment.yaml"].replace("docker.io/library/busybox:1.36",
+                                                                                    "docker.io/curlimages/curl:8.10.1")
+    rule, why, _ = onnode.why_not("tinychat", files, upstream) or ("", "", "")
+    assert rule == "standin.image" and "no stand-in image for docker.io/curlimages/curl:8.10.1 (container fetch-model)" in why
+
+
+def test_the_two_ways_must_answer_the_same_served_name_on_the_same_port() -> None:
+    from olares_pack.importing import onnode
+    from olares_pack.rehearse.live import LiveStep
+
+    def way(name: str, served: str, entrance: str, ok: bool = True) -> onnode.Way:
+        step = LiveStep("current", "install", "1.0.1", f"alice-{name}", ok=ok, served=served, answer="hi",
+                        seconds={"models": 3.0, "answered": 3.5} if ok else {}, error="" if ok else "exited with 1: boom")
+        return onnode.Way(name, "1.0.1", "current", [f"app-alice-{name}"], entrance, [step])
+
+    assert onnode.compare([way("original", "tiny", "app:8080"), way("typed", "tiny", "app:8080")]) == []
+    found = onnode.compare([way("original", "tiny", "app:8080"), way("typed", "other", "app:8000")])
+    assert found == ["served model name: the original answers 'tiny' (alice-original), the typed render 'other' (alice-typed)",
+                     "entrance port: the original answers on app:8080, the typed render on app:8000"]
+    failed = onnode.compare([way("original", "", "app:8080", ok=False), way("typed", "tiny", "app:8080")])
+    assert failed == ["the original chart (1.0.1, install for alice-original) failed on the node: exited with 1: boom"]
+
+
+def test_the_chart_run_is_packaged_under_the_apps_name(tmp_path: Path) -> None:
+    import tarfile
+    from io import BytesIO
+
+    from olares_pack.importing import onnode
+
+    folder = tmp_path / "tinychat-1.0.1"
+    shutil.copytree(NODE_CHARTS / "tinychat", folder)
+    (found,) = importer.find(str(folder))
+    names = tarfile.open(fileobj=BytesIO(onnode._archive("tinychat", found))).getnames()
+    assert "tinychat/Chart.yaml" in names and "tinychat/templates/deployment.yaml" in names

@@ -40,6 +40,54 @@ def test_repeated_flags_keep_their_order() -> None:
     assert g1 != g2
 
 
+def _differs(a: list[str], b: list[str], image: str = "ghcr.io/ggml-org/llama.cpp:server-cuda-b9101") -> bool:
+    command = ["llama-server"] if "llama" in image else ["vllm", "serve", "org/model"]
+    ca, cb = ({**_container(x), "image": image, "command": command} for x in (a, b))
+    return bool(charts.compare_objects([_deployment(ca)], [_deployment(cb)]))
+
+
+def test_a_switch_and_its_negation_keep_their_order() -> None:
+    # llama-server applies them in argv order (handler_bool(params, is_positive)): the last wins
+    assert _differs(["--port", "8080", "--mmap", "--no-mmap"], ["--no-mmap", "--port", "8080", "--mmap"])
+    assert _differs(["-nkvo", "--kv-offload"], ["--kv-offload", "--no-kv-offload"])
+    assert not _differs(["--no-mmap", "--port", "8080"], ["--port", "8080", "--no-mmap"])
+
+
+def test_flags_that_append_to_one_list_keep_their_order() -> None:
+    # --lora and --lora-scaled both push to params.lora_adapters: the adapter's index is its place
+    assert _differs(["--lora", "a.gguf", "--lora-scaled", "b.gguf:0.5"], ["--lora-scaled", "b.gguf:0.5", "--lora", "a.gguf"])
+    assert not _differs(["--lora", "a.gguf", "--port", "1"], ["--port", "1", "--lora", "a.gguf"])
+
+
+def test_a_flag_that_takes_a_value_takes_the_next_word_as_llama_server_does() -> None:
+    # `--alias --jinja --mlock`: the model is named "--jinja", --mlock is set and jinja is not
+    assert _differs(["--alias", "--jinja", "--mlock"], ["--alias", "--mlock", "--jinja"])
+    g = charts._argv_facts(_container(["--alias", "--jinja", "--mlock"]), {})["argv"]
+    assert g["flags"] == {"--alias": [["--jinja"]], "--mlock": [[]]}
+
+
+def test_an_equals_word_is_one_word_for_llama_server_and_a_flag_with_its_value_for_argparse() -> None:
+    # llama-server's parser has no `--flag=value` form (an invalid argument); argparse reads it as `--flag value`
+    assert _differs(["--port=8080"], ["--port", "8080"])
+    vllm = "vllm/vllm-openai:v0.19.0"
+    assert not _differs(["--port=8080"], ["--port", "8080"], image=vllm)
+    assert _differs(["--max-model-len", "8192", "--", "x", "y"], ["--max-model-len", "8192", "--", "y", "x"], image=vllm)
+
+
+def test_words_after_a_double_dash_are_positional_in_order() -> None:
+    a = argv.group(["serve", "--port", "1", "--", "--model", "m"])
+    b = argv.group(["serve", "--model", "m", "--port", "1"])
+    assert a != b and a.as_dict()["flags"]["--"] == [["--model", "m"]]
+
+
+def test_the_words_after_a_script_are_its_dollar_zero_and_arguments() -> None:
+    # `sh -c 'exec vllm serve "$@"' -- MODEL --port 8000 --dtype auto`: `--` is $0, the flags reach argparse
+    script = ["sh", "-c", 'exec vllm serve "$@"', "--", "org/model"]
+    a = _deployment({"name": "s", "image": "vllm/vllm-openai:v0.19.0", "command": [*script, "--port", "8000", "--dtype", "auto"]})
+    b = _deployment({"name": "s", "image": "vllm/vllm-openai:v0.19.0", "command": [*script, "--dtype", "auto", "--port", "8000"]})
+    assert charts.compare_objects([a], [b]) == []
+
+
 def test_a_script_is_compared_as_its_text() -> None:
     a = _deployment({"name": "s", "image": "x", "command": ["sh", "-c", 'exec llama-server --model "$MODELS_DIR/$F"']})
     b = _deployment({"name": "s", "image": "x", "command": ["sh", "-c", "exec llama-server --model /models/f.gguf"]})

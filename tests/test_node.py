@@ -260,3 +260,74 @@ def test_release_refuses_a_version_whose_engine_does_not_start(node: nodemod.Nod
     assert record.ran and not record.ran[0].ok and record.ran[0].engine_log
     assert "llama-server" in record.standins["docker.io/aamsellem/llama-cpp-mtp:master-ad27757"]
     assert record.node and "kubelet" in record.node
+
+
+# ---- import on the node (issue #50 item 5)
+# `import --structured --run` on the module's node: a third-party-style chart (tests/data/import/node/tinychat:
+# upstream llama.cpp, its model fetched by a busybox init container from the device's Hugging Face service)
+# run both ways, original and typed, then upgraded from the original to the typed render.
+
+TINYCHAT = ROOT / "tests" / "data" / "import" / "node" / "tinychat"
+
+
+def _import_on(node: nodemod.Node, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+               chart: Path, *extra: str) -> tuple[int, dict]:
+    import json
+    from contextlib import contextmanager
+
+    from olares_pack.cli import main
+
+    @contextmanager
+    def running(log=None) -> Iterator[nodemod.Node]:  # noqa: ANN001, ARG001 - the module's node
+        yield node
+
+    monkeypatch.setattr(nodemod, "running", running)
+    (tmp_path / "repo" / "apps").mkdir(parents=True)
+    capsys.readouterr()
+    code = main(["import", str(chart), "--apps-dir", str(tmp_path / "repo" / "apps"), "--date", "2026-12-06",
+                 "--structured", "--run", "--format", "json", *extra])
+    text = capsys.readouterr().out
+    return code, json.loads(text[text.index("{"):])
+
+
+def test_import_runs_the_original_and_the_typed_render_and_both_answer_alike(
+        node: nodemod.Node, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out = _import_on(node, monkeypatch, capsys, tmp_path, TINYCHAT)
+    ran = out["node"]["tinychat"]
+    assert code == 0, ran
+    assert ran["ran"] and ran["ok"] and not ran["failures"]
+    ways = {w["way"]: w for w in ran["ways"]}
+    assert (ways["original"]["version"], ways["typed"]["version"]) == ("1.0.1", "1.0.2")
+    installs = [s for w in (ways["original"], ways["typed"]) for s in w["steps"] if s["action"] == "install"]
+    assert [s["served"] for s in installs] == ["tiny-chat", "tiny-chat"] and all("answered" in s["seconds"] for s in installs)
+    assert ways["original"]["entrance"] == ways["typed"]["entrance"] == "tinychat:8080"
+    assert ways["original"]["namespaces"] != ways["typed"]["namespaces"]  # each its own namespace and release
+    up = ways["upgrade"]
+    assert up["from"] == "1.0.1" and up["ok"] and all(s["downloads"] == 0 for s in up["steps"] if s["action"] == "upgrade")
+    assert any("busybox" in v for v in ran["standins"].values()) and any("llama-server" in v for v in ran["standins"].values())
+    note = next(n for r in out["charts"] for n in r["notes"] if n.startswith("--run:"))
+    assert "both answered 'tiny-chat' on tinychat:8080" in note
+    assert (tmp_path / "repo" / "apps" / "tinychat" / "app.yaml").is_file()
+
+
+def test_an_original_that_does_not_start_fails_the_import_with_the_engines_words(
+        node: nodemod.Node, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`-fa --jinja`: llama-server reads `--jinja` as -fa's value and refuses it; the typed render
+    writes `-fa on --jinja` (a difference of the arguments, accepted here), which starts: the two
+    ways do not answer alike, the import fails and writes nothing."""
+    import shutil
+
+    chart = tmp_path / "src" / "tinychat"
+    shutil.copytree(TINYCHAT, chart)
+    deployment = chart / "templates" / "deployment.yaml"
+    deployment.write_text(deployment.read_text().replace('"-fa", "on", "--jinja"', '"-fa", "--jinja"'))
+    code, out = _import_on(node, monkeypatch, capsys, tmp_path, chart, "--accept=container.args")
+    ran = out["node"]["tinychat"]
+    assert code == 1 and ran["ran"] and not ran["ok"]
+    assert ran["failures"][0].startswith("the original chart (1.0.1, install for alice-orig) failed on the node: ")
+    assert "exited with" in ran["failures"][0]
+    original = next(w for w in ran["ways"] if w["way"] == "original")
+    log = original["steps"][0]["engine_log"]
+    assert any("--flash-attn" in ln and "--jinja" in ln for ln in log), log  # llama-server's own error
+    assert next(w for w in ran["ways"] if w["way"] == "typed")["ok"]
+    assert not (tmp_path / "repo" / "apps" / "tinychat").exists()

@@ -38,14 +38,20 @@ from olares_pack.common.errors import ExitCode
               help="With --structured: a kind of difference between the chart and its typed render to take on "
               "purpose (e.g. manifest.form); the typed app records what was accepted. Repeatable. Kinds: "
               "docs/how-to/import.md.")
+@click.option("--run", "live", is_flag=True,
+              help="With --structured: run each typed app on a node here as `rehearse --run` does (stand-in images "
+              "and model), both ways: the original chart at its own version and the typed render, then the upgrade "
+              "from the original; both must answer the same served model name on the same entrance port. An app "
+              "no stand-in runs (an engine fork, vLLM, another server) says so and which check stood instead. A "
+              "failure or a mismatch fails the import (exit 1) with the engine's own log lines; nothing is written.")
 @click.option("--rename", is_flag=True, help="Give charts whose name the target line refuses the proposed valid name "
               "(a new app, to be released: its published packages name the old one). With --upgrade the target is "
               "1.12.6+, which takes at most 30 characters; 1.12.3-1.12.5 charts keep longer names without it.")
 @click.option("--dry-run", is_flag=True, help="Show what would be imported; write nothing.")
 @lock_timeout_option
 def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | None, os_versions: tuple[str, ...],
-               strict: bool, upgrade: bool, fmt: str, structured: bool, accept: tuple[str, ...], rename: bool, dry_run: bool,
-               lock_timeout: float) -> int:
+               strict: bool, upgrade: bool, fmt: str, structured: bool, accept: tuple[str, ...], live: bool, rename: bool,
+               dry_run: bool, lock_timeout: float) -> int:
     """Import hand-written charts: chart folders, .tgz packages, folders of them, or the base URL
     of a live market source. Each app becomes apps/<name>/app.yaml (the chart as written) and one
     release record per version whose package is the source's own bytes."""
@@ -62,6 +68,8 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
         raise click.UsageError(f"--accept {', '.join(bad)}: not a kind of difference (expected one of {', '.join(sorted(KINDS))})")
     if accept and not structured:
         raise click.UsageError("--accept takes differences of the typed render: use it with --structured")
+    if live and not structured:
+        raise click.UsageError("--run runs the typed render beside the original: use it with --structured")
     repo = Repo.of_apps(apps_dir)
     found = []
     said: list[str] = []  # what a live source lists, names and serves
@@ -75,13 +83,25 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
     with held:
         plan = importer.plan(repo, found, (date or dt.datetime.now()).date(), upgrade=upgrade, rename=rename,
                              structured=structured, accept=accept)
-        if not dry_run:
+        runs = _run_on_node(plan) if live else None
+        failed = (live and runs is None) or any(not r.ok for r in (runs or {}).values())
+        if not dry_run and not failed:
             plan.write(repo)
     rows = plan.rows()
     if fmt == "json":
-        console.out.print_json(json.dumps({"charts": rows, "apps": plan.apps, "sources": said}, ensure_ascii=False))
+        console.out.print_json(json.dumps({"charts": rows, "apps": plan.apps, "sources": said,
+                                           **({"node": {k: r.to_dict() for k, r in runs.items()}} if runs is not None else {})},
+                                          ensure_ascii=False))
     else:
         print_import_table(rows)
+        for name, r in sorted((runs or {}).items()):
+            console.out.print(f"{name} on the node:", markup=False)
+            for line in r.lines():
+                console.out.print(f"  {line}", markup=False)
+    if failed:
+        console.error("--run: " + ("no node here to run on" if runs is None else
+                                   "an app did not answer alike both ways on the node") + "; nothing written")
+        return ExitCode.FINDINGS
     for line in said:
         console.info(line)
     ok, noted, refused = plan.counts()
@@ -90,3 +110,28 @@ def import_cmd(sources: tuple[str, ...], apps_dir: Path, date: dt.datetime | Non
     if refused or (strict and noted):
         return ExitCode.FINDINGS
     return ExitCode.OK
+
+
+def _run_on_node(plan) -> dict | None:  # noqa: ANN001 - an importer.Plan; NodeRun by app
+    """Every typed app of the plan run both ways on a node here (importing/onnode.py); None when no
+    node can run here (the reason said). Each app's row gets a note of what ran."""
+    from olares_pack.cluster import node as nodemod
+    from olares_pack.common import console
+    from olares_pack.importing import onnode
+
+    def node_of():  # noqa: ANN202 - started only when an app can run on it
+        if (why := nodemod.unavailable()) is not None:
+            raise nodemod.NodeUnavailable(why)
+        return nodemod.running(console.info)
+
+    try:
+        runs = onnode.plan_runs(plan, node_of, say=console.info)
+    except nodemod.NodeUnavailable as exc:
+        console.error(f"--run: no node here to run on: {exc}")
+        return None
+    for name, r in runs.items():
+        newest = plan.typed[name][0]
+        newest.notes.append(onnode.note(r))
+        newest.structured = {**(newest.structured or {}), "node": {"ran": r.ran, "ok": r.ok, "not_run": r.not_run or None, "why_not": r.why_not or None,
+                                                                    "check": r.check or None, "failures": r.failures}}
+    return runs

@@ -412,6 +412,9 @@ class Plan:
     results: list[Imported | Refused] = field(default_factory=list)
     apps: dict[str, list[str]] = field(default_factory=dict)  # app name -> versions imported
     skipped: dict[str, str] = field(default_factory=dict)  # app name -> why not
+    # --structured: app name -> (the chart it replaces, the typed app's data), for `--run`
+    typed: dict[str, tuple[Imported, dict[str, Any]]] = field(default_factory=dict)
+    charts: dict[str, list[Imported]] = field(default_factory=dict)  # app name -> its published charts
 
     def status(self, r: Imported | Refused) -> str:
         if isinstance(r, Refused):
@@ -498,6 +501,9 @@ def plan(repo: Repo, founds: list[ChartSource], date: dt.date, *, upgrade: bool 
             app_data = _upgraded(app_data, date, newest)
         if structured:
             app_data = _typed(app_data, date, newest, published=[r.version for r in recs], accept=accept)
+            if (newest.structured or {}).get("typed"):
+                out.typed[name] = (newest, app_data)
+        out.charts[name] = published
         out.writes[repo.apps_dir / name / MANIFEST_FILE] = dump_app(app_data)
         out.apps[name] = [r.version for r in recs]
         if recs:

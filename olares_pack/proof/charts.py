@@ -210,16 +210,22 @@ def _words(c: dict[str, Any], cms: dict[str, dict[str, Any]]) -> list[str]:
     return [_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), str(w)) for w in [*(c.get("command") or []), *(c.get("args") or [])]]
 
 
-def _canonical(image: str, words: list[str]) -> Any:
-    """The flag table of llama-server's build for a llama.cpp container (its image's tag names the
-    build; a fork reads upstream's table of its base), else spellings as written."""
+# flags that append to one list with another flag (llama.cpp common/arg.cpp at b11434: `--lora` and
+# `--lora-scaled` push to params.lora_adapters, `--control-vector` and `--control-vector-scaled`
+# to params.control_vectors): their relative order is the list's
+_SHARED_LISTS = {"--lora-scaled": "--lora", "--control-vector-scaled": "--control-vector"}
+
+
+def _reader(image: str, words: list[str]) -> argvmod.Reader | None:
+    """How llama-server of the image's build reads its words (its own flag table; a fork reads
+    upstream's table of its base), None for another program: spellings as written."""
     from olares_pack.engines import registry
 
     repo, tag = registry.image_parts(image)
     images = {*registry.upstream_images(), *(i for f in registry.forks().values() for i in f.images)}
     llama = repo in images or any(w.rsplit("/", 1)[-1] == "llama-server" for w in words[:3])
     if not llama:
-        return lambda f: f
+        return None
     table = registry.resolve("llamacpp", registry.tag_build(tag), "image tag").registry
 
     def canonical(flag: str) -> str:
@@ -227,17 +233,27 @@ def _canonical(image: str, words: list[str]) -> Any:
         if spec is None:
             return flag
         return spec.negations[0] if flag in spec.negations else spec.canonical
-    return canonical
+
+    def setting(flag: str) -> str:
+        spec = table.lookup(flag)
+        return _SHARED_LISTS.get(flag, spec.canonical if spec is not None else flag)
+
+    def takes_value(flag: str) -> bool:
+        # a value the help writes optional (`-fa [on|off|auto]` of some builds) is not taken blindly
+        spec = table.lookup(flag)
+        return bool(spec is not None and spec.takes_value and not spec.optional_value and flag not in spec.negations)
+
+    return argvmod.Reader(canonical, setting, takes_value)
 
 
 def _argv_facts(c: dict[str, Any], cms: dict[str, dict[str, Any]]) -> dict[str, Any]:
     words = _words(c, cms)
-    canonical = _canonical(str(c.get("image", "")), words)
+    reader = _reader(str(c.get("image", "")), words)
     script = argvmod.shell_script(words)
     if script is not None:
         shell, text, rest = script
-        return {"shell": shell, "script": text, "after": argvmod.group(rest, canonical).as_dict()}
-    return {"argv": argvmod.group(words, canonical).as_dict()}
+        return {"shell": shell, "script": text, "after": argvmod.group(rest, reader=reader, options_end=False).as_dict()}
+    return {"argv": argvmod.group(words, reader=reader).as_dict()}
 
 
 def _container_diffs(where: str, ca: dict[str, Any], cb: dict[str, Any], cms_a: dict[str, Any], cms_b: dict[str, Any]) -> list[Difference]:
