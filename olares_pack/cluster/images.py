@@ -303,6 +303,8 @@ def _vllm_files(version: str) -> dict[str, Path | bytes | str]:
         rel = p.relative_to(hub)
         if p.is_file() and "__pycache__" not in rel.parts and rel.parts[0] not in ("bin", ".complete"):
             files[f"{site}/{rel.as_posix()}"] = p
+            if p.suffix == ".so":  # what the wheels' compiled modules link (charset_normalizer: libpthread)
+                files |= {k[1:].lstrip("/"): v.resolve() for k, v in _linked(p).items() if k.startswith("@")}
     return files
 
 

@@ -32,7 +32,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import vllmargs  # noqa: E402 - olares_pack/engines/vllmargs.py, bundled beside this file
+try:
+    import vllmargs  # olares_pack/engines/vllmargs.py, bundled beside this file in the image
+except ImportError:  # run from olares-pack's sources (tests/test_node_parts.py)
+    from olares_pack.engines import vllmargs
 
 TABLE = Path(os.environ.get("OLARES_PACK_VLLM_FLAGS", str(HERE / "vllm-flags.json")))
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
