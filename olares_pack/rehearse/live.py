@@ -290,7 +290,12 @@ class Live:
                              else "engine pod replaced")
             try:
                 url = url or self.service_url(plan, user)
-                status, body = _http("GET", url + "/v1/models")
+                try:
+                    status, body = _http("GET", url + "/v1/models")
+                except OSError:  # no Ready endpoint: the ClusterIP refuses
+                    if not at_pod:
+                        raise
+                    status, body = 0, "connection refused"
                 if status != 200 and at_pod and (direct := self.pod_url(plan, user)):
                     s2, b2 = _http("GET", direct + "/v1/models")
                     if s2 == 200:

@@ -26,9 +26,11 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -237,6 +239,11 @@ func download() {
 
 func main() {
 	log.SetFlags(log.LstdFlags | log.LUTC)
+	// as a container's PID 1 a signal without a handler is ignored: stop at once on SIGTERM
+	// (the pod would otherwise take its whole grace period to go)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	go func() { <-stop; os.Exit(0) }()
 	state.Store("downloading " + os.Getenv("MODEL_SOURCE"))
 	go download()
 	proxy := httputil.NewSingleHostReverseProxy(engineURL())

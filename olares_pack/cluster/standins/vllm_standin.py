@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import struct
 import sys
 import time
@@ -221,6 +222,9 @@ def serve(opts: dict[str, list[str]], model: str, folder: Path, tensors: int) ->
                                  "role": "assistant", "content": text}}],
                              "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
 
+    # as a container's PID 1 a signal without a handler is ignored: without this the pod would
+    # take its whole grace period to stop (vLLM's server stops on SIGTERM)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server = ThreadingHTTPServer((host, port), Handler)
     log(f"serving {', '.join(served)} on http://{host}:{port} (/health, /v1/models, /v1/chat/completions)")
     server.serve_forever()
