@@ -316,9 +316,12 @@ class Live:
             time.sleep(1)
         else:
             logs = [ln for ns in namespaces for p in self.engine_pods(ns, engines) for c in engines
-                    for ln in self.log(p, c)]
-            raise Failed(f"the entrance did not answer /v1/models within {ANSWER_TIMEOUT:.0f} s (last: {last})",
-                         logs[-LOG_LINES:])
+                    for ln in self.log(p, c)][-LOG_LINES:]
+            # and what the other containers (llm-init: the download, the proxy) said last
+            logs += [f"{c['name']}: {ln}" for ns in namespaces for p in self.pods(ns) for c in p["spec"]["containers"]
+                     if c["name"] not in engines and not p["metadata"].get("deletionTimestamp")
+                     for ln in self.log(p, c["name"])[-10:]]
+            raise Failed(f"the entrance did not answer /v1/models within {ANSWER_TIMEOUT:.0f} s (last: {last})", logs)
         status, body = _http("POST", url + "/v1/chat/completions", {
             "model": step.served, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8,
             "temperature": 0})

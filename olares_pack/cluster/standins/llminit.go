@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -77,12 +78,19 @@ func parseSource(s string) []source {
 	return out
 }
 
+// Every request has a deadline: a connection that hangs (a SYN to a ClusterIP kube-proxy has not
+// programmed yet waits out the dialer's 30 s; a stalled response would wait forever) is retried
+// instead. The engine is polled with a short one, the hub with one that fits the stand-in model.
+var hubClient = &http.Client{Timeout: 120 * time.Second, Transport: &http.Transport{
+	DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext, ResponseHeaderTimeout: 30 * time.Second}}
+var engineClient = &http.Client{Timeout: 2 * time.Second}
+
 func request(method, u string) (*http.Response, error) {
 	req, _ := http.NewRequest(method, u, nil)
 	if t := os.Getenv("HF_TOKEN"); t != "" {
 		req.Header.Set("Authorization", "Bearer "+t)
 	}
-	return http.DefaultClient.Do(req)
+	return hubClient.Do(req)
 }
 
 func fetch(cache, endpoint string, src source, file string) error {
@@ -223,7 +231,7 @@ func download() {
 	state.Store("model downloaded, waiting for the engine")
 	log.Printf("model downloaded: %s", filepath.Join(runDir, "model_download_finish"))
 	for {
-		resp, err := http.Get(engineURL().String() + "/v1/models")
+		resp, err := engineClient.Get(engineURL().String() + "/v1/models")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
