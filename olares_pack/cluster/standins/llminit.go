@@ -83,7 +83,9 @@ func parseSource(s string) []source {
 // instead. The engine is polled with a short one, the hub with one that fits the stand-in model.
 var hubClient = &http.Client{Timeout: 120 * time.Second, Transport: &http.Transport{
 	DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext, ResponseHeaderTimeout: 30 * time.Second}}
-var engineClient = &http.Client{Timeout: 2 * time.Second}
+// a new connection (and DNS answer) per poll: a kept-alive one would keep asking whatever the
+// first answer reached
+var engineClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
 func request(method, u string) (*http.Response, error) {
 	req, _ := http.NewRequest(method, u, nil)
@@ -230,8 +232,9 @@ func download() {
 	}
 	state.Store("model downloaded, waiting for the engine")
 	log.Printf("model downloaded: %s", filepath.Join(runDir, "model_download_finish"))
-	for {
+	for i := 0; ; i++ {
 		resp, err := engineClient.Get(engineURL().String() + "/v1/models")
+		said := ""
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -240,6 +243,12 @@ func download() {
 				log.Printf("engine ready at %s", engineURL())
 				return
 			}
+			said = resp.Status
+		} else {
+			said = err.Error()
+		}
+		if i%10 == 9 {
+			log.Printf("engine not ready at %s: %s", engineURL(), said)
 		}
 		time.Sleep(time.Second)
 	}
