@@ -83,6 +83,7 @@ func parseSource(s string) []source {
 // instead. The engine is polled with a short one, the hub with one that fits the stand-in model.
 var hubClient = &http.Client{Timeout: 120 * time.Second, Transport: &http.Transport{
 	DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext, ResponseHeaderTimeout: 30 * time.Second}}
+
 // a new connection (and DNS answer) per poll: a kept-alive one would keep asking whatever the
 // first answer reached
 var engineClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
