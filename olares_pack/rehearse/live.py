@@ -24,6 +24,7 @@ moved into the node's folder.
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -163,13 +164,13 @@ class Live:
             kind = images.kind_of(str(c.get("image")), engine_images.get(str(c.get("image"))))
             if kind is None:
                 raise Failed(f"no stand-in image for {c.get('image')} (container {c.get('name')}): this node runs only "
-                             "llama.cpp engines, llm-init, busybox and pause")
+                             "llama.cpp and vLLM engines, llm-init, the proxy, busybox and pause")
             try:
                 images.push(self.node, str(c["image"]), kind)
             except ToolsMissing as exc:
                 raise Failed(f"the stand-in for {c['image']} could not be made: {exc}") from None
-            self.standins[str(c["image"])] = images.STANDINS[kind].stands_for
-            if kind == "llama-server":
+            self.standins[str(c["image"])] = images.stands_for(kind, str(c["image"]))
+            if kind in ("llama-server", "vllm"):
                 self.engine_images.add(str(c["image"]))
                 if _engine_kind(c) and "llm-init" not in str(c.get("image")):
                     engines.append(str(c["name"]))
@@ -241,9 +242,34 @@ class Live:
                 return f"http://{svc['spec']['clusterIP']}:{port}"
         raise Failed(f"the entrance's Service {host} does not exist in {plan.namespace(user)}")
 
+    def pod_url(self, plan: ChartPlan, user: str) -> str:
+        """The entrance's Service target, at a running pod it selects (ready or not); "" if none."""
+        entrances = [e for e in plan.manifest.get("entrances") or [] if isinstance(e, dict)]
+        host, port = str(entrances[0].get("host")), int(entrances[0].get("port") or 80)
+        for rel in plan.releases(user):
+            svc = self.node.cluster.get(f"/api/v1/namespaces/{rel.namespace}/services/{host}")
+            if not svc:
+                continue
+            ports = [p for p in svc["spec"].get("ports") or [] if int(p.get("port", 0)) == port]
+            target = (ports[0].get("targetPort") if ports else None) or port
+            selector = svc["spec"].get("selector") or {}
+            for pod in self.pods(rel.namespace):
+                labels = pod["metadata"].get("labels") or {}
+                ip = pod.get("status", {}).get("podIP")
+                if not ip or pod.get("status", {}).get("phase") != "Running" or pod["metadata"].get("deletionTimestamp"):
+                    continue
+                if selector and all(labels.get(k) == v for k, v in selector.items()):
+                    named = [cp["containerPort"] for c in pod["spec"]["containers"] for cp in c.get("ports") or []
+                             if cp.get("name") == target]
+                    return f"http://{ip}:{named[0] if named else target}"
+        return ""
+
     def answer(self, plan: ChartPlan, user: str, engines: list[str], step: LiveStep, t0: float,
-               old_uids: set[str] | None = None) -> None:
-        """Wait until /v1/models lists the served name through the entrance, then one chat completion."""
+               old_uids: set[str] | None = None, at_pod: bool = False) -> None:
+        """Wait until /v1/models lists the served name through the entrance, then one chat completion.
+        at_pod: the version upgraded from may answer at the pod its entrance Service selects
+        before that pod is Ready (a chart's startup probe can wait 60 s before the first try;
+        the upgrade's subject is the new version, which answers through the Service)."""
         served = _served_name(plan)
         namespaces = sorted({rel.namespace for rel in plan.releases(user)})
         deadline = time.monotonic() + ANSWER_TIMEOUT
@@ -264,7 +290,17 @@ class Live:
                              else "engine pod replaced")
             try:
                 url = url or self.service_url(plan, user)
-                status, body = _http("GET", url + "/v1/models")
+                try:
+                    status, body = _http("GET", url + "/v1/models")
+                except OSError:  # no Ready endpoint: the ClusterIP refuses
+                    if not at_pod:
+                        raise
+                    status, body = 0, "connection refused"
+                if status != 200 and at_pod and (direct := self.pod_url(plan, user)):
+                    s2, b2 = _http("GET", direct + "/v1/models")
+                    if s2 == 200:
+                        url, status, body = direct, s2, b2
+                        step.note += "answered at its pod, before the entrance Service had it Ready. "
                 if status == 200:
                     names = [m.get("id") for m in (body or {}).get("data", []) if isinstance(m, dict)]
                     if served and served not in names:
@@ -280,9 +316,12 @@ class Live:
             time.sleep(1)
         else:
             logs = [ln for ns in namespaces for p in self.engine_pods(ns, engines) for c in engines
-                    for ln in self.log(p, c)]
-            raise Failed(f"the entrance did not answer /v1/models within {ANSWER_TIMEOUT:.0f} s (last: {last})",
-                         logs[-LOG_LINES:])
+                    for ln in self.log(p, c)][-LOG_LINES:]
+            # and what the other containers (llm-init: the download, the proxy) said last
+            logs += [f"{c['name']}: {ln}" for ns in namespaces for p in self.pods(ns) for c in p["spec"]["containers"]
+                     if c["name"] not in engines and not p["metadata"].get("deletionTimestamp")
+                     for ln in self.log(p, c["name"])[-10:]]
+            raise Failed(f"the entrance did not answer /v1/models within {ANSWER_TIMEOUT:.0f} s (last: {last})", logs)
         status, body = _http("POST", url + "/v1/chat/completions", {
             "model": step.served, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8,
             "temperature": 0})
@@ -322,8 +361,12 @@ def _engine_kind(container: dict[str, Any]) -> str | None:
         return str(env["ENGINE_KIND"])
     if "llama-server" in words:
         return "llamacpp"
-    # the image's own entrypoint is llama-server (the llama.cpp server images): only its arguments here
     args = [str(a) for a in container.get("args") or []]
+    # `vllm serve ...` (the command, or the arguments of an image whose entrypoint is vllm), or its API server module
+    if re.search(r"(^|[\s/])vllm serve\b|vllm\.entrypoints\.openai\.api_server", words) or (
+            not container.get("command") and args[:1] == ["serve"] and "vllm" in str(container.get("image"))):
+        return "vllm"
+    # the image's own entrypoint is llama-server (the llama.cpp server images): only its arguments here
     if not container.get("command") and "--model" in args and "vllm" not in str(container.get("image")):
         return "llamacpp"
     return None
@@ -452,8 +495,9 @@ def _upgrade_cycle(live: Live, target: str, old: ChartPlan, new: ChartPlan, user
                 raise Failed(f"{old.version} did not install: " + "; ".join(s.error for s in inst if not s.ok))
             engines = live.push_images(r, new, step.user)
             try:
-                live.answer(old, step.user, engines_old[step.user], first, t0)
+                live.answer(old, step.user, engines_old[step.user], first, t0, at_pod=True)
                 step.seconds["old answered"] = first.seconds.get("answered", 0.0)
+                step.note += f"{old.version} {first.note}" if first.note else ""
             except Failed as exc:
                 if old_images <= live.engine_images:
                     raise Failed(f"{old.version} (the version upgraded from) did not answer: {exc}", exc.log) from None
