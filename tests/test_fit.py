@@ -25,3 +25,12 @@ def test_probes_answer_sooner_but_a_container_keeps_the_charts_time_to_start() -
     assert out["livenessProbe"] == engine["livenessProbe"]  # a restart is the chart's own timing
     ready = out["readinessProbe"]
     assert ready["periodSeconds"] <= 1 and ready["failureThreshold"] == 3 and ready["httpGet"]["port"] == 8090
+
+
+def test_the_engine_wrapper_looks_for_the_sentinel_every_second() -> None:
+    wrapped = {"name": "llamacpp", "command": ["/bin/sh", fit.WRAPPER], "env": [{"name": "ENGINE_KIND", "value": "llamacpp"}]}
+    other = {"name": "llm-init", "env": [{"name": "PORT", "value": "8090"}]}
+    doc = {"kind": "Deployment", "spec": {"template": {"spec": {"containers": [wrapped, other]}}}}
+    out = yaml.safe_load(fit.fitted(yaml.safe_dump(doc), None))["spec"]["template"]["spec"]["containers"]
+    assert {"name": "WAIT_INTERVAL", "value": "1"} in out[0]["env"] and out[0]["env"][0]["name"] == "ENGINE_KIND"
+    assert out[1]["env"] == other["env"]

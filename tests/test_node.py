@@ -11,6 +11,7 @@ so whether a dead node left any can only be seen while no other node runs."""
 from __future__ import annotations
 
 import io
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import semver
 
 from olares_pack.cluster import node as nodemod
 
@@ -160,44 +162,98 @@ def run_app(node: nodemod.Node, app: str, charts: dict[tuple[str, str], bytes], 
     return live.run(node, app, version, lines, lambda v, t: charts.get((v, t)), froms)
 
 
-def test_the_llama_app_installs_answers_and_upgrades_without_a_second_download(node: nodemod.Node) -> None:
+def model_files(app: str, version: str) -> set[tuple[str, str]]:
+    """(repo, file) of each model file a published version downloads (its release record)."""
+    from olares_pack.catalogue import records
+    from olares_pack.catalogue.repo import Repo
+
+    repo = Repo.of_apps(ROOT / "apps")
+    with repo.open(write=False):
+        model = records.read(repo, app, version).manifest["model"]
+    names = [f["name"] for f in model.get("files") or []] or ([model["file"]] if model.get("file") else [])
+    return {(model["repo"], n) for n in names}
+
+
+def chart_file(data: bytes, name: str) -> str:
+    """One file of a chart archive (its path below the chart's folder)."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+        member = next(m for m in tar.getmembers() if m.name.split("/", 1)[-1] == name)
+        f = tar.extractfile(member)
+        assert f is not None
+        return f.read().decode()
+
+
+def _changelog(app: str):  # noqa: ANN202 - the manifest's changelog entries
+    from olares_pack.apps.load import load_app
+
+    return load_app(ROOT / "apps" / app).changelog
+
+
+def show(report) -> None:  # noqa: ANN001 - a live.LiveReport
+    for s in report.steps:
+        print(f"{s.line} {s.action} {s.label} ({s.user}): ok={s.ok} downloads={s.downloads} seconds={s.seconds} "
+              f"{s.note.strip()} {s.error[:300]}", file=sys.stderr)
+
+
+def test_the_llama_app_installs_answers_and_upgrades_from_every_published_version(node: nodemod.Node) -> None:
+    """Olares 1.12.6+: the newest version installed fresh and asked through its entrance Service,
+    then every older published version installed, answering where its engine is the stand-in's
+    build, and upgraded: the new engine answers, and a model file the old version downloaded is
+    not downloaded again (1.0.9 and 1.0.10 kept it flat in the store: model.adopt links it in);
+    1.0.5-1.0.8 used other model files, which the new version downloads once."""
     versions, lines, charts = published(LLAMA)
     newest = versions[-1]
-    # every published version of the current form (the ones whose engine is the stand-in's build)
-    froms = [v for v in lines["current"] if v != newest and (v, "current") in charts][-3:]
+    froms = [v for v in lines["current"] if v != newest and (v, "current") in charts]
     report = run_app(node, LLAMA, charts, {"current": lines["current"]}, newest, froms)
+    show(report)
     installs = [s for s in report.steps if s.action == "install"]
-    upgrades = [s for s in report.steps if s.action == "upgrade"]
+    upgrades = {s.from_version: s for s in report.steps if s.action == "upgrade"}
     assert report.ok, [(s.action, s.label, s.error, s.engine_log[-5:]) for s in report.steps if not s.ok]
     assert installs and all(s.served == "unsloth/Qwen3.6-27B-MTP-GGUF:UD-Q3_K_XL" and s.answer for s in installs)
     assert all(s.downloads == 1 for s in installs)  # the model, sha256 checked by the download
-    assert {s.from_version for s in upgrades} == set(froms)
-    assert all(s.downloads == 0 and s.answer for s in upgrades)
+    assert set(upgrades) == set(froms) and len(froms) >= 9
+    mine = model_files(LLAMA, newest)
+    for v, s in upgrades.items():
+        assert s.answer, (v, s.error)
+        if model_files(LLAMA, v) == mine:
+            assert s.downloads == 0, (v, s.downloads, s.note)
+        else:
+            assert s.downloads == len(mine) and "downloads its own model" in s.note, (v, s.downloads, s.note)
+    assert {"1.0.9", "1.0.10"} <= {v for v, s in upgrades.items() if s.downloads == 0}  # the 1.0.15 fix
     assert any("llama-server" in s for s in report.standins.values())
     assert "lowered" in " ".join(report.changes)
 
 
 def test_the_llama_app_runs_on_the_legacy_line_for_both_users(node: nodemod.Node) -> None:
     """Olares 1.12.3-1.12.5: the administrator's shared engine (a v2 shared sub-chart) and each
-    user's client proxy to it, reached by its cluster DNS name. The chart's startupProbe waits 60 s
-    before the engine is Ready, so the module runs the upgrade cycle alone (the previous version
-    installed for both users, then upgraded: the new one answers for both); `rehearse --run` also
-    installs the new version fresh."""
-    from olares_pack.rehearse import flow
-
+    user's client proxy to it, reached by its cluster DNS name: installed fresh for both users,
+    then upgraded from every older published version of the line."""
     versions, lines, charts = published(LLAMA)
     newest = versions[-1]
-    previous = flow.previous([v for v in lines["legacy"] if v != newest], newest)
-    assert previous
-    from olares_pack.rehearse import live
-
-    report = live.run(node, LLAMA, newest, {"legacy": lines["legacy"]}, lambda v, t: charts.get((v, t)), [previous],
-                      fresh=False)
-    assert report.ok, [(s.action, s.label, s.user, s.error, s.engine_log[-5:]) for s in report.steps if not s.ok]
+    froms = [v for v in lines["legacy"] if v != newest and (v, "legacy") in charts]
+    report = run_app(node, LLAMA, charts, {"legacy": lines["legacy"]}, newest, froms)
+    show(report)
+    installs = [s for s in report.steps if s.action == "install"]
+    assert [s.user for s in installs] == ["alice", "bob"] and all(s.ok for s in installs), \
+        [(s.user, s.error, s.engine_log[-5:]) for s in installs]
+    assert all(s.answer and s.served == "qwen3.6-27b-mtp" for s in installs)  # bob's client reaches alice's engine
     upgrades = [s for s in report.steps if s.action == "upgrade"]
-    assert [s.user for s in upgrades] == ["alice", "bob"]  # bob's client reaches alice's shared engine
-    assert all(s.downloads == 0 and s.answer and s.served == "qwen3.6-27b-mtp" for s in upgrades)
-    assert all("old answered" in s.seconds for s in upgrades)
+    assert {s.from_version for s in upgrades} == set(froms)
+    # a per-user version (apiVersion v1) cannot be upgraded in place to the shared form: app-service's
+    # "single chart to multi-charts" path installs the shared chart, then reports the release it
+    # did not find, and the changelog tells those users to uninstall first (1.0.14's entry)
+    per_user = {v for v in froms if re.search(r"^apiVersion:\s*['\"]?v2", chart_file(charts[(v, "legacy")],
+                                                                                  "OlaresManifest.yaml"), re.M) is None}
+    assert per_user and per_user < set(froms)
+    for s in upgrades:
+        if s.from_version in per_user:
+            assert not s.ok and ("release: not found" in s.error or "alice's step failed" in s.error), (s.label, s.error)
+        else:
+            assert s.ok and s.downloads == 0 and s.answer, (s.label, s.user, s.error, s.engine_log[-5:])
+    assert [s.user for s in upgrades if s.ok][:2] == ["alice", "bob"]  # bob's client reaches the upgraded engine
+    entries = " ".join(c.text for e in _changelog(LLAMA) for c in e.changes)
+    assert "On 1.0.11-legacy or earlier: uninstall the app first" in entries
+    assert max(per_user, key=semver.Version.parse) == "1.0.11"
     assert any("OpenResty" in v for v in report.standins.values())
 
 
@@ -234,7 +290,6 @@ def test_a_rolling_update_gpu_deployment_cannot_upgrade_on_one_gpu(node: nodemod
 # empty); 2.5.9 on read llm-init's cache, <appCommon>/huggingface/models--Lorbus--.../. Until a
 # version adopts the older copy, an upgrade from these downloads the model again: the test says
 # so for them and requires no second download from every other version.
-VLLM_OTHER_STORE = {"2.5.7", "2.5.8"}
 VLLM_IMAGE = "docker.io/aamsellem/vllm-qwen36-blackwell:0.20.0-genesis-v3"
 
 
@@ -242,7 +297,7 @@ def test_the_vllm_app_installs_answers_and_upgrades_from_every_published_version
     """The newest version installed fresh (a shared app: the administrator installs it, every user
     reaches its shared entrance), asked through its entrance Service; then every older published
     version installed, answering, and upgraded to the newest: the new engine pod answers through
-    the Service and the model is downloaded again only where the old version kept it elsewhere.
+    the Service and the model is not downloaded again (2.5.11 links in the cache 2.5.7/2.5.8 kept).
     The engine is the vLLM stand-in (its argv checked against the flag registry of vLLM 0.20.0),
     the model the hub's tiny safetensors repo (6 files)."""
     from olares_pack.rehearse import hub as hubmod
@@ -264,12 +319,8 @@ def test_the_vllm_app_installs_answers_and_upgrades_from_every_published_version
     assert set(upgrades) == set(froms) and len(froms) >= 3
     for v, s in upgrades.items():
         assert s.answer and "old answered" in s.seconds, (v, s.error, s.engine_log[-8:])  # both versions answered
-        if v in VLLM_OTHER_STORE and not s.ok:
-            # the known defect, reported: the new version fetched the model into its own store
-            assert "downloaded the model again" in s.error, (v, s.error)
-        else:
-            assert s.ok and s.downloads == 0, (v, s.error, s.downloads, s.engine_log[-8:])
-    assert not [v for v, s in upgrades.items() if not s.ok and v not in VLLM_OTHER_STORE]
+        # 2.5.7/2.5.8 kept the repository in a hub cache of their own: 2.5.11 links it in (model.adopt)
+        assert s.ok and s.downloads == 0, (v, s.error, s.downloads, s.engine_log[-8:])
     assert "flag registry of vLLM 0.20.0" in report.standins[VLLM_IMAGE]
     assert [s.ok for s in report.steps if s.action == "uninstall"] == [True]
 

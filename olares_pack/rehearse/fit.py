@@ -12,6 +12,8 @@ nothing else. Every change is named in the run's report.
   is given to start is never shorter than the chart's. The stand-in engine loads a 5 MB model in about a second; the
   chart's 60 s initial delay would be the whole install's time and nothing it tests. Path, port and
   the threshold's budget stay; liveness probes stay as rendered (they restart, they do not gate).
+- the shared form's engine wrapper (templates/llmbase/engine.sh) looks for llm-init's sentinel
+  every FIT_WAIT_INTERVAL s instead of its default 5 (WAIT_INTERVAL, which the wrapper reads).
 
 Helm runs it as `<python> -m olares_pack.rehearse.fit`: manifests on stdin, changed on stdout."""
 
@@ -28,6 +30,8 @@ FIT_CPU_MILLI = 50
 FIT_MEMORY_MI = 64
 FIT_PROBE_DELAY = 1
 FIT_PROBE_PERIOD = 1
+FIT_WAIT_INTERVAL = 1
+WRAPPER = "/llm-init/wrappers/engine.sh"
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
 
 
@@ -74,6 +78,10 @@ def fit(doc: Any, model: str | None) -> Any:
     for c in _containers(doc):
         _hurry(c.get("startupProbe"), startup=True)
         _hurry(c.get("readinessProbe"), startup=False)
+        if WRAPPER in (c.get("command") or []) and isinstance(c.get("env", []), list):
+            env = c.setdefault("env", [])
+            if not any(isinstance(e, dict) and e.get("name") == "WAIT_INTERVAL" for e in env):
+                env.append({"name": "WAIT_INTERVAL", "value": str(FIT_WAIT_INTERVAL)})
         req = (c.get("resources") or {}).get("requests")
         if isinstance(req, dict):
             if "cpu" in req and _milli(req["cpu"]) > FIT_CPU_MILLI:

@@ -48,7 +48,9 @@ ANSWER_TIMEOUT = 240.0
 LOG_LINES = 40
 CHANGES = ("cpu and memory requests lowered to fit the node (limits and GPU resources as rendered)",
            "host paths under /olares moved into the node's folder",
-           "a MODEL_FILES size|sha256 replaced by the stand-in model's")
+           "a MODEL_FILES size|sha256 replaced by the stand-in model's",
+           "startup and readiness probes every second from the first (a startup probe keeps the chart's time to start)",
+           "the engine wrapper looks for llm-init's sentinel every second (WAIT_INTERVAL=1, its default 5)")
 
 
 @dataclass
