@@ -133,14 +133,14 @@ def device_lifecycle(base: str) -> Device:
     dev = Device(base, "1.12.5")
     assert dev.sync()
     assert [e["name"] for e in dev.apps.values()] == [NAME]  # the vLLM app has no chart for 1.12.5
-    assert dev.install(NAME) == "1.0.14-legacy"
+    assert dev.install(NAME) == "1.0.15-legacy"
     assert not dev.sync()  # nothing changed: one hash request
     dev.os_version = "1.12.6"
     assert dev.sync()  # the hash differs per OS window
     assert dev.requests[-2:] == ["info", "details"]  # the llama.cpp app's version string changed; vLLM is new
-    assert dev.install(NAME) == "1.0.14"  # an upgrade from 1.0.14-legacy, fetched under a new file name
-    assert dev.install(VLLM) == "2.5.10"
-    assert set(dev.charts) == {f"{NAME}-1.0.14-legacy.tgz", f"{NAME}-1.0.14.tgz", f"{VLLM}-2.5.10.tgz"}
+    assert dev.install(NAME) == "1.0.15"  # an upgrade from 1.0.15-legacy, fetched under a new file name
+    assert dev.install(VLLM) == "2.5.11"
+    assert set(dev.charts) == {f"{NAME}-1.0.15-legacy.tgz", f"{NAME}-1.0.15.tgz", f"{VLLM}-2.5.11.tgz"}
     # the chart route answers by file name alone, whatever `version` says
     for file_name, data in dev.charts.items():
         name = file_name.rsplit("-", 2)[0] if "legacy" in file_name else file_name.rsplit("-", 1)[0]
@@ -290,14 +290,14 @@ def device_lifecycle_v2(base: str, verify: Any = True) -> V2Device:
     range, and the v2 chart route answering the v1 route's bytes."""
     old = Device(base, "1.12.6", verify=verify)
     assert old.sync()
-    assert old.install(NAME) == "1.0.14"
+    assert old.install(NAME) == "1.0.15"
     dev = V2Device(base, "1.12.7", charts=dict(old.charts), verify=verify)
     assert dev.sync()
     assert dev.requests[:4] == ["catalog", "taxonomy", "applications 1", "applications 2"]
-    assert {i["name"]: i["version"] for i in dev.items.values()} == {NAME: "1.0.14", VLLM: "2.5.10"}
+    assert {i["name"]: i["version"] for i in dev.items.values()} == {NAME: "1.0.15", VLLM: "2.5.11"}
     assert set(dev.items) == {e["id"] for e in dev.apps.values()}
-    assert dev.install(NAME) == "1.0.14" and f"chart {NAME}-1.0.14.tgz" not in dev.requests  # cached by file name
-    assert dev.install(VLLM) == "2.5.10"
+    assert dev.install(NAME) == "1.0.15" and f"chart {NAME}-1.0.15.tgz" not in dev.requests  # cached by file name
+    assert dev.install(VLLM) == "2.5.11"
     for i in dev.items.values():
         entry = dev.apps[i["app_id"]]
         data = dev.charts[entry["chartName"]]

@@ -79,12 +79,12 @@ def test_bench_method_is_configurable(repo: Path, capsys: pytest.CaptureFixture[
 
 
 def test_a_server_that_dies_mid_run_fails_the_bench(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before = records.read(repo / "apps" / NAME, "1.0.14")
+    before = records.read(repo / "apps" / NAME, "1.0.15")
     with FakeLlama(timings(WARM + RUNS, [5, 5] + DRAFTS, [1, 1] + ACCEPTED), die_at=4) as fake:
         code, doc, err = bench_json(repo, capsys, "--endpoint", fake.url, "--record", "--device", "x")
     assert code == ExitCode.FINDINGS and doc is None
     assert "run 3 of 10" in err and "stopped mid-answer" in err
-    assert records.read(repo / "apps" / NAME, "1.0.14") == before  # nothing recorded
+    assert records.read(repo / "apps" / NAME, "1.0.15") == before  # nothing recorded
 
 
 def _free_port() -> int:
@@ -145,12 +145,12 @@ def test_record_appends_and_build_check_guards_it(repo: Path, capsys: pytest.Cap
             code, _, err = bench_json(repo, capsys, "--endpoint", fake.url, "--record", "--device", "test rig",
                                       "--date", "2026-12-04")
         assert code == 0, err
-    bf = records.read(app_dir, "1.0.14")
+    bf = records.read(app_dir, "1.0.15")
     mine = bf.records[-2:]
     assert [r.device for r in mine] == ["test rig", "test rig"] and mine[1].prev == records.digest(mine[0])
     assert records.check(repo / "apps") == []
     # an edited measurement breaks the chain: build --check says which and why
-    path = records.path_of(app_dir, "1.0.14")
+    path = records.path_of(app_dir, "1.0.15")
     doc = json.loads(path.read_text())
     doc["records"][0]["runs"][0]["tokens_per_s"] = 99.0
     path.write_text(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
@@ -246,7 +246,7 @@ def test_from_json_refuses_a_result_that_does_not_agree_with_itself(repo: Path, 
     for field, lie in _lies(doc):
         path = tmp_path / "lie.json"
         path.write_text(json.dumps(lie))
-        code = main(["bench", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.14", "--from-json", str(path),
+        code = main(["bench", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.15", "--from-json", str(path),
                      "--record", "--device", "H200", "--attach", str(path)])
         err = capsys.readouterr().err
         assert code == ExitCode.INPUT and field in err, (field, err)
@@ -271,16 +271,16 @@ def test_from_json_needs_record_and_record_needs_a_device_before_any_request(rep
 
 def test_a_measured_record_keeps_what_the_server_said(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with FakeLlama(timings(WARM + RUNS, [5, 5] + DRAFTS, [1, 1] + ACCEPTED)) as fake:
-        code, _, err = bench_json(repo, capsys, "--endpoint", fake.url, "--version", "1.0.14", "--record",
+        code, _, err = bench_json(repo, capsys, "--endpoint", fake.url, "--version", "1.0.15", "--record",
                                   "--device", "Olares One (RTX 5090 Laptop GPU, 24 GB)")
     assert code == 0, err
-    rec = records.read(repo / "apps" / NAME, "1.0.14").records[-1]
+    rec = records.read(repo / "apps" / NAME, "1.0.15").records[-1]
     assert rec.kind == "measured" and rec.tool == f"olares-pack {__version__}"
     assert (rec.engine_build, rec.model_file) == ("b11434-fake", "/models/fake-Q4_K_M.gguf")
     assert rec.started is not None and rec.ended is not None and rec.started <= rec.ended
     assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--format", "json"]) == 0
     (one,) = [d for d in json.loads(capsys.readouterr().out)["devices"] if d["device"].startswith("Olares One")]
-    row = {r["version"]: r for r in one["versions"]}["1.0.14"]
+    row = {r["version"]: r for r in one["versions"]}["1.0.15"]
     assert row["kind"] == "measured" and row["provenance"]["model_file"] == "/models/fake-Q4_K_M.gguf"
     # a delta between a transcribed figure (1.0.9) and a measured one says so
     assert row["delta_tokens_per_s"].endswith("(transcribed → measured)")
@@ -361,7 +361,7 @@ def test_diff_labels_a_delta_between_transcribed_figures(capsys: pytest.CaptureF
 def test_release_writes_the_performance_section_and_cites_the_delta(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     app_dir = repo / "apps" / NAME
     with FakeLlama(timings(WARM + RUNS, [5, 5] + DRAFTS, [1, 1] + ACCEPTED)) as fake:
-        code, _, err = bench_json(repo, capsys, "--endpoint", fake.url, "--version", "1.0.15", "--record",
+        code, _, err = bench_json(repo, capsys, "--endpoint", fake.url, "--version", "1.0.16", "--record",
                                   "--device", "Olares One (RTX 5090 Laptop GPU, 24 GB)")
     assert code == 0, err
     code = main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "s",
@@ -370,10 +370,10 @@ def test_release_writes_the_performance_section_and_cites_the_delta(repo: Path, 
     from olares_pack.apps.load import load_app
 
     app = load_app(app_dir / "app.yaml")
-    assert app.version == "1.0.15"
+    assert app.version == "1.0.16"
     text = app.full_description
     assert "**Performance on Olares One (RTX 5090 Laptop GPU, 24 GB)**" in text
-    assert "| 1.0.15 | 74.28 (72.60–75.14) | 86.7 % | +0.0 % (transcribed → measured) |" in text
+    assert "| 1.0.16 | 74.28 (72.60–75.14) | 86.7 % | +0.0 % (transcribed → measured) |" in text
     assert "| 1.0.9 | 74.28 (72.60–75.14) | 86.7 % (83.4–88.6 %) |" in text and "| transcribed |" in text
     assert "- transcribed: copied from the maintainer's published notes" in text  # the legend under the table
     assert app.changelog[-1].notes.startswith("Measured on Olares One")

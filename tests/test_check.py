@@ -97,7 +97,7 @@ def draft(root: Path, app: str, version: str, edit: tuple[str, str]) -> Path:
 
 def plant_lint_error(root: Path) -> tuple[str, int, str]:
     """A flag llama-server does not have, in the extra arguments of the app's next version."""
-    path = draft(root, LLAMA, "1.0.15", ("\n  threads: 16\n", "\n  threads: 16\n  extra_args: [--no-such-flag]\n"))
+    path = draft(root, LLAMA, "1.0.16", ("\n  threads: 16\n", "\n  threads: 16\n  extra_args: [--no-such-flag]\n"))
     return f"apps/{LLAMA}/app.yaml", line_of(path, "--no-such-flag"), "engine.flag"
 
 
@@ -105,7 +105,7 @@ def plant_stale_package(root: Path) -> tuple[str, int | None, str]:
     """A published package rewritten (the same chart compressed again: other bytes)."""
     import gzip
 
-    rel = f"packages/current/{VLLM}-2.5.10.tgz"
+    rel = f"packages/current/{VLLM}-2.5.11.tgz"
     path = root / rel
     path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes()), compresslevel=1, mtime=0))
     return rel, None, "check.build"
@@ -147,12 +147,12 @@ def test_a_refused_upgrade_fails_on_the_version_line(control_plane, catalogue: P
     each published version is refused by the API server."""
     from olares_pack.render import app as render
 
-    path = draft(catalogue, VLLM, "2.5.11", ("max_num_seqs: 1\n", "max_num_seqs: 2\n"))
+    path = draft(catalogue, VLLM, "2.5.12", ("max_num_seqs: 1\n", "max_num_seqs: 2\n"))
     real = render.render
 
     def new_selector(app, target):  # noqa: ANN001, ANN202 - the draft only: published versions render as they did
         files = dict(real(app, target))
-        if app.version == "2.5.11":
+        if app.version == "2.5.12":
             files = {p: t.replace("{{- if $keep }}", "{{- if false }}").replace(
                 "      app.kubernetes.io/component: engine\n      {{- end }}",
                 "      app.kubernetes.io/component: engine\n      app.kubernetes.io/part-of: variant\n      {{- end }}")
@@ -165,10 +165,10 @@ def test_a_refused_upgrade_fails_on_the_version_line(control_plane, catalogue: P
     assert check(catalogue, "--changed-since", "main", "--format", "github", monkeypatch=monkeypatch) == ExitCode.FINDINGS
     out, err = capsys.readouterr()
     errors = [a for a in annotations(out) if a["level"] == "error"]
-    want = (f"apps/{VLLM}/app.yaml", str(line_of(path, "version: 2.5.11")), "rehearse.immutable-field")
+    want = (f"apps/{VLLM}/app.yaml", str(line_of(path, "version: 2.5.12")), "rehearse.immutable-field")
     assert errors and {(a["file"], a["line"], a["title"]) for a in errors} == {want}, errors
     assert any("spec.selector" in a["message"] and "2.5.7" in a["message"] for a in errors)
-    assert f"rehearse: failed: {VLLM} 2.5.11" in err
+    assert f"rehearse: failed: {VLLM} 2.5.12" in err
 
 
 def test_check_reads_the_allowance_a_release_recorded(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],

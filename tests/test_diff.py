@@ -56,7 +56,7 @@ def test_1_0_8_to_1_0_9_changes_no_resource(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_same_version_is_equal(capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = diff_json(capsys, NAME, "1.0.14", "current")
+    code, doc = diff_json(capsys, NAME, "1.0.15", "current")
     assert code == 0 and doc["equal"] is True
 
 

@@ -135,7 +135,7 @@ def test_eight_concurrent_releases_of_distinct_apps(repo: Path) -> None:
     ledger = json.loads((repo / "market-index.json").read_text())
     assert sorted(ledger["apps"]) == sorted([NAME, "vllmqwen36turbo27bone", *names])
     for n in names:
-        assert [v["version"] for v in ledger["apps"][n]["versions"]] == ["1.0.15"]
+        assert [v["version"] for v in ledger["apps"][n]["versions"]] == ["1.0.16"]
     assert run_cli(repo, "build", "--check").returncode == ExitCode.OK
     assert strays(repo) == []
 
@@ -145,8 +145,8 @@ def test_eight_concurrent_releases_of_one_app(repo: Path) -> None:
              for i in range(8)]
     assert [p.wait(300) for p in procs] == [0] * 8
     versions = [v["version"] for v in json.loads((repo / "market-index.json").read_text())["apps"][NAME]["versions"]]
-    assert versions == ["1.0.5", "1.0.7", "1.0.8", "1.0.9", *(f"1.0.{i}" for i in range(10, 23))]
-    assert load_app(repo / "apps" / NAME).version == "1.0.22"
+    assert versions == ["1.0.5", "1.0.7", "1.0.8", "1.0.9", *(f"1.0.{i}" for i in range(10, 24))]
+    assert load_app(repo / "apps" / NAME).version == "1.0.23"
     assert run_cli(repo, "build", "--check").returncode == ExitCode.OK
 
 
@@ -182,10 +182,10 @@ def test_a_crash_at_every_write_step_is_completed_or_rolled_back(repo: Path) -> 
         assert proc.returncode == -9, proc.stderr  # killed at the fault point, not an error
         assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.OK, step  # recovers first
         assert strays(repo) == [], step
-        released = (repo / "apps" / NAME / "releases" / "1.0.15.json").exists()
+        released = (repo / "apps" / NAME / "releases" / "1.0.16.json").exists()
         ledger = index.load(repo / "market-index.json")
-        assert released == (ledger["apps"][NAME]["versions"][-1]["version"] == "1.0.15"), step
-        assert released == ("version: 1.0.15" in (repo / "apps" / NAME / "app.yaml").read_text()), step
+        assert released == (ledger["apps"][NAME]["versions"][-1]["version"] == "1.0.16"), step
+        assert released == ("version: 1.0.16" in (repo / "apps" / NAME / "app.yaml").read_text()), step
         outcomes.append(released)
         step += 1
     # 6 files staged (with market-offer.json), the journal written and renamed, 6 renames, the journal removed
@@ -198,8 +198,8 @@ def test_a_crash_at_every_write_step_is_completed_or_rolled_back(repo: Path) -> 
 
 def test_an_unshipped_version_is_never_packaged_listed_or_published(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     app_yaml = repo / "apps" / NAME / "app.yaml"
-    text = app_yaml.read_text().replace("version: 1.0.14\n", "version: 1.0.15\n", 1)
-    text += ("  - version: 1.0.15\n    date: 2026-06-01\n    shipped: false\n    in_history: true\n"
+    text = app_yaml.read_text().replace("version: 1.0.15\n", "version: 1.0.16\n", 1)
+    text += ("  - version: 1.0.16\n    date: 2026-06-01\n    shipped: false\n    in_history: true\n"
              "    summary: tried a 196K context\n")
     app_yaml.write_text(text)
     before = tree_digest(repo)
@@ -209,14 +209,14 @@ def test_an_unshipped_version_is_never_packaged_listed_or_published(repo: Path, 
     assert "never packaged" in capsys.readouterr().err
     assert tree_digest(repo) == before and not (repo.parent / "o").exists()
     # the next shipped version carries it, and its owner asked for it in the version history
-    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.16", "--summary", "196K ships",
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.17", "--summary", "196K ships",
                  "--date", "2026-06-02"]) == ExitCode.OK
-    rec = records.read(Repo.at(repo), NAME, "1.0.16")
-    assert [(e.version, e.shipped) for e in rec.changelog] == [("1.0.15", False), ("1.0.16", True)]
+    rec = records.read(Repo.at(repo), NAME, "1.0.17")
+    assert [(e.version, e.shipped) for e in rec.changelog] == [("1.0.16", False), ("1.0.17", True)]
     ledger = index.load(repo / "market-index.json")
-    assert [v["version"] for v in ledger["apps"][NAME]["versions"]][-1] == "1.0.16"
+    assert [v["version"] for v in ledger["apps"][NAME]["versions"]][-1] == "1.0.17"
     history = index.version_history(ledger, NAME)
-    assert [h["version"] for h in history][:3] == ["1.0.16", "1.0.15", "1.0.14"]
+    assert [h["version"] for h in history][:3] == ["1.0.17", "1.0.16", "1.0.15"]
     assert "never shipped" in history[1]["upgradeDescription"] and history[1]["versionName"] == ""
     assert "1.0.6" not in [h["version"] for h in history]  # its owner did not ask
 
@@ -226,7 +226,7 @@ def test_an_unshipped_version_is_never_packaged_listed_or_published(repo: Path, 
 
 def test_a_new_estimate_for_an_auto_field_is_not_an_edit() -> None:
     repo = Repo.at(ROOT)
-    rec = records.read(repo, NAME, "1.0.14")
+    rec = records.read(repo, NAME, "1.0.15")
     raw = load_app(ROOT / "apps" / NAME, derive=False)
     raw.resources.gpu_memory_mib = "auto"
     assert releases.edits_since(raw, rec)  # the record does not say it was derived: an edit

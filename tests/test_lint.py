@@ -52,7 +52,7 @@ M, D = "OlaresManifest.yaml", "templates/deployment.yaml"
 
 # rule id -> (target, mutation of the rendered chart, options)
 CASES: dict[str, tuple[str, Callable[[dict[str, str]], dict[str, str]], dict[str, object]]] = {
-    "chart.version": ("current", lambda f: edit(f, M, 'version: "1.0.14"', 'version: "1.0.8"'), {}),
+    "chart.version": ("current", lambda f: edit(f, M, 'version: "1.0.15"', 'version: "1.0.8"'), {}),
     "manifest.schema-version": ("legacy", lambda f: edit(f, M, 'apiVersion: "v1"', 'apiVersion: "v2"'), {}),  # 1.12.5: a warning
     "manifest.metadata": ("current", lambda f: edit(f, M, 'title: "Qwen36 27B Long Context"', 'title: "Qwen3.6 27B with a very long context window"'), {}),
     "manifest.entrances": ("current", lambda f: edit(f, M, 'authLevel: "internal"', 'authLevel: "secret"'), {}),
@@ -294,12 +294,12 @@ def severities(findings: list, rule: str) -> set[str]:
 def test_a_version_with_leading_zeros_is_a_warning(tmp_path: Path) -> None:
     """26.08.1-style versions install (Helm and the installer parse them loosely); only
     `olares-cli market upgrade` refuses them."""
-    files = edit(base_files(), M, 'version: "1.0.14"', 'version: "26.08.01"')
-    files = edit(files, "Chart.yaml", 'version: "1.0.14"', 'version: "26.08.01"')
+    files = edit(base_files(), M, 'version: "1.0.15"', 'version: "26.08.01"')
+    files = edit(files, "Chart.yaml", 'version: "1.0.15"', 'version: "26.08.01"')
     found = lint_files(tmp_path / "a", files)
     assert severities(found, "chart.version") == {"warning"}
     # a version nothing reads is still an error
-    bad = edit(edit(base_files(), M, 'version: "1.0.14"', 'version: "one"'), "Chart.yaml", 'version: "1.0.14"', 'version: "one"')
+    bad = edit(edit(base_files(), M, 'version: "1.0.15"', 'version: "one"'), "Chart.yaml", 'version: "1.0.15"', 'version: "one"')
     assert severities(lint_files(tmp_path / "b", bad), "chart.version") == {"error"}
 
 

@@ -59,8 +59,8 @@ MORE_REFUSED = {
 ACCEPTED = {
     "chart.structure": ("current", lambda f: {**f, "README.md": "# notes\n", "templates/NOTES.txt": "Installed.\n"}, {}),
     "chart.name": ("current", lambda f: edit(f, "Chart.yaml", f"name: {NAME}", f'name: "{NAME}"'), {}),
-    "chart.version": ("current", lambda f: edit(edit(f, "Chart.yaml", 'version: "1.0.14"', 'version: "01.0.14"'),
-                                                 M, 'version: "1.0.14"', 'version: "01.0.14"'), {}),
+    "chart.version": ("current", lambda f: edit(edit(f, "Chart.yaml", 'version: "1.0.15"', 'version: "01.0.15"'),
+                                                 M, 'version: "1.0.15"', 'version: "01.0.15"'), {}),
     "manifest.parse": ("current", lambda f: {**f, M: "---\n# a comment before the document\n" + f[M]}, {}),
     "manifest.schema-version": ("current", lambda f: edit(f, M, 'olaresManifest.version: "0.12.0"', "olaresManifest.version: '0.12.0'"), {}),
     "manifest.metadata": ("current", lambda f: edit(f, M, "metadata:\n", "metadata:\n  featuredImage: https://example.com/f.png\n"), {}),

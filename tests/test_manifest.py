@@ -20,7 +20,7 @@ def test_bundled_apps_load() -> None:
     llama = load_app(APPS / "llamacppqwen36mtpone")
     vllm = load_app(APPS / "vllmqwen36turbo27bone")
     assert isinstance(llama, LlamaCppApp) and isinstance(vllm, VllmApp)
-    assert llama.version == "1.0.14"
+    assert llama.version == "1.0.15"
     assert llama.server.speculative is not None and llama.server.speculative.type == "draft-mtp"
     assert llama.model.files[0].name == "Qwen3.6-27B-UD-Q3_K_XL.gguf"
     assert vllm.model.files == []  # the whole repo is fetched

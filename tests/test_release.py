@@ -45,7 +45,7 @@ def test_packaging_is_byte_reproducible(tmp_path: Path) -> None:
         data = package.build_archive(NAME, fsio.read_tree(folder))
         digests.append(package.sha256(data))
         with helm.load_bytes(data) as chart:
-            assert (chart.name, chart.version) == (NAME, "1.0.14")
+            assert (chart.name, chart.version) == (NAME, "1.0.15")
         assert all(n.startswith(f"{NAME}/") for n in helm.archive_member_names(data))
     assert digests[0] == digests[1]
     # and the gzip header carries neither a timestamp nor a file name
@@ -69,7 +69,7 @@ def test_every_published_package_is_what_its_record_says() -> None:
                 if rec.generation == generation.GENERATION:
                     assert package.sha256(package.build_tar(name, render.render(app, targets.get(target)))) == ch.content_sha256
                 checked += 1
-    assert checked == 22  # 9 llama.cpp versions x 2 targets + 4 vLLM versions (current only)
+    assert checked == 25  # 10 llama.cpp versions x 2 targets + 5 vLLM versions (current only)
 
 
 def release_patch(repo: Path, summary: str = "a patch") -> str:
@@ -98,20 +98,22 @@ def test_records_hold_what_each_version_adds_not_the_whole_changelog() -> None:
     adds = {v: [e.version for e in records.read(repo, NAME, v).changelog] for v in records.versions(repo, NAME)}
     assert adds == {"1.0.5": ["1.0.5"], "1.0.7": ["1.0.6", "1.0.7"], "1.0.8": ["1.0.8"], "1.0.9": ["1.0.9"],
                     "1.0.10": ["1.0.10"], "1.0.11": ["1.0.11"], "1.0.12": ["1.0.12"], "1.0.13": ["1.0.13"],
-                    "1.0.14": ["1.0.14"]}
+                    "1.0.14": ["1.0.14"], "1.0.15": ["1.0.15"]}
     assert not records.read(repo, NAME, "1.0.7").changelog[0].shipped
 
 
 def test_version_history_of_the_example_app() -> None:
     ledger = index.load(ROOT / "market-index.json")
     history = index.version_history(ledger, NAME)
-    assert [h["version"] for h in history] == ["1.0.14", "1.0.13", "1.0.12", "1.0.11", "1.0.10", "1.0.9", "1.0.8", "1.0.7", "1.0.5"]  # 1.0.6 never shipped
-    assert "86.7 % draft acceptance" in history[5]["upgradeDescription"]
-    assert "exit 139" in history[7]["upgradeDescription"]
-    # the legacy line under the versions its charts carry: 1.0.14-legacy ... 1.0.10-legacy, then the
+    assert [h["version"] for h in history] == ["1.0.15", "1.0.14", "1.0.13", "1.0.12", "1.0.11", "1.0.10", "1.0.9", "1.0.8",
+                                               "1.0.7", "1.0.5"]  # 1.0.6 never shipped
+    assert "86.7 % draft acceptance" in history[6]["upgradeDescription"]
+    assert "exit 139" in history[8]["upgradeDescription"]
+    # the legacy line under the versions its charts carry: 1.0.15-legacy ... 1.0.10-legacy, then the
     # releases before each target had a version of its own
     legacy = index.version_history(ledger, NAME, target="legacy")
-    assert [h["version"] for h in legacy] == ["1.0.14-legacy", "1.0.13-legacy", "1.0.12-legacy", "1.0.11-legacy", "1.0.10-legacy", "1.0.9", "1.0.8", "1.0.7", "1.0.5"]
+    assert [h["version"] for h in legacy] == ["1.0.15-legacy", "1.0.14-legacy", "1.0.13-legacy", "1.0.12-legacy", "1.0.11-legacy",
+                                              "1.0.10-legacy", "1.0.9", "1.0.8", "1.0.7", "1.0.5"]
     assert history[-1]["mergedAt"] == "2026-05-09T00:00:00Z"
 
 
@@ -123,30 +125,30 @@ def test_release_from_a_clean_checkout(repo: Path, capsys: pytest.CaptureFixture
                  "--notes", "A safety margin.", "--date", "2026-06-01"])
     assert code == 0, capsys.readouterr().err
     app_yaml = (repo / "apps" / NAME / "app.yaml").read_text()
-    assert "version: 1.0.15\n" in app_yaml
+    assert "version: 1.0.16\n" in app_yaml
     assert "# flag registry: olares_pack/engines/data/llamacpp-history.yaml" in app_yaml  # comments kept
     assert "    digest: null\n" in app_yaml  # and the user's spelling
     assert app_yaml.index("title:") < app_yaml.index("engine:") < app_yaml.index("changelog:")  # order kept
-    assert "  - version: 1.0.15\n    date: 2026-06-01\n    summary: ctx 196608 for more headroom\n" in app_yaml
+    assert "  - version: 1.0.16\n    date: 2026-06-01\n    summary: ctx 196608 for more headroom\n" in app_yaml
     after = tree_digest(repo)
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert changed == sorted([
         "apps/llamacppqwen36mtpone/app.yaml",
-        "apps/llamacppqwen36mtpone/releases/1.0.15.json",
+        "apps/llamacppqwen36mtpone/releases/1.0.16.json",
         "market-index.json",
         "market-offer.json",  # the new charts' offers
-        "packages/current/llamacppqwen36mtpone-1.0.15.tgz",
-        "packages/legacy/llamacppqwen36mtpone-1.0.15-legacy.tgz",  # its own version
+        "packages/current/llamacppqwen36mtpone-1.0.16.tgz",
+        "packages/legacy/llamacppqwen36mtpone-1.0.16-legacy.tgz",  # its own version
     ])
     new_ledger = json.loads((repo / "market-index.json").read_text())
     new_versions = new_ledger["apps"][NAME]["versions"]
     assert new_versions[:-1] == old_ledger["apps"][NAME]["versions"]  # only the new version added
-    assert new_versions[-1]["version"] == "1.0.15" and new_versions[-1]["published"] == "2026-06-01"
-    rec = records.read(Repo.at(repo), NAME, "1.0.15")
+    assert new_versions[-1]["version"] == "1.0.16" and new_versions[-1]["published"] == "2026-06-01"
+    rec = records.read(Repo.at(repo), NAME, "1.0.16")
     assert (rec.generation, rec.tool) == (generation.GENERATION, f"olares-pack {__version__}")
-    assert [e.version for e in rec.changelog] == ["1.0.15"] and rec.manifest["server"]["ctx_size"] == 262144
-    with helm.load(repo / "packages" / "current" / f"{NAME}-1.0.15.tgz") as chart:
-        assert chart.version == "1.0.15"
+    assert [e.version for e in rec.changelog] == ["1.0.16"] and rec.manifest["server"]["ctx_size"] == 262144
+    with helm.load(repo / "packages" / "current" / f"{NAME}-1.0.16.tgz") as chart:
+        assert chart.version == "1.0.16"
     assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.OK
 
 
@@ -163,9 +165,9 @@ def test_republishing_with_a_changed_argument_is_refused(repo: Path, capsys: pyt
     app_yaml = repo / "apps" / NAME / "app.yaml"
     app_yaml.write_text(app_yaml.read_text().replace("  ctx_size: 262144", "  ctx_size: 131072"))
     before = tree_digest(repo)
-    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.14"]) == ExitCode.INPUT
+    assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.15"]) == ExitCode.INPUT
     err = capsys.readouterr().err
-    assert "llamacppqwen36mtpone 1.0.14 is published (apps/llamacppqwen36mtpone/releases/1.0.14.json)" in err
+    assert "llamacppqwen36mtpone 1.0.15 is published (apps/llamacppqwen36mtpone/releases/1.0.15.json)" in err
     assert "server.ctx_size (262144 → 131072)" in err
     assert tree_digest(repo) == before
     # and CI notices the edit without a new version, naming the field
@@ -178,7 +180,7 @@ def test_a_version_that_does_not_increase_is_refused(repo: Path, capsys: pytest.
     before = tree_digest(repo)
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--version", "1.0.4", "--summary", "x",
                  "--date", "2026-06-01"]) == ExitCode.INPUT
-    assert "does not increase on the latest published version 1.0.14" in capsys.readouterr().err
+    assert "does not increase on the latest published version 1.0.15" in capsys.readouterr().err
     assert tree_digest(repo) == before
 
 
@@ -344,7 +346,7 @@ def test_edit_opens_the_editor_on_the_entry(repo: Path, tmp_path: Path, monkeypa
     monkeypatch.setenv("VISUAL", str(editor))
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--date", "2026-06-02", "--edit"]) == ExitCode.OK
     app = load_app(repo / "apps" / NAME / "app.yaml")
-    assert app.version == "1.0.15" and app.changelog_entry is not None
+    assert app.version == "1.0.16" and app.changelog_entry is not None
     assert app.changelog_entry.summary == "written in the editor"
 
 
@@ -419,11 +421,11 @@ def test_skip_rehearsal_publishes_and_the_reason_is_shown_by_history_and_diff(
         repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _release(repo, "--skip-rehearsal", "why") == ExitCode.OK, capsys.readouterr().err
     assert "not rehearsed (--skip-rehearsal: why)" in capsys.readouterr().err
-    rec = records.read(Repo.at(repo), NAME, "1.0.15")
+    rec = records.read(Repo.at(repo), NAME, "1.0.16")
     assert rec.rehearsal is not None and rec.rehearsal.skipped == "why" and rec.rehearsal.steps == []
     assert rec.unbenched is None  # the engine did not change
-    assert main(["diff", NAME, "1.0.14", "1.0.15", "--apps-dir", str(repo / "apps"), "--format", "json"]) in (0, 1)
-    assert "1.0.15: rehearsal skipped: why" in json.loads(capsys.readouterr().out)["performance"]
+    assert main(["diff", NAME, "1.0.15", "1.0.16", "--apps-dir", str(repo / "apps"), "--format", "json"]) in (0, 1)
+    assert "1.0.16: rehearsal skipped: why" in json.loads(capsys.readouterr().out)["performance"]
     assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--format", "json"]) == 0
     assert main(["build", "--apps-dir", str(repo / "apps"), "--check"]) == ExitCode.OK
     assert main(["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "s",
@@ -436,17 +438,17 @@ def test_a_changed_engine_without_a_measurement_is_unbenched_and_a_gap_in_the_hi
     app_yaml.write_text(app_yaml.read_text().replace("ctx_size: 262144", "ctx_size: 196608"))
     assert _release(repo, "--skip-rehearsal", "test") == ExitCode.OK
     err = capsys.readouterr().err
-    assert "1.0.15: unbenched: engine arguments differ from 1.0.14" in err
-    rec = records.read(Repo.at(repo), NAME, "1.0.15")
-    assert rec.unbenched and rec.unbenched.startswith("unbenched: engine arguments differ from 1.0.14")
+    assert "1.0.16: unbenched: engine arguments differ from 1.0.15" in err
+    rec = records.read(Repo.at(repo), NAME, "1.0.16")
+    assert rec.unbenched and rec.unbenched.startswith("unbenched: engine arguments differ from 1.0.15")
     assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (one,) = [d for d in doc["devices"] if d["device"].startswith("Olares One")]
     row = one["versions"][-1]
-    assert row["version"] == "1.0.15" and row["tokens_per_s"] is None and row["note"].startswith("unbenched")
+    assert row["version"] == "1.0.16" and row["tokens_per_s"] is None and row["note"].startswith("unbenched")
     assert "rehearsal skipped: test" in row["note"]
     assert main(["history", NAME, "--apps-dir", str(repo / "apps"), "--format", "markdown"]) == 0
-    assert "| 1.0.15 | --ctx-size 262144 → 196608 | — | — |" in capsys.readouterr().out
+    assert "| 1.0.16 | --ctx-size 262144 → 196608 | — | — |" in capsys.readouterr().out
 
 
 def test_an_app_without_any_bench_record_shows_its_unbenched_version(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -459,5 +461,5 @@ def test_an_app_without_any_bench_record_shows_its_unbenched_version(repo: Path,
     capsys.readouterr()
     assert main(["history", name, "--apps-dir", str(repo / "apps"), "--format", "json"]) == 0
     (table,) = json.loads(capsys.readouterr().out)["devices"]
-    assert [(r["version"], r["tokens_per_s"]) for r in table["versions"]] == [("2.5.11", None)]
-    assert table["versions"][0]["note"].startswith("unbenched: engine arguments differ from 2.5.10")
+    assert [(r["version"], r["tokens_per_s"]) for r in table["versions"]] == [("2.5.12", None)]
+    assert table["versions"][0]["note"].startswith("unbenched: engine arguments differ from 2.5.11")

@@ -346,7 +346,7 @@ def test_build_renders_every_app_and_target(tmp_path: Path) -> None:
 def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     text = (APPS / "llamacppqwen36mtpone" / "app.yaml").read_text()
     at = text.rindex("    locales:\n      zh-CN:\n        summary: ")  # the newest entry's
-    text = text[:at] + "    notes: measured nothing new\n" + text[at:]
+    text = text[:at].removesuffix('    notes: ""\n') + "    notes: measured nothing new\n" + text[at:]
     start = text.index("    full_description: |\n      **Qwen3.6-27B，多 Token")
     end = text.index("\n\nengine:")
     text = text[:start] + text[end:]  # zh-CN without a full description of its own
@@ -357,7 +357,7 @@ def test_locales_render_their_own_i18n_files(tmp_path: Path) -> None:
     assert _manifest(files)["spec"]["locale"] == ["en-US", "zh-CN"]
     zh = yaml.safe_load(files["i18n/zh-CN/OlaresManifest.yaml"])
     assert zh["metadata"]["title"] == "Qwen36 27B 长上下文"
-    assert zh["spec"]["upgradeDescription"].startswith("**1.0.14** (2026-12-04): 从任何旧版本升级都能成功：引擎保留已安装版本的选择器")
+    assert zh["spec"]["upgradeDescription"].startswith("**1.0.15** (2026-12-06): Olares 1.12.6+：从 1.0.9 或 1.0.10 升级时沿用其已下载的模型，不再重新下载")
     assert "measured nothing new" in zh["spec"]["upgradeDescription"]  # notes fall back to en-US
     assert zh["spec"]["fullDescription"] == zh["metadata"]["description"]  # exactly, no newline added
     en = yaml.safe_load(files["i18n/en-US/OlaresManifest.yaml"])

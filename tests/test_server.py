@@ -86,16 +86,17 @@ def test_device_sync_on_1_12_6(base: str) -> None:
     ledger = index.load(ROOT / "market-index.json")
     assert set(got) - {"_hash", "_info"} == {NAME, VLLM}
     e = got[NAME]
-    assert (e["version"], e["chartName"], e["apiVersion"]) == ("1.0.14", f"{NAME}-1.0.14.tgz", "v3")
+    assert (e["version"], e["chartName"], e["apiVersion"]) == ("1.0.15", f"{NAME}-1.0.15.tgz", "v3")
     # the engine's and llm-init's requests and limits together (4 + 0.2 cores, 16 + 1; 20Gi + 256Mi, 40Gi + 2Gi)
     assert (e["requiredCPU"], e["limitedCPU"]) == ("4.2", "17")
     assert (e["requiredMemory"], e["limitedMemory"]) == (str(20 * 2**30 + 256 * 2**20), str(42 * 2**30))
     assert (e["requiredDisk"], e["requiredGPU"]) == (str(25 * 2**30), str(23552 * 2**20))
     assert e["title"] == {"en-US": "Qwen36 27B Long Context", "zh-CN": "Qwen36 27B 长上下文"} and "zh-CN" in e["i18n"]
-    assert [h["version"] for h in e["versionHistory"]] == ["1.0.14", "1.0.13", "1.0.12", "1.0.11", "1.0.10", "1.0.9", "1.0.8", "1.0.7", "1.0.5"]
-    assert "86.7 % draft acceptance" in e["versionHistory"][5]["upgradeDescription"]
-    assert e["updated_at"] == "2026-12-04T00:00:00Z" == got["_hash"]["last_updated"]
-    sha = index.recorded_sha(ledger, NAME, "1.0.14", "current")
+    assert [h["version"] for h in e["versionHistory"]] == ["1.0.15", "1.0.14", "1.0.13", "1.0.12", "1.0.11", "1.0.10", "1.0.9", "1.0.8",
+                                                             "1.0.7", "1.0.5"]
+    assert "86.7 % draft acceptance" in e["versionHistory"][6]["upgradeDescription"]
+    assert e["updated_at"] == "2026-12-06T00:00:00Z" == got["_hash"]["last_updated"]
+    sha = index.recorded_sha(ledger, NAME, "1.0.15", "current")
     assert hashlib.sha256(e["_chart"]).hexdigest() == sha and e["_etag"] == f'"sha256:{sha}"'
     for name in (NAME, VLLM):
         with helm.load_bytes(got[name]["_chart"]) as chart:
@@ -112,12 +113,12 @@ def test_the_version_window(base: str) -> None:
     assert set(old) - {"_hash", "_info"} == {NAME}  # the vLLM app has no legacy chart
     assert old[NAME]["apiVersion"] == "v2" and old[NAME]["options"]["dependencies"][0]["version"] == ">=1.12.3-0,<1.12.6"
     assert old["_hash"]["hash"] != new["_hash"]["hash"]
-    assert (old[NAME]["version"], old[NAME]["chartName"]) == ("1.0.14-legacy", f"{NAME}-1.0.14-legacy.tgz")
+    assert (old[NAME]["version"], old[NAME]["chartName"]) == ("1.0.15-legacy", f"{NAME}-1.0.15-legacy.tgz")
     with helm.load_bytes(old[NAME]["_chart"]) as chart:
-        assert chart.version == "1.0.14-legacy"
+        assert chart.version == "1.0.15-legacy"
     assert old[NAME]["_chart"] != new[NAME]["_chart"]
     # the legacy line's history: its own version, then releases whose two charts shared a name
-    assert [h["version"] for h in old[NAME]["versionHistory"]][:3] == ["1.0.14-legacy", "1.0.13-legacy", "1.0.12-legacy"]
+    assert [h["version"] for h in old[NAME]["versionHistory"]][:3] == ["1.0.15-legacy", "1.0.14-legacy", "1.0.13-legacy"]
     none = httpx.get(f"{base}/api/v1/appstore/info", params={"version": "1.12.2"}).json()
     assert none["data"]["apps"] == {}
     # the hash is stable for the same catalogue
@@ -289,7 +290,7 @@ def test_publishing_reloads_without_downtime(repo: Path) -> None:
     with running(root, reload_every=0.1) as url:
         release_and_wait(root, url, "the new version was not picked up")
         info = httpx.get(f"{url}/api/v1/appstore/info", params={"version": "1.12.6"}).json()
-        assert info["data"]["apps"]["43e83ecd"]["version"] == "1.0.15"
+        assert info["data"]["apps"]["43e83ecd"]["version"] == "1.0.16"
         current = info["hash"]
         # a ledger that does not load (here: a package it lists is missing) is not served
         ledger = json.loads((root / "market-index.json").read_text())
@@ -297,7 +298,7 @@ def test_publishing_reloads_without_downtime(repo: Path) -> None:
         (root / "market-index.json").write_text(json.dumps(ledger))
         time.sleep(0.5)
         assert httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == current
-        assert httpx.get(f"{url}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.14.tgz"}).status_code == 200
+        assert httpx.get(f"{url}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.15.tgz"}).status_code == 200
 
 
 # ---------------------------------------------------------------- a device across an OS upgrade

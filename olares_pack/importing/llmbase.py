@@ -98,6 +98,10 @@ def extras(data: dict[str, Any], app: ChartApp, objects: list[dict[str, Any]], i
     model = dict(data["model"])
     if caps:
         model["capabilities"] = caps
+    # olares-pack's own step that links earlier versions' copies into the cache (model.adopt)
+    adopt = next((c for c in _containers(objects, init=True) if c.get("name") == "adopt-model"), None)
+    if adopt is not None and (folders := [f for f in _env(adopt).get("ADOPT_FROM", "").splitlines() if f.strip()]):
+        model["adopt"] = folders
     # size and sha256 as olares-pack's MODEL_FILES carries them
     lines = [line.split("|") for line in download_env(objects).get("MODEL_FILES", "").splitlines() if line.strip()]
     if lines and any(len(p) >= 3 and (p[1] or p[2]) for p in lines):

@@ -54,7 +54,7 @@ _RULE_FIELDS: dict[str, tuple[tuple[Any, ...], ...]] = {
 }
 _CONTAINER = re.compile(r"(initContainers|containers)\[([^\]]+)\]")
 # containers of the shared form whose image is not engine.image (templates/llmbase/llm-init.yaml.j2)
-_HELPER_IMAGES = {"llm-init": "llm_init", "init-chown": "chown_image", "proxy": "proxy_image"}
+_HELPER_IMAGES = {"llm-init": "llm_init", "init-chown": "chown_image", "adopt-model": "chown_image", "proxy": "proxy_image"}
 
 
 def place_results(results: list[ChartResult], sources: list[ChartSource], cwd: Path | None = None) -> list[ChartResult]:
