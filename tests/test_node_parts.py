@@ -214,3 +214,20 @@ def test_the_hub_answers_busybox_wget_over_https(tmp_path) -> None:  # noqa: ANN
         assert proc.returncode == 0, proc.stderr
         assert (tmp_path / "m.gguf").read_bytes() == hub.data
         assert hub.https == {"127.0.0.1": 1}
+
+
+def test_an_alpine_download_step_runs_unless_its_script_needs_apk() -> None:
+    """The import's --run: a chart whose alpine:3.20 init container wgets its model from
+    https://huggingface.co can run (busybox stands in); one that installs curl with apk cannot."""
+    from olares_pack.importing import onnode
+
+    chart = Path(__file__).resolve().parent / "data" / "import" / "node" / "tinychat"
+    files = {str(p.relative_to(chart)): p.read_text() for p in chart.rglob("*") if p.is_file()}
+    upstream = {"kind": "llamacpp", "image": {"repository": "ghcr.io/ggml-org/llama.cpp", "tag": "server-cuda-b11434"}}
+    dep = files["templates/deployment.yaml"].replace("docker.io/library/busybox:1.36", "docker.io/alpine:3.20")
+    files["templates/deployment.yaml"] = dep.replace('"$HF_ENDPOINT/', '"https://huggingface.co/')
+    assert onnode.why_not("tinychat", files, upstream) is None
+    files["templates/deployment.yaml"] = files["templates/deployment.yaml"].replace(
+        "set -e", "set -e\n              apk add --no-cache curl").replace("wget -O", "curl -fL -o")
+    rule, why, _ = onnode.why_not("tinychat", files, upstream) or ("", "", "")
+    assert rule == "standin.image" and "runs apk, curl: the alpine stand-in is busybox 1.35, applets only, no apk" in why
