@@ -231,3 +231,20 @@ def test_an_alpine_download_step_runs_unless_its_script_needs_apk() -> None:
         "set -e", "set -e\n              apk add --no-cache curl").replace("wget -O", "curl -fL -o")
     rule, why, _ = onnode.why_not("tinychat", files, upstream) or ("", "", "")
     assert rule == "standin.image" and "runs apk, curl: the alpine stand-in is busybox 1.35, applets only, no apk" in why
+
+
+def test_an_argument_the_stand_in_s_newer_build_dropped_is_not_run() -> None:
+    """llama.cpp b9101 takes --mlock; the stand-in llama-server b11434 does not (its --load-mode
+    replaced it): run, the original would fail for the stand-in's sake, so it is not run and says why."""
+    from olares_pack.importing import onnode
+
+    chart = Path(__file__).resolve().parent / "data" / "import" / "node" / "tinychat"
+    files = {str(p.relative_to(chart)): p.read_text() for p in chart.rglob("*") if p.is_file()}
+    old = {"kind": "llamacpp", "image": {"repository": "ghcr.io/ggml-org/llama.cpp", "tag": "server-cuda-b9101"}}
+    dep = files["templates/deployment.yaml"].replace("server-cuda-b11434", "server-cuda-b9101")
+    files["templates/deployment.yaml"] = dep
+    assert onnode.why_not("tinychat", files, old) is None  # every flag it passes b11434 takes too
+    files["templates/deployment.yaml"] = dep.replace('"--jinja"]', '"--jinja", "--mlock"]')
+    rule, why, check = onnode.why_not("tinychat", files, old) or ("", "", "")
+    assert rule == "standin.build" and "(llama.cpp b9101) is run with --mlock, which the stand-in llama-server b11434" in why
+    assert check.endswith("the flags of llama.cpp b9101")

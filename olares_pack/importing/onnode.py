@@ -137,6 +137,7 @@ NOT_RUN = {
     "standin.fork": "a llama.cpp fork: the stand-in is upstream llama-server",
     "standin.image": "an image no stand-in serves (a curl image, a dashboard, ...), or an alpine step whose script "
                      "needs more than busybox's applets (apk add)",
+    "standin.build": "the chart's llama.cpp build takes an argument the stand-in's build (llama-server b11434) no longer has",
     "standin.render": "the chart does not render for the node",
     "standin.line": "the typed app does not target the line of the chart it replaces",
 }
@@ -175,7 +176,36 @@ def why_not(name: str, files: dict[str, str], engine: dict[str, Any] | None) -> 
             return ("standin.image", f"{img} (container {c.get('name')}) runs {', '.join(missing)}: the alpine stand-in is "
                     "busybox 1.35, applets only, no apk (installing needs the Internet)",
                     proof_words + " and llama-server's own parser")
+    if gap := _build_gap(image, containers):
+        build, table, flags = gap
+        told = build if table == build else f"{build}, read as {table}, the flag table's nearest"
+        return ("standin.build", f"{image} (llama.cpp {told}) is run with {', '.join(flags)}, which the stand-in llama-server "
+                f"{images.LLAMA_BUILD} no longer takes: it would refuse the argv (another build, not the chart's fault)",
+                proof_words + f" and the flags of llama.cpp {table}")
     return None
+
+
+def _build_gap(image: str, containers: list[dict[str, Any]]) -> tuple[str, str, list[str]] | None:
+    """(the chart's llama.cpp build, the flag table's build read for it, the flags of its engine's argv that build takes and the
+    stand-in's build does not), None when there are none or the build is not told by the tag."""
+    from olares_pack.cluster import images
+    from olares_pack.engines import registry
+
+    build = registry.tag_build(registry.image_parts(image)[1])
+    standin_build = "b" + images.LLAMA_BUILD.lstrip("b")
+    if not build or build == standin_build:
+        return None
+    chart = registry.resolve("llamacpp", build, "the image's tag").registry
+    standin = registry.resolve("llamacpp", standin_build, "the stand-in").registry
+    flags: list[str] = []
+    for c in containers:
+        if str(c.get("image", "")) != image:
+            continue
+        for word in (str(w) for w in (c.get("command") or []) + (c.get("args") or [])):
+            flag = word.split("=", 1)[0]
+            if flag.startswith("-") and chart.lookup(flag) and not standin.lookup(flag) and flag not in flags:
+                flags.append(flag)
+    return (build, chart.build, flags) if flags else None
 
 
 def _script(container: dict[str, Any]) -> str:
