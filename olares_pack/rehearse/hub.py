@@ -19,14 +19,25 @@ Two stand-in models, both real files of the format the engine loads:
   AutoRound quantization_config, generation_config.json, tokenizer files, one model.safetensors of
   float16 tensors whose shapes agree with config.json).
 Every report says so (STANDS_FOR). Each GET of a file's bytes is counted: an upgrade that downloads
-the model again shows here."""
+the model again shows here.
+
+It also answers for https://huggingface.co itself: the node's DNS (cluster/dns.py) answers
+Hugging Face's names with the address the hub listens on, and the hub serves the same answers over
+HTTPS on port 443 with a certificate made here (openssl, self-signed, for huggingface.co, hf.co and
+their subdomains). A chart that downloads by URL (an alpine init container's `wget
+https://huggingface.co/<repo>/resolve/main/<file>`) gets the stand-in model; busybox's wget does not
+verify certificates (a client that does would refuse this one). The hub answers the file itself
+(200) where the Hub redirects an LFS file to its CDN (cas-bridge.xethub.hf.co). Each HTTPS request
+is counted by the Host it named (`Hub.https`), and a report that had any says REDIRECTED."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import json
+import ssl
 import struct
+import subprocess
 import threading
 import urllib.parse
 from collections import Counter
@@ -45,6 +56,9 @@ SMALL = {"N_EMBD": 256, "N_HEAD": 2, "N_HEAD_KV": 1, "HEAD_DIM": 128, "N_FF": 25
 STANDS_FOR = ("a 5 MB GGUF of the app's architecture (qwen35 + MTP head, olares_pack/vram/synth.py at test "
               "dimensions) under the model's file name; for a whole-repo download (vLLM) a tiny safetensors repo "
               "(Qwen3 config.json at test dimensions, tokenizer files, a 70 KB float16 model.safetensors)")
+REDIRECTED = ("huggingface.co answered by the stand-in hub (the node's DNS answers Hugging Face's names with the "
+              "hub's address, pods only; HTTPS on 443 with a self-signed certificate made here)")
+TLS_NAMES = ("huggingface.co", "*.huggingface.co", "hf.co", "*.hf.co", "*.xethub.hf.co")
 GIT_FILES_MAX = 10 * 1024 * 1024  # the Hub keeps larger files in LFS; these small ones are in git
 
 
@@ -159,6 +173,9 @@ class Hub:
     data: bytes  # the GGUF every *.gguf name gets
     downloads: Counter[str] = field(default_factory=Counter)  # "repo/file" -> GETs of its bytes
     repo: dict[str, bytes] = field(default_factory=dict)  # what every repo's listing holds
+    https: Counter[str] = field(default_factory=Counter)  # Host -> HTTPS requests (huggingface.co by name)
+    https_port: int | None = None  # where HTTPS is served (None: not served)
+    https_error: str = ""  # why HTTPS is not served (the port taken, no openssl)
 
     @property
     def sha256(self) -> str:
@@ -197,8 +214,33 @@ class Hub:
                 "siblings": self.siblings(blobs)}
 
 
+def certificate() -> tuple[Path, Path]:
+    """The hub's certificate and key (made once, cached): self-signed for Hugging Face's names."""
+    folder = tools.cache_root() / "standins" / "hub-tls"
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    if not (cert.is_file() and key.is_file()):
+        folder.mkdir(parents=True, exist_ok=True)
+        san = ",".join(f"DNS:{n}" for n in TLS_NAMES)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3650", "-subj",
+                        "/CN=huggingface.co", "-addext", f"subjectAltName={san}", "-keyout", str(key) + ".tmp",
+                        "-out", str(cert) + ".tmp"], capture_output=True, check=True)
+        Path(str(key) + ".tmp").replace(key)
+        Path(str(cert) + ".tmp").replace(cert)
+    return cert, key
+
+
+def tls_context() -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(*certificate())
+    # busybox 1.35's own TLS (its wget's, where no openssl binary is in the image) offers suites that
+    # OpenSSL 3's default security level refuses (handshake failure, alert 40, reproduced here)
+    ctx.set_ciphers("ALL:@SECLEVEL=0")
+    return ctx
+
+
 @contextmanager
-def serving(host: str) -> Iterator[Hub]:
+def serving(host: str, https_port: int | None = 443) -> Iterator[Hub]:
+    """The hub on host (HTTP on a free port; HTTPS on https_port, None: none, 0: a free one)."""
     hub = Hub("", small_gguf(), repo=safetensors_repo())
     lock = threading.Lock()
 
@@ -250,6 +292,8 @@ def serving(host: str) -> Iterator[Hub]:
             if with_body:
                 with lock:
                     hub.downloads[f"{repo}/{name}"] += 1
+                    if isinstance(self.connection, ssl.SSLSocket):
+                        hub.https[str(self.headers.get("Host") or "").split(":")[0]] += 1
             self._send(200, data, headers, with_body)
 
         def do_HEAD(self) -> None:
@@ -260,10 +304,26 @@ def serving(host: str) -> Iterator[Hub]:
 
     server = ThreadingHTTPServer((host, 0), Handler)
     hub.url = f"http://{host}:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    servers = [server]
+    if https_port is not None:
+        try:
+            secure = ThreadingHTTPServer((host, https_port), Handler)
+        except OSError as exc:  # HTTPS is for charts that download by URL; the rest need only HTTP
+            hub.https_error = f"{host}:{https_port}: {exc}"
+        else:
+            try:
+                secure.socket = tls_context().wrap_socket(secure.socket, server_side=True)
+            except (OSError, subprocess.CalledProcessError) as exc:
+                secure.server_close()
+                hub.https_error = f"no certificate: {exc}"
+            else:
+                hub.https_port = secure.server_address[1]
+                servers.append(secure)
+    for s in servers:
+        threading.Thread(target=s.serve_forever, daemon=True).start()
     try:
         yield hub
     finally:
-        server.shutdown()
-        server.server_close()
+        for s in servers:
+            s.shutdown()
+            s.server_close()
