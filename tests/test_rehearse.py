@@ -392,10 +392,12 @@ def test_on_a_cluster_where_the_app_is_installed_nothing_collides_and_nothing_st
 
 def test_release_rehearses_the_upgrade_from_every_older_version_and_records_it(control_plane, repo: Path,
                                                                               capsys) -> None:
-    repo = _newest_only(repo, 5)  # 1.0.10-1.0.14: both lines, the legacy line from per-user to shared
+    repo = _newest_only(repo, 5)  # 1.0.11-1.0.15: both lines, the legacy line from per-user to shared
     published, lines, _ = _catalogue(repo, "llamacppqwen36mtpone")
     assert _release(repo) == 0, capsys.readouterr().err
-    rec = records.read(Repo.at(repo), "llamacppqwen36mtpone", "1.0.15")
+    new = records.versions(Repo.at(repo), "llamacppqwen36mtpone")[-1]
+    assert new not in published
+    rec = records.read(Repo.at(repo), "llamacppqwen36mtpone", new)
     r = rec.rehearsal
     assert r is not None and r.skipped is None
     assert r.api_server.startswith("kube-apiserver v1.32.2") and r.helm == "helm v3.19.5"

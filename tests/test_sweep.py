@@ -59,7 +59,7 @@ def prompt(tmp_path: Path) -> Path:
 
 
 def release_argv() -> list[str]:
-    return json.loads((Path(__file__).parent.parent / "apps" / NAME / "releases" / "1.0.14.json").read_text())["engine"]["argv"]
+    return json.loads((Path(__file__).parent.parent / "apps" / NAME / "releases" / "1.0.15.json").read_text())["engine"]["argv"]
 
 
 @needs_llama
@@ -71,7 +71,7 @@ def test_launch_runs_the_versions_own_argv_and_env(repo: Path, tmp_path: Path, m
     out = capsys.readouterr()
     assert code == 0, out.err
     [(argv, _)] = started(tmp_path)
-    # the released 1.0.14 argv, its model path, host and port swapped and nothing else
+    # the released 1.0.15 argv, its model path, host and port swapped and nothing else
     want = release_argv()
     assert len(argv) == len(want)
     changed = {want[i - 1]: (want[i], argv[i]) for i in range(len(want)) if argv[i] != want[i]}
@@ -120,7 +120,7 @@ def test_sweep_ranks_configurations_and_a_failing_one_fails_its_row(repo: Path, 
     assert sum("2" == argv[argv.index("--spec-draft-n-max") + 1] for argv, _ in starts) == 2
     # recorded append-only, read back by compare
     ef = experiments.read(apps / NAME, "draft-n")
-    assert ef is not None and ef.records[0].design == "one-at-a-time" and ef.records[0].version == "1.0.14"
+    assert ef is not None and ef.records[0].design == "one-at-a-time" and ef.records[0].version == "1.0.15"
     # the engine's log of each start is attached: the failed start's says why
     logs = [a for a in ef.records[0].attachments if a.startswith("draft-n.raw/0/")]
     assert len(logs) == 7 and "stoi" in (experiments.folder(apps / NAME) / next(a for a in logs if "abc" in a)).read_text()

@@ -222,7 +222,7 @@ def catalogue_origin(root: Path, *, keep_from: tuple[int, ...] | None = None) ->
                     (work / ch["file"]).unlink()
                 rec_path.unlink()
         assert main(["build", "--apps-dir", str(work / "apps"), "--out", str(root / "charts")]) == ExitCode.OK
-        git(work, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-am", "published from 1.0.14")
+        git(work, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-am", "published from 1.0.15")
     origin = root / "origin.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(origin)], check=True)
     return origin
@@ -247,13 +247,13 @@ def test_the_pull_request_job_fails_on_the_line_of_a_planted_fault_and_passes_wi
         written_workflow: dict[str, Any], tmp_path: Path) -> None:
     if tools.available() is None:  # as the control_plane fixture: on CI a missing control plane fails
         (pytest.fail if os.environ.get("CI") else pytest.skip)(tools.missing_reason())
-    origin = catalogue_origin(tmp_path, keep_from=(1, 0, 14))
+    origin = catalogue_origin(tmp_path, keep_from=(1, 0, 15))
     ws = clone(origin, tmp_path / "ws")
     git(ws, "checkout", "-q", "-b", "more-drafts")
     # the pull request: the app's next version with one more draft token, and a flag llama-server lacks
-    path = draft(ws, LLAMA, "1.0.15", ("    draft_n_max: 3\n", "    draft_n_max: 4\n"))
+    path = draft(ws, LLAMA, "1.0.16", ("    draft_n_max: 3\n", "    draft_n_max: 4\n"))
     path.write_text(path.read_text().replace("\n  threads: 16\n", "\n  threads: 16\n  extra_args: [--no-such-flag]\n"))
-    commit(ws, "1.0.15: four draft tokens")
+    commit(ws, "1.0.16: four draft tokens")
     runner = Runner(written_workflow, ws, tmp_path, event="pull_request", base_ref="main")
     failed = runner.run("check")
     assert not failed.ok and failed.steps[-1].name == "olares-pack check", [(s.name, s.rc) for s in failed.steps]
@@ -266,7 +266,7 @@ def test_the_pull_request_job_fails_on_the_line_of_a_planted_fault_and_passes_wi
     passed = Runner(written_workflow, ws, tmp_path, event="pull_request", base_ref="main").run("check")
     assert passed.ok, passed.steps[-1].output[-3000:]
     out = passed.step("olares-pack check").output
-    assert f"rehearse: passed: {LLAMA} 1.0.15" in out and "::error" not in out
+    assert f"rehearse: passed: {LLAMA} 1.0.16" in out and "::error" not in out
 
 
 # ---------------------------------------------------------------- push to main
