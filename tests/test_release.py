@@ -213,7 +213,9 @@ def at_105s_configuration(repo: Path) -> Path:
     text = app_yaml.read_text()
     for old, new in (("repo: unsloth/Qwen3.6-27B-MTP-GGUF", "repo: havenoammo/Qwen3.6-27B-MTP-UD-GGUF"),
                      ("file: Qwen3.6-27B-UD-Q3_K_XL.gguf", "file: Qwen3.6-27B-MTP-UD-Q3_K_XL.gguf"),
-                     ("    draft_n_max: 3", "    draft_n_max: 5"), ("gpu_memory_mib: 23552", "gpu_memory_mib: auto")):
+                     ("    draft_n_max: 3", "    draft_n_max: 5"), ("gpu_memory_mib: 23552", "gpu_memory_mib: auto"),
+                     # the copy 1.0.5 and 1.0.7 kept of that file, linked in (else: model.moved)
+                     ("adopt: [hf-files/unsloth/Qwen3.6-27B-MTP-GGUF/main]", "adopt: [hf-files/havenoammo/Qwen3.6-27B-MTP-UD-GGUF/main]")):
         assert old in text
         text = text.replace(old, new)
     app_yaml.write_text(text)
@@ -248,7 +250,8 @@ def test_a_release_over_the_gpu_memory_check_needs_allow_and_says_so(repo: Path,
     text = app_yaml.read_text()
     app_yaml.write_text(text.replace("    draft_n_max: 5", "    draft_n_max: 3").replace(
         "repo: havenoammo/Qwen3.6-27B-MTP-UD-GGUF", "repo: unsloth/Qwen3.6-27B-MTP-GGUF").replace(
-        "file: Qwen3.6-27B-MTP-UD-Q3_K_XL.gguf", "file: Qwen3.6-27B-UD-Q3_K_XL.gguf"))
+        "file: Qwen3.6-27B-MTP-UD-Q3_K_XL.gguf", "file: Qwen3.6-27B-UD-Q3_K_XL.gguf").replace(
+        "adopt: [hf-files/havenoammo/Qwen3.6-27B-MTP-UD-GGUF/main]", "adopt: [hf-files/unsloth/Qwen3.6-27B-MTP-GGUF/main]"))
     assert main([*args[:-4], "--summary", "back to 1.0.9's shape", "--date", "2026-06-02"]) == ExitCode.OK
     latest = load_app(repo / "apps" / NAME)
     assert "Released over" not in (latest.changelog_entry.notes or "")
@@ -463,3 +466,25 @@ def test_an_app_without_any_bench_record_shows_its_unbenched_version(repo: Path,
     (table,) = json.loads(capsys.readouterr().out)["devices"]
     assert [(r["version"], r["tokens_per_s"]) for r in table["versions"]] == [("2.5.12", None)]
     assert table["versions"][0]["note"].startswith("unbenched: engine arguments differ from 2.5.11")
+
+
+def test_a_version_that_reads_the_model_elsewhere_than_older_versions_kept_it_is_refused(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """1.0.11-1.0.14 read llm-init's cache while 1.0.9/1.0.10 had kept the same file flat in the
+    store: their users downloaded 15 GB again. Without model.adopt the release says so, per version."""
+    app_yaml = repo / "apps" / NAME / "app.yaml"
+    app_yaml.write_text(app_yaml.read_text().replace("  adopt: [hf-files/unsloth/Qwen3.6-27B-MTP-GGUF/main]\n", ""))
+    before = tree_digest(repo)
+    args = ["release", NAME, "--apps-dir", str(repo / "apps"), "--bump", "patch", "--summary", "no adopt",
+            "--date", "2026-06-01", "--skip-rehearsal", "tested here"]
+    assert main(args) == ExitCode.FINDINGS
+    said = capsys.readouterr()
+    err = said.out + said.err  # the findings are data (stdout), the refusal a message (stderr)
+    moved = [ln for ln in err.splitlines() if "model.moved" in ln or "kept the model in" in ln]
+    assert any("1.0.9 kept the model in <store>/hf-files/unsloth/Qwen3.6-27B-MTP-GGUF/main" in ln for ln in moved), err
+    assert any("1.0.10 kept the model" in ln for ln in moved)
+    # 1.0.5-1.0.8 used other files (another repository, another quant): downloading this one is no regression
+    assert not any(f"{v} kept the model" in err for v in ("1.0.5", "1.0.7", "1.0.8"))
+    assert tree_digest(repo) == before
+    assert main([*args, "--allow", "model.moved"]) == ExitCode.OK  # a maintainer who decides so, warned
+    assert "model.moved" in capsys.readouterr().err

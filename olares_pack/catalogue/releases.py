@@ -245,6 +245,10 @@ def plan_release(repo: Repo, app_ref: Path, asked: VersionAsked, entry: EntryAsk
     adds = _entries_recorded(app, published, manifest_path)
     built = build_packages(app, repo)
     findings = lint_app(app, manifest_path.parent, built, allow)
+    from olares_pack.catalogue import moved
+    from olares_pack.render.generation import GENERATION
+
+    findings += moved.findings(repo, app, GENERATION, allow)  # the store folders of older versions
     rec = make_record(app, built, repo, adds, derived_fields(raw))
     rec = rec.model_copy(update={"unbenched": _unbenched(repo, manifest_path.parent, rec, published)})
     return ReleasePlan(app, old_text, new_text, manifest_path, findings, False, built, rec,

@@ -245,6 +245,10 @@ RULES: dict[str, RuleInfo] = {
     "vram.budget": RuleInfo("error", "the GPU memory estimate fits the device, and the declared GPU memory covers it (olares-pack apps)",
                             "olares-pack policy: measurements/vram measurements (llama-server b11434 on an H200) and the device profile",
                             policy=True),
+    "model.moved": RuleInfo("error", "(release) an upgrade from an older published version does not download again the model it "
+                            "kept elsewhere in the store (olares-pack apps: model.adopt names the folder)",
+                            "olares-pack policy: huggingface_hub skips only a file whose blob is in the cache llm-init reads "
+                            "(file_download.py _hf_hub_download_to_cache_dir)", policy=True),
     "secret.plaintext": RuleInfo("error", "tokens and API keys never appear in plain text (ConfigMap, args, env value)",
                                  "olares-pack policy: a published chart is public; tokens travel in Secrets", policy=True),
     "lint.internal": RuleInfo("error", "a rule could not run on this chart (a bug in olares-pack: please report it)", "olares-pack"),
