@@ -32,15 +32,17 @@ SHARED_FORM_GENERATION = 5  # render/generation.py: the current target renders l
 def store_folder(app: App, generation: int) -> str | None:
     """The folder of the store where this version's current-line chart keeps the model; None where
     olares-pack's chart does not fetch it (an imported chart, fetch: engine or chart)."""
+    from olares_pack import engines
     from olares_pack.render import llmbase
 
     if isinstance(app, ChartApp) or app.model.fetch not in (None, "olares-pack"):
         return None
     if generation >= SHARED_FORM_GENERATION and llmbase.active(app, olares.CURRENT):
-        return "models--" + app.model.repo.replace("/", "--")
+        return llmbase.cache_folder(app.model.repo)
+    # the per-user form mounts the store at engines.MODELS_MOUNT: its download step's folders there
     if app.model.files:
-        return f"hf-files/{app.model.repo}/{app.model.revision}"
-    return "hub/models--" + app.model.repo.replace("/", "--")
+        return engines.model_dir(app).removeprefix(engines.MODELS_MOUNT + "/")
+    return f"{engines.snapshot_cache(app).removeprefix(engines.MODELS_MOUNT + '/')}/{llmbase.cache_folder(app.model.repo)}"
 
 
 def _files(app: App) -> frozenset[str]:

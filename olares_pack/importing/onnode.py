@@ -272,7 +272,7 @@ def run(node: Any, app: str, line: str, original: Chart, typed: Chart, *, upgrad
             p = plan(chart, RUN_IDS[way], RUN_IDS[way])
             users = _users(p)
             tell(f"{app}: the {way} chart ({chart.version}) on the node")
-            steps = live._install_cycle(lv, line, p, users, tell)
+            steps = live.install_cycle(lv, line, p, users, tell)
             out.ways.append(Way(way, chart.version, line, _namespaces(p, users), _entrance(p), steps))
         froms = [original, *[c for c in upgrade_from or [] if c.version != original.version]]
         if all(w.ok for w in out.ways):  # an upgrade of what does not start says nothing new
@@ -283,15 +283,11 @@ def run(node: Any, app: str, line: str, original: Chart, typed: Chart, *, upgrad
                 pn = plan(typed, run_id, run_id + "-new")
                 users = [u for u in _users(po) if u in pn.users]
                 tell(f"{app}: {old.version} upgraded to the typed {typed.version} on the node")
-                steps = live._upgrade_cycle(lv, line, po, pn, users, tell)
+                steps = live.upgrade_cycle(lv, line, po, pn, users, tell)
                 out.ways.append(Way("upgrade", typed.version, line, _namespaces(pn, users), _entrance(pn), steps,
                                     from_version=old.version))
         out.standins, out.model = dict(lv.standins), hubmod.STANDS_FOR
-        out.changes = list(live.CHANGES)
-        if hub.https:  # a chart that downloads from https://huggingface.co by name
-            out.changes.append(f"{hubmod.REDIRECTED}: {', '.join(f'{h} ({n})' for h, n in sorted(hub.https.items()))}")
-        elif hub.https_error:
-            out.changes.append(f"no HTTPS for huggingface.co here ({hub.https_error})")
+        out.changes = list(live.changes(hub))
     out.seconds = time.monotonic() - t0
     out.failures = compare(out.ways)
     return out

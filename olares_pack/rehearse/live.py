@@ -416,7 +416,7 @@ def run(node: Node, app: str, version: str, line_versions: dict[str, list[str]],
             older = [v for v in line_versions[target] if semver.Version.parse(v) < semver.Version.parse(version)]
             wanted = [v for v in (froms if froms is not None else older) if v in older]
             if fresh:
-                steps += _install_cycle(live, target, new, new.users, tell)
+                steps += install_cycle(live, target, new, new.users, tell)
             for v0 in wanted:
                 old_data = chart_of(v0, target)
                 if old_data is None:
@@ -424,11 +424,21 @@ def run(node: Node, app: str, version: str, line_versions: dict[str, list[str]],
                 old = flow.chart_plan(old_data, Path(tmp) / "charts", target, app, v0, flow.Names())
                 users = [u for u in old.users if u in new.users]
                 if users:
-                    steps += _upgrade_cycle(live, target, old, new, users, tell)
-        return LiveReport(steps, dict(live.standins), hubmod.STANDS_FOR, node=node.name)
+                    steps += upgrade_cycle(live, target, old, new, users, tell)
+        return LiveReport(steps, dict(live.standins), hubmod.STANDS_FOR, changes(hub), node=node.name)
 
 
-def _install_cycle(live: Live, target: str, plan: ChartPlan, users: list[str],
+def changes(hub: hubmod.Hub) -> tuple[str, ...]:
+    """What a run on the node changed of the charts (CHANGES), and the hub standing in for
+    https://huggingface.co where a chart asked for it by name."""
+    if hub.https:
+        return (*CHANGES, f"{hubmod.REDIRECTED}: {', '.join(f'{h} ({n})' for h, n in sorted(hub.https.items()))}")
+    if hub.https_error:
+        return (*CHANGES, f"no HTTPS for huggingface.co here ({hub.https_error})")
+    return CHANGES
+
+
+def install_cycle(live: Live, target: str, plan: ChartPlan, users: list[str],
                    tell: Callable[[str], None]) -> list[LiveStep]:
     out: list[LiveStep] = []
     r = live.rehearsal(target)
@@ -478,7 +488,7 @@ def _clean(live: Live, r: Rehearsal, plan: ChartPlan, users: list[str]) -> None:
         nodemod.delete_pods(live.node)
 
 
-def _upgrade_cycle(live: Live, target: str, old: ChartPlan, new: ChartPlan, users: list[str],
+def upgrade_cycle(live: Live, target: str, old: ChartPlan, new: ChartPlan, users: list[str],
                    tell: Callable[[str], None]) -> list[LiveStep]:
     steps = [LiveStep(target, "upgrade", new.version, user, old.version) for user in users]
     r = live.rehearsal(target)

@@ -59,6 +59,11 @@ def active(app: App, target: TargetProfile) -> bool:
     return not isinstance(app, ChartApp) and app.engine.shared and target.workload_replicas
 
 
+def cache_folder(repo: str) -> str:
+    """The repository's folder in llm-init's Hugging Face cache (huggingface_hub's models--<org>--<name>)."""
+    return "models--" + repo.replace("/", "--")
+
+
 def env_prefix(app: App) -> str:
     return "LLAMACPP" if app.engine.kind == "llamacpp" else "VLLM"
 
@@ -213,7 +218,7 @@ def context(app: App) -> dict[str, object]:
         "model_supports": supports(app),
         "model_files": model_files(app),
         "adopt_from": "\n".join(app.model.adopt),
-        "adopt_into": "models--" + app.model.repo.replace("/", "--"),
+        "adopt_into": cache_folder(app.model.repo),
         "engine_args": engine_args(app),
         "supports_groups": SUPPORTS,
         "sized": s,
