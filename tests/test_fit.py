@@ -34,3 +34,24 @@ def test_the_engine_wrapper_looks_for_the_sentinel_every_second() -> None:
     out = yaml.safe_load(fit.fitted(yaml.safe_dump(doc), None))["spec"]["template"]["spec"]["containers"]
     assert {"name": "WAIT_INTERVAL", "value": "1"} in out[0]["env"] and out[0]["env"][0]["name"] == "ENGINE_KIND"
     assert out[1]["env"] == other["env"]
+
+
+def test_a_device_slot_renames_the_gpu_and_the_shared_namespaces_it_names_and_nothing_else() -> None:
+    """Slot 2 of a run side by side: its GPU is `nvidia.com/gpu-s2`, the shared engine it reaches is
+    in `llama-shared-s2`; cpu, memory and names that only start alike are the chart's."""
+    engine = {"name": "engine", "resources": {"limits": {"nvidia.com/gpu": 1, "nvidia.com/gpumem": "20000", "cpu": "4"},
+                                              "requests": {"nvidia.com/gpu": 1, "memory": "32Mi"}}}
+    deploy = {"kind": "Deployment", "metadata": {"namespace": "llama-shared-s2"},
+              "spec": {"template": {"spec": {"containers": [engine]}}}}
+    proxy = {"kind": "ConfigMap", "metadata": {"namespace": "llama-alice-s2"},
+             "data": {"nginx.conf": "proxy_pass http://engine.llama-shared:8080;\n# llama-shared-cache llama-shared2"}}
+    docs = yaml.safe_load_all(fit.fitted(yaml.safe_dump_all([deploy, proxy]), None, 2, ("llama-shared",)))
+    out, conf = list(docs)
+    res = out["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert res["limits"] == {"nvidia.com/gpu-s2": 1, "nvidia.com/gpumem-s2": "20000", "cpu": "4"}
+    assert res["requests"] == {"nvidia.com/gpu-s2": 1, "memory": "32Mi"}
+    assert out["metadata"]["namespace"] == "llama-shared-s2"  # already the slot's: not renamed twice
+    assert conf["data"]["nginx.conf"] == "proxy_pass http://engine.llama-shared-s2:8080;\n# llama-shared-cache llama-shared2"
+    # slot 0 is the node as it is
+    same = yaml.safe_load(fit.fitted(yaml.safe_dump(deploy), None, 0, ("llama-shared",)))
+    assert same["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1

@@ -36,13 +36,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olares_pack.cluster import controlplane, images, lifetime, mirror, tools
+from olares_pack.cluster import controlplane, gpu, images, lifetime, mirror, tools
 from olares_pack.cluster.controlplane import Cluster, free_port
 from olares_pack.cluster.tools import ToolsMissing
 
 PREFIX = "olares-pack-node-"
 PAUSE_IMAGE = images.PAUSE_IMAGE
-GPU = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "24000"}
+GPU = gpu.GPU
 READY_TIMEOUT = 90.0
 # What the kubelet (vm.*, kernel.*) and the bridge plugin (ip_forward) set; restored at stop.
 SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
@@ -66,6 +66,7 @@ class Node:
     mirror: mirror.Mirror
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     dns: Any = None  # cluster DNS (dns.Server) on the bridge's address
+    slots: set[int] = field(default_factory=set)  # the device slots with a GPU of their own (add_slot)
 
     @property
     def ctr(self) -> list[str]:
@@ -461,10 +462,10 @@ def _wait_ready(node: Node) -> None:
     raise NodeUnavailable(f"node {node.name} not Ready after {READY_TIMEOUT:.0f} s:\n{node.log('kubelet')[-2500:]}")
 
 
-def _fake_gpu(node: Node) -> None:
+def _fake_gpu(node: Node, slot: int = 0) -> None:
     """One JSON patch on the status subresource: the scheduler honours it, kubelet restarts keep it."""
     patch = [{"op": "add", "path": f"/status/{part}/{name.replace('/', '~1')}", "value": value}
-             for part in ("capacity", "allocatable") for name, value in GPU.items()]
+             for part in ("capacity", "allocatable") for name, value in gpu.slot_capacity(slot).items()]
     data = json.dumps(patch).encode()
     import urllib.request
 
@@ -474,6 +475,13 @@ def _fake_gpu(node: Node) -> None:
     with urllib.request.urlopen(req, context=node.cluster._context(), timeout=30) as resp:  # noqa: S310
         if resp.status != 200:
             raise NodeUnavailable(f"the fake GPU patch was refused: {resp.status}")
+
+
+def add_slot(node: Node, slot: int) -> None:
+    """One more one-GPU device on the node, for slot N's charts (cluster/gpu.py); kept until the node stops."""
+    if slot and slot not in node.slots:
+        _fake_gpu(node, slot)
+        node.slots.add(slot)
 
 
 def _term(proc: subprocess.Popen[bytes] | None, timeout: float = 10) -> None:
@@ -487,17 +495,21 @@ def _term(proc: subprocess.Popen[bytes] | None, timeout: float = 10) -> None:
         proc.wait(timeout=5)
 
 
-def delete_pods(node: Node, timeout: float = 60) -> None:
-    """Every pod deleted at once (grace 0), then wait until containerd runs no task: the kubelet
-    has then run CNI DEL and unmounted the volumes."""
-    pods = node.cluster.get("/api/v1/pods") or {}
-    for p in pods.get("items", []):
-        md = p["metadata"]
-        node.cluster.request("DELETE", f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}",
-                             {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+def delete_pods(node: Node, namespaces: list[str] | None = None, timeout: float = 60) -> None:
+    """Every pod (or those of `namespaces`: one device slot's, beside others) deleted at once (grace
+    0), then wait until containerd runs no task (or the namespaces have no pod): the kubelet has
+    then run CNI DEL and unmounted the volumes."""
+    paths = [f"/api/v1/namespaces/{ns}/pods" for ns in namespaces] if namespaces is not None else ["/api/v1/pods"]
+    for path in paths:
+        for p in (node.cluster.get(path) or {}).get("items", []):
+            md = p["metadata"]
+            node.cluster.request("DELETE", f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}",
+                                 {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and node.procs.get("kubelet") and node.procs["kubelet"].poll() is None:
-        if not node.tasks():
+        if namespaces is None and not node.tasks():
+            return
+        if namespaces is not None and not any((node.cluster.get(p) or {}).get("items") for p in paths):
             return
         time.sleep(0.3)
 

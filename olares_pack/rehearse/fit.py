@@ -14,17 +14,24 @@ nothing else. Every change is named in the run's report.
   the threshold's budget stay; liveness probes stay as rendered (they restart, they do not gate).
 - the shared form's engine wrapper (templates/llmbase/engine.sh) looks for llm-init's sentinel
   every FIT_WAIT_INTERVAL s instead of its default 5 (WAIT_INTERVAL, which the wrapper reads).
+- in device slot N (versions installed side by side, rehearse/live.py; OLARES_PACK_SLOT=N), the
+  GPU resources are slot N's (`nvidia.com/gpu` -> `nvidia.com/gpu-sN`, cluster/gpu.py), and a
+  shared namespace the chart names (`<chart>-shared`, OLARES_PACK_SHARED) is slot N's
+  (`<chart>-shared-sN`, where that slot's shared sub-chart is installed).
 
 Helm runs it as `<python> -m olares_pack.rehearse.fit`: manifests on stdin, changed on stdout."""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from olares_pack.cluster import gpu
 
 FIT_CPU_MILLI = 50
 FIT_MEMORY_MI = 64
@@ -72,10 +79,31 @@ def _hurry(probe: Any, startup: bool) -> None:
         probe["failureThreshold"] = max(threshold, -(-(budget - new_delay) // new_period))
 
 
-def fit(doc: Any, model: str | None) -> Any:
+def _renamed(value: Any, names: re.Pattern[str] | None, suffix: str) -> Any:
+    """Every string with slot N's shared namespaces (a proxy's upstream, a Service's DNS name)."""
+    if names is None:
+        return value
+    if isinstance(value, str):
+        return names.sub(lambda m: f"{m.group(0)}-{suffix}", value)
+    if isinstance(value, dict):
+        return {k: _renamed(v, names, suffix) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, names, suffix) for v in value]
+    return value
+
+
+def fit(doc: Any, model: str | None, slot: int = 0, shared: tuple[str, ...] = ()) -> Any:
+    if slot and shared:
+        # a name followed by a letter, digit or '-' is another name (slot N's own `<chart>-shared-sN` among them)
+        names = re.compile(r"(?<![a-z0-9-])(?:" + "|".join(map(re.escape, shared)) + r")(?![a-z0-9-])")
+        doc = _renamed(doc, names, gpu.slot_name(slot))
     if not isinstance(doc, dict) or doc.get("kind") not in (*WORKLOADS, "CronJob"):
         return doc
     for c in _containers(doc):
+        for part in ("requests", "limits"):
+            asked = (c.get("resources") or {}).get(part)
+            if slot and isinstance(asked, dict):
+                c["resources"][part] = {gpu.slot_resource(str(k), slot): v for k, v in asked.items()}
         _hurry(c.get("startupProbe"), startup=True)
         _hurry(c.get("readinessProbe"), startup=False)
         if WRAPPER in (c.get("command") or []) and isinstance(c.get("env", []), list):
@@ -101,8 +129,9 @@ def fit(doc: Any, model: str | None) -> Any:
     return doc
 
 
-def fitted(text: str, model: str | None) -> str:
-    return yaml.safe_dump_all([fit(d, model) for d in yaml.safe_load_all(text) if d is not None], sort_keys=False)
+def fitted(text: str, model: str | None, slot: int = 0, shared: tuple[str, ...] = ()) -> str:
+    return yaml.safe_dump_all([fit(d, model, slot, shared) for d in yaml.safe_load_all(text) if d is not None],
+                              sort_keys=False)
 
 
 def script(folder: Path) -> Path:
@@ -113,7 +142,9 @@ def script(folder: Path) -> Path:
 
 
 def main() -> int:
-    sys.stdout.write(fitted(sys.stdin.read(), os.environ.get("OLARES_PACK_STANDIN_MODEL") or None))
+    shared = tuple(n for n in os.environ.get("OLARES_PACK_SHARED", "").split(",") if n)
+    sys.stdout.write(fitted(sys.stdin.read(), os.environ.get("OLARES_PACK_STANDIN_MODEL") or None,
+                            int(os.environ.get("OLARES_PACK_SLOT") or 0), shared))
     return 0
 
 

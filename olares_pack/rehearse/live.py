@@ -15,6 +15,9 @@ user where the form installs for one), with the installer's values (rehearse/run
    a second time (the hub counts each download).
 3. uninstall: no pod is left; the shared Hugging Face store stays (what the docs say).
 
+The cycles of a line (the install, each upgrade) run side by side, each on a device slot of its
+own (Live.slot, cluster/gpu.py): its users, namespaces, host paths, hub and one GPU.
+
 What stands in (every report says it): the images (cluster/images.py STANDINS), the model
 (rehearse/hub.py), and two changes the node needs (rehearse/fit.py: requests lowered to fit 2
 cores; a recorded size|sha256 replaced by the stand-in model's); host paths under /olares are
@@ -23,8 +26,10 @@ moved into the node's folder.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -36,21 +41,30 @@ from typing import Any
 import semver
 import yaml
 
-from olares_pack.cluster import images
+from olares_pack.cluster import gpu, images
+from olares_pack.cluster import node as nodemod
 from olares_pack.cluster.node import Node
 from olares_pack.cluster.tools import ToolsMissing
 from olares_pack.rehearse import fit, flow
 from olares_pack.rehearse import hub as hubmod
+from olares_pack.rehearse import plan as planner
 from olares_pack.rehearse.plan import ChartPlan
 from olares_pack.rehearse.run import Rehearsal
 
 ANSWER_TIMEOUT = 240.0
 LOG_LINES = 40
+# Cycles of one line run side by side in device slots of their own (cluster/gpu.py): a cycle is
+# mostly waiting (the kubelet's sync, probes, Helm), and an app upgraded from ten versions took
+# 120 s one cycle at a time.
+SIDE_BY_SIDE = 4
+_PUSH = threading.Lock()  # the mirror's stand-in images, built and pushed once for every slot
 CHANGES = ("cpu and memory requests lowered to fit the node (limits and GPU resources as rendered)",
            "host paths under /olares moved into the node's folder",
            "a MODEL_FILES size|sha256 replaced by the stand-in model's",
            "startup and readiness probes every second from the first (a startup probe keeps the chart's time to start)",
            "the engine wrapper looks for llm-init's sentinel every second (WAIT_INTERVAL=1, its default 5)")
+SLOTS = ("cycles side by side, each in a device slot of its own: its own users, namespaces, host paths, hub and "
+         "one GPU (GPU resources and shared namespaces renamed for the slot: nvidia.com/gpu-sN, <chart>-shared-sN)")
 
 
 @dataclass
@@ -109,19 +123,35 @@ class Failed(Exception):
 
 
 class Live:
-    def __init__(self, node: Node, hub: hubmod.Hub, home: Path) -> None:
-        self.node, self.hub, self.home = node, hub, home
+    """One device on the node: slot 0 is the node as it is; slot N (side by side, cluster/gpu.py)
+    has users, shared namespaces, host paths, a hub and a GPU of its own."""
+
+    def __init__(self, node: Node, hub: hubmod.Hub, home: Path, slot: int = 0) -> None:
+        self.node, self.hub, self.home, self.slot = node, hub, home, slot
+        home.mkdir(parents=True, exist_ok=True)
         self.standins: dict[str, str] = {}
         self.engine_images: set[str] = set()  # of the chart pushed last
         self.post = fit.script(home)
+        sfx = gpu.slot_name(slot)
+        self.root = node.folder / (f"olares-{sfx}" if slot else "olares")  # what /olares is on this device
+        self.names = flow.Names(f"{planner.ADMIN}-{sfx}", f"{planner.OTHER}-{sfx}", f"-{sfx}") if slot else flow.Names()
 
-    def rehearsal(self, line: str) -> Rehearsal:
+    def user(self, name: str) -> str:
+        """The user as the report names them (the slot's suffix dropped)."""
+        sfx = gpu.slot_name(self.slot)
+        return name.removesuffix(f"-{sfx}") if sfx else name
+
+    def rehearsal(self, line: str, *plans: ChartPlan) -> Rehearsal:
         r = Rehearsal(self.node.cluster, self.home, line, post_renderer=self.post, values_hook=self.values)
         r.helm.env["OLARES_PACK_STANDIN_MODEL"] = f"{len(self.hub.data)}|{self.hub.sha256}"
+        if self.slot:
+            r.helm.env["OLARES_PACK_SLOT"] = str(self.slot)
+            r.helm.env["OLARES_PACK_SHARED"] = ",".join(sorted(
+                {f"{s['name']}-shared" for p in plans for s in p.sub_charts if s.get("shared")}))
         return r
 
     def values(self, values: dict[str, Any]) -> dict[str, Any]:
-        root = str(self.node.folder / "olares")
+        root = str(self.root)
 
         def move(v: Any) -> Any:
             if isinstance(v, str) and (v == "/olares" or v.startswith("/olares/")):
@@ -168,7 +198,8 @@ class Live:
                 raise Failed(f"no stand-in image for {c.get('image')} (container {c.get('name')}): this node runs only "
                              "llama.cpp and vLLM engines, llm-init, the proxy, busybox and pause")
             try:
-                images.push(self.node, str(c["image"]), kind)
+                with _PUSH:
+                    images.push(self.node, str(c["image"]), kind)
             except ToolsMissing as exc:
                 raise Failed(f"the stand-in for {c['image']} could not be made: {exc}") from None
             self.standins[str(c["image"])] = images.stands_for(kind, str(c["image"]))
@@ -396,36 +427,82 @@ ChartOf = flow.ChartOf
 
 
 def run(node: Node, app: str, version: str, line_versions: dict[str, list[str]], chart_of: ChartOf,
-        froms: list[str] | None = None, say: Callable[[str], None] | None = None, fresh: bool = True) -> LiveReport:
+        froms: list[str] | None = None, say: Callable[[str], None] | None = None, fresh: bool = True,
+        side_by_side: int = SIDE_BY_SIDE) -> LiveReport:
     """Install VERSION on each line for each user form, upgrade to it from `froms` (default: every
     older published version on the line), uninstall; each step timed. fresh=False: the upgrades
     only (each still ends with the new version answering for every user). The users of one cycle
     install one after the other on the same device (the administrator first: a shared engine is
-    theirs, a second user's client reaches it)."""
+    theirs, a second user's client reaches it); the cycles of a line run `side_by_side` at a
+    time, each on a device slot of its own."""
     import tempfile
 
     tell = say or (lambda _line: None)
     steps: list[LiveStep] = []
-    with tempfile.TemporaryDirectory(prefix="olares-pack-live-") as tmp, hubmod.serving(node.gateway) as hub:
-        live = Live(node, hub, Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="olares-pack-live-") as tmp, contextlib.ExitStack() as hubs:
+        hub = hubs.enter_context(hubmod.serving(node.gateway))
+        lives = [Live(node, hub, Path(tmp) / "slot0")]
+        wide = False
         for target in sorted(line_versions):
             data = chart_of(version, target)
             if data is None:
                 continue
-            new = flow.chart_plan(data, Path(tmp) / "charts", target, app, version, flow.Names())
             older = [v for v in line_versions[target] if semver.Version.parse(v) < semver.Version.parse(version)]
-            wanted = [v for v in (froms if froms is not None else older) if v in older]
-            if fresh:
-                steps += install_cycle(live, target, new, new.users, tell)
-            for v0 in wanted:
-                old_data = chart_of(v0, target)
-                if old_data is None:
-                    continue
-                old = flow.chart_plan(old_data, Path(tmp) / "charts", target, app, v0, flow.Names())
+            olds = {v: chart_of(v, target) for v in (froms if froms is not None else older) if v in older}
+            jobs: list[str | None] = ([None] if fresh else []) + [v for v, d in olds.items() if d is not None]
+
+            def cycle(live: Live, v0: str | None, data: bytes = data, target: str = target,
+                      olds: dict[str, bytes | None] = olds) -> list[LiveStep]:
+                charts = live.home / "charts"
+                new = flow.chart_plan(data, charts, target, app, version, live.names)
+                if v0 is None:
+                    return install_cycle(live, target, new, new.users, tell)
+                old = flow.chart_plan(olds[v0] or b"", charts, target, app, v0, live.names)
                 users = [u for u in old.users if u in new.users]
-                if users:
-                    steps += upgrade_cycle(live, target, old, new, users, tell)
-        return LiveReport(steps, dict(live.standins), hubmod.STANDS_FOR, changes(hub), node=node.name)
+                return upgrade_cycle(live, target, old, new, users, tell) if users else []
+
+            width = max(1, min(side_by_side, len(jobs)))
+            while len(lives) < width:
+                slot = len(lives)
+                nodemod.add_slot(node, slot)
+                lives.append(Live(node, hubs.enter_context(hubmod.serving(node.gateway, https_port=None)),
+                                  Path(tmp) / f"slot{slot}", slot))
+            asked = sum(hub.https.values())
+            done = _side_by_side(lives[:width], jobs, cycle)
+            if width > 1 and sum(hub.https.values()) != asked:
+                # a chart fetched https://huggingface.co by name: slot 0's hub answered every slot (the
+                # DNS has one address for it), so no slot's download count is its own: one at a time
+                tell(f"{target}: a chart downloads from huggingface.co by name: the cycles again, one at a time")
+                done = _side_by_side(lives[:1], jobs, cycle)
+            else:
+                wide = wide or width > 1
+            steps += done
+        standins = {k: v for live in lives for k, v in live.standins.items()}
+        return LiveReport(steps, standins, hubmod.STANDS_FOR, changes(hub) + ((SLOTS,) if wide else ()),
+                          node=node.name)
+
+
+def _side_by_side(lives: list[Live], jobs: list[str | None],
+                  cycle: Callable[[Live, str | None], list[LiveStep]]) -> list[LiveStep]:
+    """Each job on the next free slot; the steps in the jobs' order."""
+    if len(lives) == 1:
+        return [s for j in jobs for s in cycle(lives[0], j)]
+    import queue
+    from concurrent.futures import ThreadPoolExecutor
+
+    free: queue.SimpleQueue[Live] = queue.SimpleQueue()
+    for live in lives:
+        free.put(live)
+
+    def one(job: str | None) -> list[LiveStep]:
+        live = free.get()
+        try:
+            return cycle(live, job)
+        finally:
+            free.put(live)
+
+    with ThreadPoolExecutor(len(lives), thread_name_prefix="olares-pack-slot") as pool:
+        return [s for out in pool.map(one, jobs) for s in out]
 
 
 def changes(hub: hubmod.Hub) -> tuple[str, ...]:
@@ -441,11 +518,11 @@ def changes(hub: hubmod.Hub) -> tuple[str, ...]:
 def install_cycle(live: Live, target: str, plan: ChartPlan, users: list[str],
                    tell: Callable[[str], None]) -> list[LiveStep]:
     out: list[LiveStep] = []
-    r = live.rehearsal(target)
+    r = live.rehearsal(target, plan)
     _fresh(live)
     try:
         for user in users:
-            step = LiveStep(target, "install", plan.version, user)
+            step = LiveStep(target, "install", plan.version, live.user(user))
             out.append(step)
             t0 = time.monotonic()
             before = sum(live.hub.downloads.values())
@@ -457,15 +534,15 @@ def install_cycle(live: Live, target: str, plan: ChartPlan, users: list[str],
             step.seconds["helm"] = round(time.monotonic() - t0, 1)
             live.answer(plan, user, engines, step, t0)
             step.downloads = sum(live.hub.downloads.values()) - before
-            tell(f"{target} {plan.version} ({user}): answered in {step.seconds['answered']} s")
-        un = LiveStep(target, "uninstall", plan.version, ", ".join(users))
+            tell(f"{target} {plan.version} ({step.user}): answered in {step.seconds['answered']} s")
+        un = LiveStep(target, "uninstall", plan.version, ", ".join(map(live.user, users)))
         out.append(un)
         t1 = time.monotonic()
         r.clean()
         for user in users:
             live.gone(plan, user)
         un.seconds["gone"] = round(time.monotonic() - t1, 1)
-        hf = live.node.folder / "olares" / "share" / "appcommon" / "huggingface"
+        hf = live.root / "share" / "appcommon" / "huggingface"
         un.note = ("the shared Hugging Face store stays (the model is not downloaded again by a reinstall)"
                    if any(hf.glob("models--*")) else "")
     except Failed as exc:
@@ -483,15 +560,14 @@ def _clean(live: Live, r: Rehearsal, plan: ChartPlan, users: list[str]) -> None:
         for user in users:
             live.gone(plan, user)
     except Failed:
-        from olares_pack.cluster import node as nodemod
-
-        nodemod.delete_pods(live.node)
+        nodemod.delete_pods(live.node, sorted({rel.namespace for user in users for rel in plan.releases(user)}))
 
 
 def upgrade_cycle(live: Live, target: str, old: ChartPlan, new: ChartPlan, users: list[str],
                    tell: Callable[[str], None]) -> list[LiveStep]:
-    steps = [LiveStep(target, "upgrade", new.version, user, old.version) for user in users]
-    r = live.rehearsal(target)
+    steps = [LiveStep(target, "upgrade", new.version, live.user(user), old.version) for user in users]
+    named = dict(zip(map(id, steps), users, strict=True))  # each step's user as the slot names them
+    r = live.rehearsal(target, old, new)
     _fresh(live)
     step = steps[0]
     try:
@@ -499,15 +575,16 @@ def upgrade_cycle(live: Live, target: str, old: ChartPlan, new: ChartPlan, users
         engines_old: dict[str, list[str]] = {}
         t0 = time.monotonic()
         for step in steps:
+            user = named[id(step)]
             first = LiveStep(target, "install", old.version, step.user)
-            engines_old[step.user] = live.push_images(r, old, step.user)
+            engines_old[user] = live.push_images(r, old, user)
             old_images |= live.engine_images
-            inst = r.install(_one_user(old, step.user))
+            inst = r.install(_one_user(old, user))
             if not all(s.ok for s in inst):
                 raise Failed(f"{old.version} did not install: " + "; ".join(s.error for s in inst if not s.ok))
-            engines = live.push_images(r, new, step.user)
+            engines = live.push_images(r, new, user)
             try:
-                live.answer(old, step.user, engines_old[step.user], first, t0, at_pod=True)
+                live.answer(old, user, engines_old[user], first, t0, at_pod=True)
                 step.seconds["old answered"] = first.seconds.get("answered", 0.0)
                 step.note += f"{old.version} {first.note}" if first.note else ""
             except Failed as exc:
@@ -520,16 +597,17 @@ def upgrade_cycle(live: Live, target: str, old: ChartPlan, new: ChartPlan, users
                              f"the stand-in ({images.LLAMA_BUILD}); the upgrade went on from the state it left. ")
         had = set(live.hub.downloads)  # the files the old version downloaded
         for step in steps:
-            uids = {p["metadata"]["uid"] for rel in old.releases(step.user)
-                    for p in live.engine_pods(rel.namespace, engines_old[step.user])}
-            engines = live.push_images(r, new, step.user)
+            user = named[id(step)]
+            uids = {p["metadata"]["uid"] for rel in old.releases(user)
+                    for p in live.engine_pods(rel.namespace, engines_old[user])}
+            engines = live.push_images(r, new, user)
             before = dict(live.hub.downloads)
             t1 = time.monotonic()
-            ups = r.upgrade(_one_user(old, step.user), _one_user(new, step.user))
+            ups = r.upgrade(_one_user(old, user), _one_user(new, user))
             if not all(s.ok for s in ups):
                 raise Failed("; ".join(s.error for s in ups if not s.ok))
             step.seconds["helm"] = round(time.monotonic() - t1, 1)
-            live.answer(new, step.user, engines, step, t1, old_uids=uids)
+            live.answer(new, user, engines, step, t1, old_uids=uids)
             fetched = {k: n - before.get(k, 0) for k, n in live.hub.downloads.items() if n > before.get(k, 0)}
             step.downloads = sum(fetched.values())
             again = sorted(k for k in fetched if k in had)
@@ -553,7 +631,7 @@ def _fresh(live: Live) -> None:
     """A device as new: the host paths the last cycle wrote (the shared model store, app data) removed."""
     import shutil
 
-    shutil.rmtree(live.node.folder / "olares", ignore_errors=True)
+    shutil.rmtree(live.root, ignore_errors=True)
     live.hub.downloads.clear()
 
 
