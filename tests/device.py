@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import semver
 import yaml
+from loopback_http import HTTP
 
 from olares_pack import olares as targets
 from olares_pack.charts import helm
@@ -145,7 +146,7 @@ def device_lifecycle(base: str) -> Device:
     for file_name, data in dev.charts.items():
         name = file_name.rsplit("-", 2)[0] if "legacy" in file_name else file_name.rsplit("-", 1)[0]
         for asked in ("1.12.5", "1.12.6", "1.0.12", ""):
-            r = httpx.get(f"{base}/api/v1/applications/{name}/chart", params={"fileName": file_name, "version": asked})
+            r = HTTP.get(f"{base}/api/v1/applications/{name}/chart", params={"fileName": file_name, "version": asked})
             assert r.content == data
     return dev
 

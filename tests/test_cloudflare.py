@@ -28,6 +28,7 @@ from device import (
     device_lifecycle_v2,
     envelope,
 )
+from loopback_http import HTTP
 
 from olares_pack.catalogue import ledger as index
 from olares_pack.cli import main
@@ -66,7 +67,7 @@ def running_worker(root: Path, out: Path) -> Iterator[str]:
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                if HTTP.get(f"{base}/health", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
@@ -107,8 +108,8 @@ def test_the_worker_answers_the_v2_bytes_serve_answers(worker: str, python_serve
     for route in ("/api/v2/catalog", "/api/v2/taxonomy", "/api/v2/applications", "/api/v2/browse/applications"):
         for query in V2_QUERIES:
             params = query if version is None else {**query, "version": version}
-            a = httpx.get(worker + route, params=params)
-            b = httpx.get(python_server + route, params=params, headers={"Accept-Encoding": "identity"})
+            a = HTTP.get(worker + route, params=params)
+            b = HTTP.get(python_server + route, params=params, headers={"Accept-Encoding": "identity"})
             assert (a.status_code, a.headers["content-type"]) == (b.status_code, b.headers["content-type"]), (route, params)
             if a.status_code == 200:
                 assert a.content == b.content and a.headers["etag"] == b.headers["etag"], (route, params)
@@ -122,14 +123,14 @@ def test_the_worker_answers_the_bytes_serve_answers(worker: str, python_server: 
     ledger = index.load(ROOT / "market-index.json")
     ids = [index.app_id(n) for n in ledger["apps"]] + ["ffffffff", "<script>"]
     for route in ("hash", "info"):
-        a = httpx.get(f"{worker}/api/v1/appstore/{route}", params={"version": version})
-        b = httpx.get(f"{python_server}/api/v1/appstore/{route}", params={"version": version},
+        a = HTTP.get(f"{worker}/api/v1/appstore/{route}", params={"version": version})
+        b = HTTP.get(f"{python_server}/api/v1/appstore/{route}", params={"version": version},
                       headers={"Accept-Encoding": "identity"})
         assert (a.status_code, a.content) == (b.status_code, b.content), route
         assert a.headers["etag"] == b.headers["etag"]
     body = {"app_ids": ids, "version": version}
-    a = httpx.post(f"{worker}/api/v1/applications/info", json=body)
-    b = httpx.post(f"{python_server}/api/v1/applications/info", json=body, headers={"Accept-Encoding": "identity"})
+    a = HTTP.post(f"{worker}/api/v1/applications/info", json=body)
+    b = HTTP.post(f"{python_server}/api/v1/applications/info", json=body, headers={"Accept-Encoding": "identity"})
     assert (a.status_code, a.content) == (b.status_code, b.content)
 
 
@@ -139,14 +140,14 @@ def test_charts_are_the_published_bytes_by_file_name(worker: str) -> None:
         for v in app["versions"]:
             for target, ch in v["charts"].items():
                 file_name = f"{name}-{ch.get('version') or v['version']}.tgz"
-                r = httpx.get(f"{worker}/api/v1/applications/{name}/chart", params={"fileName": file_name, "version": "9"})
+                r = HTTP.get(f"{worker}/api/v1/applications/{name}/chart", params={"fileName": file_name, "version": "9"})
                 assert r.status_code == 200 and r.headers["content-type"] == "application/gzip"
-                r2 = httpx.get(f"{worker}/api/v2/applications/{name}/chart", params={"fileName": file_name})
+                r2 = HTTP.get(f"{worker}/api/v2/applications/{name}/chart", params={"fileName": file_name})
                 assert (r2.status_code, r2.content, r2.headers["etag"]) == (200, r.content, r.headers["etag"])
                 data = (ROOT / ch["file"]).read_bytes()
                 shadowed = target != "current" and "version" not in ch  # named like its current chart (1.0.9)
                 assert (r.content == data) != shadowed, file_name
-                again = httpx.get(r.url, headers={"If-None-Match": r.headers["etag"]})
+                again = HTTP.get(r.url, headers={"If-None-Match": r.headers["etag"]})
                 assert again.status_code == 304
 
 
@@ -165,7 +166,7 @@ def test_charts_are_the_published_bytes_by_file_name(worker: str) -> None:
 ])
 def test_the_worker_refuses_what_serve_refuses(worker: str, python_server: str, method: str, path: str, status: int) -> None:
     for base in (worker, python_server):
-        r = httpx.request(method, base + path)
+        r = HTTP.request(method, base + path)
         assert r.status_code == status and r.json()["status"] == status, base
 
 

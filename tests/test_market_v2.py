@@ -35,6 +35,7 @@ from device import (
     device_lifecycle_v2,
     envelope,
 )
+from loopback_http import HTTP
 
 from olares_pack.catalogue import ledger as index
 from olares_pack.cli import main
@@ -51,7 +52,7 @@ def base() -> Iterator[str]:
 
 
 def get(base: str, path: str, **params: object) -> httpx.Response:
-    return httpx.get(base + path, params=params, headers={"Accept-Encoding": "identity"})  # type: ignore[arg-type]
+    return HTTP.get(base + path, params=params, headers={"Accept-Encoding": "identity"})  # type: ignore[arg-type]
 
 
 def versions_of(name: str, root: Path = ROOT) -> list[str]:
@@ -171,7 +172,7 @@ def test_catalog_and_taxonomy_echo_the_callers_source_id(base: str) -> None:
 @pytest.mark.parametrize("method,path", [("POST", "/api/v2/catalog"), ("DELETE", "/api/v2/applications"),
                                          ("POST", f"/api/v2/applications/{NAME}/chart")])
 def test_v2_routes_take_get(base: str, method: str, path: str) -> None:
-    assert httpx.request(method, base + path).status_code == 405
+    assert HTTP.request(method, base + path).status_code == 405
 
 
 # ---------------------------------------------------------------- the taxonomy file
@@ -277,9 +278,9 @@ def test_serve_over_https_with_a_self_signed_certificate(tmp_path: Path) -> None
         dev = Device(url, "1.12.5", verify=trust)
         assert dev.sync() and dev.install(NAME) == f"{versions_of(NAME)[-1]}-legacy"
         with pytest.raises(httpx.ConnectError):  # not trusted without the certificate
-            httpx.get(f"{url}/health")
+            HTTP.get(f"{url}/health")
         with pytest.raises(httpx.HTTPError):  # and not served in clear text
-            httpx.get(url.replace("https:", "http:") + "/health", timeout=3)
+            HTTP.get(url.replace("https:", "http:") + "/health", timeout=3)
 
 
 # ---------------------------------------------------------------- memory no client can inflate
@@ -374,15 +375,15 @@ def break_two_charts(repo: Path) -> tuple[str, str]:
 def test_serve_starts_with_charts_missing_and_serves_the_rest(repo: Path) -> None:
     missing, unreadable = break_two_charts(repo)
     with serve_command(repo) as (url, proc):
-        health = httpx.get(f"{url}/health").json()
+        health = HTTP.get(f"{url}/health").json()
         assert health["status"] == "degraded"
         problems = {u["file"]: u["problem"] for u in health["unavailable"]}
         assert set(problems) == {missing, unreadable}
         assert "missing" in problems[missing] and "olares-pack build" in problems[missing]
         assert problems[unreadable].startswith("unreadable") and "but missing" not in problems[unreadable]
-        r = httpx.get(f"{url}/api/v1/applications/{NAME}/chart", params={"fileName": missing})
+        r = HTTP.get(f"{url}/api/v1/applications/{NAME}/chart", params={"fileName": missing})
         assert r.status_code == 503 and "missing" in r.json()["error"] and missing in r.json()["error"]
-        assert httpx.get(f"{url}/api/v2/applications/{NAME}/chart", params={"fileName": unreadable}).status_code == 503
+        assert HTTP.get(f"{url}/api/v2/applications/{NAME}/chart", params={"fileName": unreadable}).status_code == 503
         # everything else: the vLLM app, the legacy line, and the llama.cpp app at its newest whole chart
         newest, whole, vllm = versions_of(NAME, repo)[-1], versions_of(NAME, repo)[-2], versions_of(VLLM, repo)[-1]
         dev = Device(url, "1.12.6")
@@ -415,7 +416,7 @@ def test_a_reload_does_not_swap_in_a_catalogue_with_a_chart_missing(repo: Path) 
         os.utime(repo / "market-index.json", ns=(time.time_ns(), time.time_ns() + 10**9))
         time.sleep(0.5)
         assert get(url, "/api/v2/catalog").content == before
-        assert httpx.get(f"{url}/health").json()["status"] == "ok"
+        assert HTTP.get(f"{url}/health").json()["status"] == "ok"
         device_lifecycle(url)
 
 

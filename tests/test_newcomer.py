@@ -10,10 +10,10 @@ import shutil
 import tarfile
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 from conftest import ROOT, serving
+from loopback_http import HTTP
 
 from olares_pack import olares as targets
 from olares_pack.cli import cli, main
@@ -250,9 +250,9 @@ def test_the_details_post_reads_its_version_from_the_body_as_the_docs_say(repo: 
     app_id = __import__("hashlib").md5(NAME.encode()).hexdigest()[:8]
     with serving(Source(repo, repo / "market-index.json")) as base:
         body = {"app_ids": [app_id], "version": "1.12.5"}
-        plain = httpx.post(f"{base}/api/v1/applications/info", json=body).json()
-        queried = httpx.post(f"{base}/api/v1/applications/info?version=1.12.6", json=body).json()
-        unversioned = httpx.post(f"{base}/api/v1/applications/info", json={"app_ids": [app_id]}).json()
+        plain = HTTP.post(f"{base}/api/v1/applications/info", json=body).json()
+        queried = HTTP.post(f"{base}/api/v1/applications/info?version=1.12.6", json=body).json()
+        unversioned = HTTP.post(f"{base}/api/v1/applications/info", json={"app_ids": [app_id]}).json()
     assert plain == queried and plain["apps"][app_id]["version"].endswith("-legacy")
     assert unversioned["version"] == "1.12.6" and not unversioned["apps"][app_id]["version"].endswith("-legacy")
 

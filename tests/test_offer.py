@@ -9,10 +9,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import httpx
 import pytest
 from conftest import ROOT, serve_process, serving
 from device import Device, V2Device
+from loopback_http import HTTP
 
 from olares_pack import olares
 from olares_pack.catalogue import ledger, offer
@@ -73,7 +73,7 @@ def test_an_imported_v2_app_is_offered_only_where_its_installer_accepts_it(tmp_p
         v2.sync()
         assert v2.items == {} and v2.apps == {}
         # a device that fetched the file before keeps getting it by name: the bytes do not move
-        r = httpx.get(f"{url}/api/v1/applications/gpuvtwo/chart", params={"fileName": "gpuvtwo-1.0.5.tgz"})
+        r = HTTP.get(f"{url}/api/v1/applications/gpuvtwo/chart", params={"fileName": "gpuvtwo-1.0.5.tgz"})
         assert r.status_code == 200 and r.content == source_bytes
     # the Cloudflare export decides views the same way (the windows its Worker evaluates)
     cat = market.load(root)

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from conftest import ROOT, serve_process, serving
 from device import Device, Refused, device_lifecycle, installer_gate
+from loopback_http import HTTP
 
 from olares_pack.catalogue import ledger as index
 from olares_pack.charts import helm
@@ -119,10 +120,10 @@ def test_the_version_window(base: str) -> None:
     assert old[NAME]["_chart"] != new[NAME]["_chart"]
     # the legacy line's history: its own version, then releases whose two charts shared a name
     assert [h["version"] for h in old[NAME]["versionHistory"]][:3] == ["1.0.15-legacy", "1.0.14-legacy", "1.0.13-legacy"]
-    none = httpx.get(f"{base}/api/v1/appstore/info", params={"version": "1.12.2"}).json()
+    none = HTTP.get(f"{base}/api/v1/appstore/info", params={"version": "1.12.2"}).json()
     assert none["data"]["apps"] == {}
     # the hash is stable for the same catalogue
-    assert httpx.get(f"{base}/api/v1/appstore/hash", params={"version": "1.12.6"}).json() == new["_hash"]
+    assert HTTP.get(f"{base}/api/v1/appstore/hash", params={"version": "1.12.6"}).json() == new["_hash"]
 
 
 def test_1_12_3_syncs_the_legacy_line_as_1_12_5_does(base: str) -> None:
@@ -135,9 +136,9 @@ def test_1_12_3_syncs_the_legacy_line_as_1_12_5_does(base: str) -> None:
 
 def test_chart_caching_headers(base: str) -> None:
     url = f"{base}/api/v1/applications/{NAME}/chart"
-    r = httpx.get(url, params={"fileName": f"{NAME}-1.0.5.tgz"})
+    r = HTTP.get(url, params={"fileName": f"{NAME}-1.0.5.tgz"})
     assert r.status_code == 200 and "immutable" in r.headers["cache-control"]
-    again = httpx.get(url, params={"fileName": f"{NAME}-1.0.5.tgz"}, headers={"If-None-Match": r.headers["etag"]})
+    again = HTTP.get(url, params={"fileName": f"{NAME}-1.0.5.tgz"}, headers={"If-None-Match": r.headers["etag"]})
     assert again.status_code == 304 and again.content == b""
 
 
@@ -164,7 +165,7 @@ def test_chart_caching_headers(base: str) -> None:
     ("GET", "/api/v1/applications/info", {}, 405),
 ])
 def test_bad_requests_get_a_json_4xx(base: str, method: str, path: str, kwargs: dict, status: int) -> None:
-    r = httpx.request(method, base + path, **kwargs)
+    r = HTTP.request(method, base + path, **kwargs)
     assert r.status_code == status
     assert r.headers["content-type"].startswith("application/json") and r.json()["status"] == status
 
@@ -210,7 +211,7 @@ DEEP = b"[" * 5000 + b"]" * 5000
     ("GET", "/api/v2/applications/%00/chart?fileName=x.tgz", {}, 404),
 ])
 def test_hostile_requests_never_get_a_5xx(base: str, method: str, path: str, kwargs: dict, status: int) -> None:
-    r = httpx.request(method, base + path, **kwargs)
+    r = HTTP.request(method, base + path, **kwargs)
     assert r.status_code == status, r.text[:300]
 
 
@@ -237,7 +238,7 @@ def test_slow_clients_do_not_hold_the_server(base: str) -> None:
         sock.sendall(b"GET /api/v1/appstore/hash?version=1.12.6 HTTP/1.1\r\nHost: x\r\n")
         slow.append(sock)
     t = time.monotonic()
-    assert httpx.get(f"{base}/api/v1/appstore/hash", params={"version": "1.12.6"}).status_code == 200
+    assert HTTP.get(f"{base}/api/v1/appstore/hash", params={"version": "1.12.6"}).status_code == 200
     assert time.monotonic() - t < 1.0
     time.sleep(HEADER_TIMEOUT + 0.5)
     for sock in slow:
@@ -266,30 +267,30 @@ def test_the_reload_loop_outlives_a_failure(repo: Path, monkeypatch: pytest.Monk
 
 def release_and_wait(root: Path, url: str, why: str) -> None:
     """Release a patch of the example app and wait until the running server offers it."""
-    before = httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"]
+    before = HTTP.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"]
     assert main(["release", NAME, "--apps-dir", str(root / "apps"), "--bump", "patch", "--summary", "x",
                  "--date", "2026-06-01"]) == ExitCode.OK
     deadline = time.monotonic() + 10
-    while httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == before:
+    while HTTP.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == before:
         assert time.monotonic() < deadline, why
         time.sleep(0.05)
 
 
 def test_unknown_ids_are_not_found(base: str) -> None:
-    r = httpx.post(f"{base}/api/v1/applications/info", json={"app_ids": ["ffffffff", "43e83ecd", "43e83ecd"], "version": "1.12.6"})
+    r = HTTP.post(f"{base}/api/v1/applications/info", json={"app_ids": ["ffffffff", "43e83ecd", "43e83ecd"], "version": "1.12.6"})
     doc = r.json()
     assert list(doc["apps"]) == ["43e83ecd"] and doc["not_found"] == ["ffffffff"]
 
 
 def test_health(base: str) -> None:
-    assert httpx.get(f"{base}/health").json()["status"] == "ok"
+    assert HTTP.get(f"{base}/health").json()["status"] == "ok"
 
 
 def test_publishing_reloads_without_downtime(repo: Path) -> None:
     root = repo
     with running(root, reload_every=0.1) as url:
         release_and_wait(root, url, "the new version was not picked up")
-        info = httpx.get(f"{url}/api/v1/appstore/info", params={"version": "1.12.6"}).json()
+        info = HTTP.get(f"{url}/api/v1/appstore/info", params={"version": "1.12.6"}).json()
         assert info["data"]["apps"]["43e83ecd"]["version"] == "1.0.16"
         current = info["hash"]
         # a ledger that does not load (here: a package it lists is missing) is not served
@@ -297,8 +298,8 @@ def test_publishing_reloads_without_downtime(repo: Path) -> None:
         ledger["apps"][NAME]["versions"][-1]["charts"]["current"]["file"] = "packages/current/missing.tgz"
         (root / "market-index.json").write_text(json.dumps(ledger))
         time.sleep(0.5)
-        assert httpx.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == current
-        assert httpx.get(f"{url}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.15.tgz"}).status_code == 200
+        assert HTTP.get(f"{url}/api/v1/appstore/hash", params={"version": "1.12.6"}).json()["hash"] == current
+        assert HTTP.get(f"{url}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.15.tgz"}).status_code == 200
 
 
 # ---------------------------------------------------------------- a device across an OS upgrade
@@ -316,7 +317,7 @@ def test_the_installer_gate_refuses_what_a_device_would(base: str) -> None:
     installer_gate("1.12.6", NAME, entry["version"], entry["chartName"], data)
     with pytest.raises(Refused, match="does not admit 1.12.5"):
         installer_gate("1.12.5", NAME, entry["version"], entry["chartName"], data)
-    old = httpx.get(f"{base}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.10-legacy.tgz"}).content
+    old = HTTP.get(f"{base}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.10-legacy.tgz"}).content
     with pytest.raises(Refused, match="does not admit 1.12.6"):
         installer_gate("1.12.6", NAME, "1.0.10-legacy", f"{NAME}-1.0.10-legacy.tgz", old)
     with pytest.raises(Refused, match="the market said"):
@@ -326,22 +327,22 @@ def test_the_installer_gate_refuses_what_a_device_would(base: str) -> None:
 def test_a_release_before_per_target_versions_is_offered_on_one_line_only(base: str) -> None:
     """1.0.9 was published with both charts named llamacppqwen36mtpone-1.0.9.tgz: the file name is
     the current chart's, and no 1.12.5 device is offered 1.0.9 under it."""
-    r = httpx.get(f"{base}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.9.tgz", "version": "1.12.5"})
+    r = HTTP.get(f"{base}/api/v1/applications/{NAME}/chart", params={"fileName": f"{NAME}-1.0.9.tgz", "version": "1.12.5"})
     installer_gate("1.12.6", NAME, "1.0.9", f"{NAME}-1.0.9.tgz", r.content)
 
 
 def test_conditional_and_compressed_answers(base: str) -> None:
     url = f"{base}/api/v1/appstore/info?version=1.12.6"
-    plain = httpx.get(url, headers={"Accept-Encoding": "identity"})
-    zipped = httpx.get(url, headers={"Accept-Encoding": "gzip"})
+    plain = HTTP.get(url, headers={"Accept-Encoding": "identity"})
+    zipped = HTTP.get(url, headers={"Accept-Encoding": "gzip"})
     assert zipped.headers["content-encoding"] == "gzip" and zipped.content == plain.content  # httpx decodes it
     assert zipped.headers["etag"] != plain.headers["etag"] and "accept-encoding" in zipped.headers["vary"].lower()
-    again = httpx.get(url, headers={"Accept-Encoding": "identity", "If-None-Match": plain.headers["etag"]})
+    again = HTTP.get(url, headers={"Accept-Encoding": "identity", "If-None-Match": plain.headers["etag"]})
     assert again.status_code == 304 and again.content == b""
-    head = httpx.head(url, headers={"Accept-Encoding": "identity"})
+    head = HTTP.head(url, headers={"Accept-Encoding": "identity"})
     assert head.status_code == 200 and head.content == b"" and int(head.headers["content-length"]) == len(plain.content)
     # an answer for another OS window is another body with another tag
-    assert httpx.get(f"{base}/api/v1/appstore/info?version=1.12.5").headers["etag"] != plain.headers["etag"]
+    assert HTTP.get(f"{base}/api/v1/appstore/info?version=1.12.5").headers["etag"] != plain.headers["etag"]
 
 
 def test_the_serve_command_with_two_workers(tmp_path: Path) -> None:
@@ -351,7 +352,7 @@ def test_the_serve_command_with_two_workers(tmp_path: Path) -> None:
     proc, base = serve_process("--root", str(ROOT), "--workers", "2", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         device_lifecycle(base)
-        digests = {httpx.get(f"{base}/health", headers={"Connection": "close"}).json()["index_sha256"] for _ in range(20)}
+        digests = {HTTP.get(f"{base}/health", headers={"Connection": "close"}).json()["index_sha256"] for _ in range(20)}
         assert len(digests) == 1  # every worker serves the same catalogue
     finally:
         proc.terminate()

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 from conftest import serving
 from device import Device, V2Device
+from loopback_http import HTTP
 from test_import import rendered_pods
 
 from olares_pack import olares
@@ -91,7 +91,7 @@ def test_the_charts_are_clean_for_1_12_5_and_import_unchanged_for_their_line(
         assert entries[LONG]["featuredImage"] == "https://example.com/screens/nemodiff-1.webp"
         assert entries[LONG]["promoteImage"] == ["https://example.com/screens/nemodiff-1.webp",
                                                  "https://example.com/screens/nemodiff-2.webp"]
-        chart = httpx.get(f"{url}/api/v2/applications/{LONG}/chart", params={"fileName": f"{LONG}-1.0.2.tgz"})
+        chart = HTTP.get(f"{url}/api/v2/applications/{LONG}/chart", params={"fileName": f"{LONG}-1.0.2.tgz"})
         assert chart.status_code == 200 and chart.content == dev.charts[f"{LONG}-1.0.2.tgz"]
 
 

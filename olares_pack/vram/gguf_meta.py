@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO
-
-import gguf
 
 from olares_pack.catalogue.repo import LOCK_FILE
 from olares_pack.common.errors import InputError
@@ -78,12 +77,20 @@ class ModelMeta:
 # ---------------------------------------------------------------- reading a header
 
 
-_SCALAR = {
-    gguf.GGUFValueType.UINT8: "<B", gguf.GGUFValueType.INT8: "<b", gguf.GGUFValueType.UINT16: "<H",
-    gguf.GGUFValueType.INT16: "<h", gguf.GGUFValueType.UINT32: "<I", gguf.GGUFValueType.INT32: "<i",
-    gguf.GGUFValueType.FLOAT32: "<f", gguf.GGUFValueType.BOOL: "<?", gguf.GGUFValueType.UINT64: "<Q",
-    gguf.GGUFValueType.INT64: "<q", gguf.GGUFValueType.FLOAT64: "<d",
-}
+@cache
+def _gguf():  # noqa: ANN202 - the gguf package
+    """gguf imports numpy (0.1 s a process): imported when a header is read, not by every command
+    that imports the VRAM estimate (release, lint, render)."""
+    import gguf
+
+    return gguf
+
+
+@cache
+def _scalar() -> dict[int, str]:
+    t = _gguf().GGUFValueType
+    return {t.UINT8: "<B", t.INT8: "<b", t.UINT16: "<H", t.INT16: "<h", t.UINT32: "<I", t.INT32: "<i",
+            t.FLOAT32: "<f", t.BOOL: "<?", t.UINT64: "<Q", t.INT64: "<q", t.FLOAT64: "<d"}
 
 
 class _Stream:
@@ -103,21 +110,22 @@ class _Stream:
         return self.read(self.unpack("<Q")).decode("utf-8", errors="replace")
 
     def value(self, vtype: int, keep_arrays: bool) -> Any:
+        gguf, scalar = _gguf(), _scalar()
         t = gguf.GGUFValueType(vtype)
         if t == gguf.GGUFValueType.STRING:
             return self.string()
         if t == gguf.GGUFValueType.ARRAY:
             item = gguf.GGUFValueType(self.unpack("<I"))
             n = self.unpack("<Q")
-            if item in _SCALAR and not keep_arrays:
-                self.read(n * struct.calcsize(_SCALAR[item]))  # skip: a token table is megabytes
+            if item in scalar and not keep_arrays:
+                self.read(n * struct.calcsize(scalar[item]))  # skip: a token table is megabytes
                 return n
             if item == gguf.GGUFValueType.STRING and not keep_arrays:
                 for _ in range(n):
                     self.read(self.unpack("<Q"))
                 return n
             return [self.value(item, keep_arrays) for _ in range(n)]
-        return self.unpack(_SCALAR[t])
+        return self.unpack(scalar[t])
 
 
 def read_header(f: BinaryIO) -> tuple[dict[str, Any], dict[str, int]]:
@@ -126,6 +134,7 @@ def read_header(f: BinaryIO) -> tuple[dict[str, Any], dict[str, int]]:
     Arrays are returned as their length, except numeric arrays under the architecture prefix
     (per-layer head counts), which are returned whole.
     """
+    gguf = _gguf()
     s = _Stream(f)
     if s.read(4) != b"GGUF":
         raise InputError("not a GGUF file (bad magic)")
