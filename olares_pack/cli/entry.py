@@ -1,49 +1,75 @@
-"""The command's entry point: run the group, map errors to exit codes."""
+"""The command's entry point: run the group, map errors to exit codes.
+
+A plain `lint` call runs without click (olares_pack.cli.lintrun): click and the group are
+imported only for the other commands, for help, and for a lint argv read otherwise."""
 
 from __future__ import annotations
 
 import sys
 
-import click
-
 from olares_pack import __version__
-from olares_pack.cli.group import cli, session
 from olares_pack.common.errors import ExitCode, OlaresPackError
+
+
+class Session:
+    """What the group's own options set for the run; main() reads it when a command fails."""
+
+    debug = False
+
+
+session = Session()
+
+
+def _click_main(args: list[str]) -> int:
+    from olares_pack.cli.group import cli
+
+    return cli.main(args=args, prog_name="olares-pack", standalone_mode=False)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     session.debug = False
     try:
-        code = cli.main(args=args, prog_name="olares-pack", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        code = exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        code = ExitCode.INPUT
-    except click.Abort:
-        from olares_pack.common import console
+        command = None
+        if args and args[0] == "lint":
+            from olares_pack.cli.lintrun import plain_command
 
-        console.error("aborted")
-        code = ExitCode.INPUT
-    except OlaresPackError as exc:
-        from olares_pack.common import console
-
-        console.error(str(exc))
-        code = exc.exit_code
-    except RecursionError:
-        from olares_pack.common import console
-
-        console.error("input nested too deeply to process")
-        code = ExitCode.INPUT
-    except Exception as exc:  # noqa: BLE001 - a bug: one line and exit 3, the trace on request
-        from olares_pack.common import console
-
-        if session.debug:
-            console.err.print_exception()
-        console.error(f"internal error: {type(exc).__name__}: {exc} (olares-pack {__version__}; please report it, "
-                      "with the command and `--debug` output)")
-        code = ExitCode.INTERNAL
+            command = plain_command(args[1:])
+        code = command() if command is not None else _click_main(args)
+    except Exception as exc:  # noqa: BLE001 - each kind mapped to its exit code below
+        code = _failed(exc)
     if argv is None:
         sys.exit(code or 0)
     return code or 0
+
+
+def _failed(exc: Exception) -> int:
+    """Report a command's failure; its exit code. click's own exceptions are looked for only
+    where click was imported (a plain lint run raises none)."""
+    if "click" in sys.modules:
+        import click
+
+        if isinstance(exc, click.exceptions.Exit):
+            return exc.exit_code
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            return ExitCode.INPUT
+        if isinstance(exc, click.Abort):
+            from olares_pack.common import console
+
+            console.error("aborted")
+            return ExitCode.INPUT
+    from olares_pack.common import console
+
+    if isinstance(exc, OlaresPackError):
+        console.error(str(exc))
+        return exc.exit_code
+    if isinstance(exc, RecursionError):
+        console.error("input nested too deeply to process")
+        return ExitCode.INPUT
+    # a bug: one line and exit 3, the trace on request
+    if session.debug:
+        console.err.print_exception()
+    console.error(f"internal error: {type(exc).__name__}: {exc} (olares-pack {__version__}; please report it, "
+                  "with the command and `--debug` output)")
+    return ExitCode.INTERNAL
