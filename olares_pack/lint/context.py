@@ -20,7 +20,7 @@ from olares_pack.charts import helm, package
 from olares_pack.charts.source import ChartSource
 from olares_pack.common import fsio
 from olares_pack.common.errors import InputError
-from olares_pack.common.yamlsrc import SourceDoc, compose_lines, node_line, parse_yaml, safe_load
+from olares_pack.common.yamlsrc import SourceDoc, compose_lines, node_line, parse_yaml_lines, safe_load
 from olares_pack.lint.findings import Finding, Severity, make
 
 MANIFEST = "OlaresManifest.yaml"
@@ -232,7 +232,9 @@ def build_context(source: ChartSource, options: LintOptions) -> ChartContext:
             rendered = render_templated_manifest(source, text)
             data = safe_load(rendered)
         else:
-            ctx.manifest_doc = parse_yaml(text, Path(MANIFEST))
+            ctx.manifest_doc, nodes = parse_yaml_lines(text, Path(MANIFEST))
+            if nodes is not None:
+                ctx.memo["nodes"] = nodes  # for _line_of: the parse's own node tree, not a second compose
             data = ctx.manifest_doc.data
     except InputError as exc:
         ctx.add("manifest.parse", f"OlaresManifest.yaml does not parse: {exc}", file=MANIFEST,
