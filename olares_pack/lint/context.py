@@ -419,8 +419,15 @@ def _as_owner(owner: str, first: str) -> Callable[[str], str] | None:
     paths), which change no rule's verdict, so the first render's object stands for it."""
     if owner == first:
         return None
-    other = re.compile(rf"\b{re.escape(owner)}\b")
-    return lambda text: other.sub(first, text)
+    name = re.escape(owner)
+    if re.fullmatch(r"\w(?:.*\w)?", owner, re.S):
+        # \bNAME\b with the name first: the regex engine then looks for the name itself (a
+        # literal search) rather than trying a word boundary at every position, which cost 64 ms
+        # over the 2 MB the second owner's renders of the 198 v3 charts hold
+        other = re.compile(rf"{name}(?<!\w{name})(?!\w)")
+    else:
+        other = re.compile(rf"\b{name}\b")
+    return lambda text: other.sub(first, text) if owner in text else text
 
 
 def _render_zero(ctx: ChartContext, chart: helm_python.Chart, name: str, docs: dict[str, Any]) -> list[dict[str, Any]] | None:

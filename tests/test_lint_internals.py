@@ -1,0 +1,40 @@
+"""Shortcuts lint takes for speed give what the plain way gives."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from olares_pack.common import yamlsrc
+from olares_pack.lint.context import _as_owner
+
+
+@pytest.mark.parametrize("text", ["bob", "bobcat", "x bob y", "_bob", "bob_", "-bob-", "ébob", "bobé", "bob\nbob",
+                                  "a.bob.b", "", "namespace: app-bob\npath: /olares/bob/x\nbobby: bob2"])
+def test_the_second_owner_is_swapped_back_at_word_boundaries(text: str) -> None:
+    assert _as_owner("bob", "alice")(text) == re.sub(r"\bbob\b", "alice", text)  # type: ignore[misc]
+    assert _as_owner("b.b", "alice")(text) == re.sub(r"\bb\.b\b", "alice", text)  # type: ignore[misc]
+
+
+def _shape(node: yaml.Node | None) -> object:
+    if isinstance(node, yaml.MappingNode):
+        return [(_shape(k), _shape(v)) for k, v in node.value]
+    if isinstance(node, yaml.SequenceNode):
+        return [_shape(v) for v in node.value]
+    return None if node is None else (node.value, node.start_mark.line)
+
+
+@pytest.mark.parametrize("text", ["a: 1\nb:\n  - x\n  - {c: 2}\n", "metadata:\n  name: x  # c\nspec: [1, 2]\n",
+                                  "base: &b {x: 1}\n"])
+def test_the_manifest_parse_keeps_the_node_tree_compose_gives(text: str) -> None:
+    _, nodes = yamlsrc.parse_yaml_lines(text, Path("OlaresManifest.yaml"))
+    assert _shape(nodes) == _shape(yamlsrc.compose_lines(text))
+
+
+def test_a_merge_key_is_composed_again() -> None:
+    # the constructor folds `<<` into its mapping's nodes: that tree no longer gives the lines
+    _, nodes = yamlsrc.parse_yaml_lines("a:\n  <<: {x: 1}\n  y: 2\n", Path("OlaresManifest.yaml"))
+    assert nodes is None
