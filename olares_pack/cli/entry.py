@@ -11,24 +11,22 @@ from olares_pack import __version__
 from olares_pack.common.errors import ExitCode, OlaresPackError
 
 
-class Session:
-    """What the group's own options set for the run; main() reads it when a command fails."""
-
-    debug = False
-
-
-session = Session()
-
-
 def _click_main(args: list[str]) -> int:
     from olares_pack.cli.group import cli
 
     return cli.main(args=args, prog_name="olares-pack", standalone_mode=False)
 
 
+def _debug() -> bool:
+    """Whether --debug was given: the group's option, so never on a run the group did not read."""
+    group = sys.modules.get("olares_pack.cli.group")
+    return bool(group is not None and group.session.debug)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    session.debug = False
+    if (group := sys.modules.get("olares_pack.cli.group")) is not None:
+        group.session.debug = False  # a previous main() in this process may have set it
     try:
         command = None
         if args and args[0] == "lint":
@@ -68,7 +66,7 @@ def _failed(exc: Exception) -> int:
         console.error("input nested too deeply to process")
         return ExitCode.INPUT
     # a bug: one line and exit 3, the trace on request
-    if session.debug:
+    if _debug():
         console.err.print_exception()
     console.error(f"internal error: {type(exc).__name__}: {exc} (olares-pack {__version__}; please report it, "
                   "with the command and `--debug` output)")

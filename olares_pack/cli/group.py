@@ -13,7 +13,6 @@ import importlib
 import click
 
 from olares_pack import __version__
-from olares_pack.cli.entry import session
 
 # name -> (module under olares_pack.cli that defines it, the first sentence of its help).
 # The summary is what `--help` lists; the test compares it with the command's own docstring.
@@ -125,3 +124,12 @@ def load_all() -> click.Group:
 def cli(debug: bool) -> None:
     """Turn app manifests for GPU LLM servers into Olares app charts."""
     session.debug = debug
+
+
+class Session:
+    """What the group's own options set for the run; main() reads it when a command fails."""
+
+    debug = False
+
+
+session = Session()
