@@ -5,7 +5,10 @@ imported only for the other commands, for help, and for a lint argv read otherwi
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
+from collections.abc import Callable
 
 from olares_pack import __version__
 from olares_pack.common.errors import ExitCode, OlaresPackError
@@ -15,6 +18,29 @@ def _click_main(args: list[str]) -> int:
     from olares_pack.cli.group import cli
 
     return cli.main(args=args, prog_name="olares-pack", standalone_mode=False)
+
+
+def _plain(command: Callable[[], int]) -> int:
+    """A command run without click, with what click's main does around one: an interrupt is an
+    abort (a blank line, then main's "aborted"), a closed pipe on output exits 1 quietly."""
+    try:
+        return command()
+    except (EOFError, KeyboardInterrupt) as exc:
+        import click
+
+        click.echo(file=sys.stderr)
+        raise click.Abort() from exc
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        # the reader left (`olares-pack lint ... | head`): what is still buffered for it goes to
+        # the null device, so that the flush at exit does not fail and print again
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        sys.exit(1)
 
 
 def _debug() -> bool:
@@ -33,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             from olares_pack.cli.lintrun import plain_command
 
             command = plain_command(args[1:])
-        code = command() if command is not None else _click_main(args)
+        code = _plain(command) if command is not None else _click_main(args)
     except Exception as exc:  # noqa: BLE001 - each kind mapped to its exit code below
         code = _failed(exc)
     if argv is None:
