@@ -38,3 +38,20 @@ def test_a_merge_key_is_composed_again() -> None:
     # the constructor folds `<<` into its mapping's nodes: that tree no longer gives the lines
     _, nodes = yamlsrc.parse_yaml_lines("a:\n  <<: {x: 1}\n  y: 2\n", Path("OlaresManifest.yaml"))
     assert nodes is None
+
+
+def test_the_workload_and_replicas_lines_are_those_the_line_regexes_find() -> None:
+    import random
+
+    from olares_pack.lint import context
+
+    kind = re.compile(r"^kind:\s*[\"']?(Deployment|StatefulSet)[\"']?\s*$", re.M)
+    replicas = re.compile(r"^\s*replicas:.*$", re.M)
+    words = ["kind:", " ", "\n", "Deployment", "StatefulSet", '"', "'", "replicas:", "\t", "x", "\r", "\u00a0", "\x0b",
+             "{{ .Values.workloads.a.replicaCount }}"]
+    rng = random.Random(5)
+    for _ in range(3000):
+        text = "".join(rng.choice(words) for _ in range(rng.randint(0, 40)))
+        assert context._WORKLOAD_KIND.findall(text) == kind.findall(text)
+        wired = [m.group(1) if (m := context._WIRED.match(line)) else None for line in replicas.findall(text)]
+        assert [m.group(1) if (m := context._WIRED.match(line)) else None for line in context._replicas_lines(text)] == wired

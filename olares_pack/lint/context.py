@@ -457,19 +457,35 @@ def _may_be_workload(text: str) -> bool:
     return "Deployment" in text or "StatefulSet" in text or "\\" in text
 
 
-_WORKLOAD_KIND = re.compile(r"^kind:\s*[\"']?(Deployment|StatefulSet)[\"']?\s*$", re.M)
-_REPLICAS = re.compile(r"^\s*replicas:.*$", re.M)
+# `^kind: ...` (re.M) with the literal first, so that the engine searches for it: the line start
+# is the lookbehind (no character but a newline before it)
+_WORKLOAD_KIND = re.compile(r"kind:(?<![^\n]kind:)\s*[\"']?(Deployment|StatefulSet)[\"']?\s*$", re.M)
 _WIRED = re.compile(r"^\s*replicas:\s*\{\{-?\s*\.Values\.workloads\.([A-Za-z0-9_]+)\.replicaCount\s*-?\}\}\s*$")
+
+
+def _replicas_lines(text: str) -> list[str]:
+    """The lines `^\\s*replicas:.*$` (re.M) finds, each from its own line's start: the regex tries
+    a line start at every position, 35 ms over the templates of the 198 v3 charts; a search for
+    the word, then a look at what stands before it on its line, finds the same lines."""
+    lines = []
+    for m in re.finditer("replicas:", text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if start == m.start() or text[start:m.start()].isspace():  # \s is str.isspace() for str patterns
+            end = text.find("\n", m.start())
+            lines.append(text[start:] if end < 0 else text[start:end])
+    return lines
 
 
 def _wired_in_text(ctx: ChartContext, keys: set[str]) -> bool:
     """Whether every Deployment/StatefulSet template sets `replicas: {{ .Values.workloads.<name>.replicaCount }}`
     and nothing else as its replicas, one line per workload (then stop's render needs no Helm)."""
     for text in ctx.templates_text().values():
+        if "Deployment" not in text and "StatefulSet" not in text:
+            continue
         kinds = len(_WORKLOAD_KIND.findall(text))
         if not kinds:
             continue
-        lines = _REPLICAS.findall(text)
+        lines = _replicas_lines(text)
         wired = [m.group(1) for line in lines if (m := _WIRED.match(line))]
         if len(lines) != kinds or len(wired) != kinds or not set(wired) <= keys:
             return False
