@@ -55,3 +55,19 @@ def test_the_workload_and_replicas_lines_are_those_the_line_regexes_find() -> No
         assert context._WORKLOAD_KIND.findall(text) == kind.findall(text)
         wired = [m.group(1) if (m := context._WIRED.match(line)) else None for line in replicas.findall(text)]
         assert [m.group(1) if (m := context._WIRED.match(line)) else None for line in context._replicas_lines(text)] == wired
+
+
+def test_a_template_reads_the_gpu_values_as_the_one_regex_said() -> None:
+    import random
+
+    from olares_pack.lint import context
+
+    whole = re.compile(r"\.Values\s*(\}\}|\||\))|(toYaml|toJson|toPrettyJson)\s+\$?\.Values\b")
+    words = [".Values", " ", "}}", "|", ")", "toYaml", "toJson", "toPrettyJson", "$", "x", "\n", "GpU", "g", "pu", "İ",
+             "Values", "\t"]
+    rng = random.Random(2)
+    for _ in range(3000):
+        text = "".join(rng.choice(words) for _ in range(rng.randint(0, 20)))
+        one = bool("gpu" in text.lower() or whole.search(text))
+        assert bool(context._GPU_ANY_CASE.search(text) or context._VALUES_WHOLE.search(text)
+                    or context._VALUES_DUMPED.search(text)) == one, text
