@@ -130,6 +130,98 @@ def _first_error(obj: dict[str, Any], kube_version: str, strict: bool) -> str | 
     return f"{where}: {err.message}" if where else err.message
 
 
+# The strict schemas are the loose ones with `additionalProperties: false` added to objects
+# (tests/test_kube.py checks it for every version kubernetes-validate ships): an object the loose
+# schema accepts breaks the strict one only by unknown fields. Their first error, as the Python
+# validator words it, is found by walking the strict schema as that validator does (each
+# keyword in the schema's order, properties in the schema's order, items in the list's), with no
+# need of its 0.1 s import. Where the walk cannot be sure of that order or wording (a subschema
+# with unknown fields under a combinator, two unknown fields under one `additionalProperties`
+# schema: the Python validator visits those in a set's order), it answers None.
+_APPLICATORS = {"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "prefixItems",
+                "contains", "patternProperties", "propertyNames", "unevaluatedItems", "unevaluatedProperties",
+                "$dynamicRef", "dependencies", "additionalItems"}
+_LOCAL_REF = re.compile(r"(?:/api/_definitions\.json)?#/\$defs/([A-Za-z0-9_.-]+)")
+
+
+class _Unsure(Exception):
+    pass
+
+
+def _first_unknown_field(obj: dict[str, Any], schema_dir: str, kind: str, api_version: str) -> str | None:
+    schema = _schema(schema_dir, kind, api_version)
+    if schema is None:
+        return None
+    try:
+        found = _walk(obj, schema, (), _definitions(schema_dir)["$defs"])
+    except (_Unsure, KeyError, TypeError):
+        return None
+    if found is None:
+        return None
+    path, extras = found
+    names = sorted(extras, key=str)
+    message = "Additional properties are not allowed (%s %s unexpected)" % (
+        ", ".join(repr(e) for e in names), "was" if len(names) == 1 else "were")
+    where = "/".join(str(p) for p in path)
+    return f"{where}: {message}" if where else message
+
+
+def _walk(instance: Any, schema: Any, path: tuple[Any, ...], defs: dict[str, Any]) -> tuple[tuple[Any, ...], list[str]] | None:
+    """The first `additionalProperties: false` that `instance` breaks under `schema`: its path and
+    the unknown fields; None when there is none."""
+    if schema is True:
+        return None
+    if not isinstance(schema, dict):
+        raise _Unsure
+    for key, value in schema.items():
+        if key == "$ref":
+            m = _LOCAL_REF.fullmatch(value) if isinstance(value, str) else None
+            if m is None:
+                raise _Unsure
+            found = _walk(instance, defs[m.group(1)], path, defs)
+        elif key == "properties":
+            if not isinstance(instance, dict):
+                continue
+            found = None
+            for name, sub in value.items():
+                if name in instance and (found := _walk(instance[name], sub, (*path, name), defs)) is not None:
+                    break
+        elif key == "items":
+            if not isinstance(instance, list):
+                continue
+            found = None
+            for i, item in enumerate(instance):
+                if (found := _walk(item, value, (*path, i), defs)) is not None:
+                    break
+        elif key == "additionalProperties":
+            if not isinstance(instance, dict):
+                continue
+            if "patternProperties" in schema:
+                raise _Unsure  # another wording, and fields the patterns match are not unknown
+            known = schema.get("properties", {})
+            extras = [k for k in instance if k not in known]
+            if value is False:
+                found = (path, extras) if extras else None
+            elif isinstance(value, dict):
+                hits = [h for k in extras if (h := _walk(instance[k], value, (*path, k), defs)) is not None]
+                if len(hits) > 1:
+                    raise _Unsure
+                found = hits[0] if hits else None
+            else:
+                found = None
+        elif key in _APPLICATORS:
+            # the same in the loose schema (nothing in it to add an unknown-field error), which
+            # accepted the object: no error here either
+            if "additionalProperties" in json.dumps(value) or "$ref" in json.dumps(value):
+                raise _Unsure
+            continue
+        else:
+            continue  # an assertion the loose schema checked already, or an annotation
+        if found is not None:
+            return found
+    return None
+
+
 def check(obj: dict[str, Any], kube_version: str = DEFAULT_KUBE_VERSION) -> tuple[str, str] | None:
     """(severity, message) for the first way `obj` breaks its schema, or None.
 
@@ -140,9 +232,15 @@ def check(obj: dict[str, Any], kube_version: str = DEFAULT_KUBE_VERSION) -> tupl
         return "error", "an object without kind or apiVersion"
     # The strict schemas only add "no unknown fields": an object they accept is valid, and the
     # loose pass (the API server's verdict) is needed only for the objects they refuse.
-    fast = _fast_validator(_schema_dir(kube_version, True), str(obj.get("kind", "")), str(obj.get("apiVersion", "")))
+    kind, api_version = str(obj.get("kind", "")), str(obj.get("apiVersion", ""))
+    fast = _fast_validator(_schema_dir(kube_version, True), kind, api_version)
     if fast is not None and fast.is_valid(obj):
         return None
+    if fast is not None and _fast_validator(_schema_dir(kube_version, False), kind, api_version).is_valid(obj):
+        # valid but for unknown fields: worded here when it can be, sparing the Python validator
+        unknown = _first_unknown_field(obj, _schema_dir(kube_version, True), kind, api_version)
+        if unknown is not None:
+            return "warning", f"{unknown} (the API server drops unknown fields)"
     strict = _first_error(obj, kube_version, strict=True)
     if strict is None:
         return None

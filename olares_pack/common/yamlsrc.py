@@ -204,6 +204,10 @@ _RAW_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]|\r(
 
 def fast_load(text: str, path: Path) -> Any:
     """Plain data from YAML text through libyaml (10-20x the round-trip reader)."""
+    return _fast_load(text, path)[1]
+
+
+def _fast_load(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
     if len(text) > MAX_BYTES:
         raise _problem(path, None, f"{len(text):,} characters: a manifest is at most {MAX_BYTES:,} bytes")
     if m := _RAW_CONTROL.search(text):
@@ -215,9 +219,9 @@ def fast_load(text: str, path: Path) -> Any:
     try:
         node = loader.get_single_node()
         if node is None:
-            return None
+            return None, None
         _check_node(node, path)
-        return loader.construct_document(node)
+        return node, loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         raise _syntax_error(path, exc) from None
     except (yaml.YAMLError, RecursionError, ValueError, OverflowError) as exc:
@@ -237,6 +241,14 @@ def _roundtrip_tree(text: str, path: Path) -> Any:
 
 def parse_yaml(text: str, path: Path) -> SourceDoc:
     return SourceDoc(path=path, text=text, data=fast_load(text, path))
+
+
+def parse_yaml_lines(text: str, path: Path) -> tuple[SourceDoc, yaml.Node | None]:
+    """parse_yaml, and the node tree compose_lines(text) would give, from the same parse where it
+    can: a merge key (`<<`) is flattened into its mapping's nodes by the constructor, so a text
+    that may hold one is composed again. None: compose it when asked."""
+    node, data = _fast_load(text, path)
+    return SourceDoc(path=path, text=text, data=data), (node if node is not None and "<<" not in text else None)
 
 
 def load_yaml(path: Path) -> SourceDoc:

@@ -10,8 +10,8 @@ before any backend, model or port is touched (tools/server/server.cpp `llama_ser
 before `llama_backend_init`). `--help` goes first so that no option of ARGV can take it as its value.
 LLAMA_ARG_* variables are read by the same parser (`get_value_from_env`), so the container's are
 passed; HOME points at an empty folder so that no user config.ini (`common_params_apply_system_config`)
-changes the result. Results are cached in memory and beside the binary (parse-cache/), keyed by the
-binary's path, size and mtime, the argv and the env.
+changes the result. Results are cached in memory and beside the binary (parse-cache/), one file per
+binary (its path, size and mtime) keyed by the argv and the env.
 
 The argv comes from the rendered container by this module's own reading (extract.py's job is
 not shared with the importer's engines/normalize.py): Kubernetes `$(VAR)` expansion from the
@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
@@ -71,35 +70,66 @@ _FAILED_FILE = re.compile(r"failed to open file '([^']*)'|'([^']*)' is not a (?:
 _ARG = re.compile(r'error while handling argument "([^"]+)"')
 
 
-def _disk_key(exe: str, argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> Path:
-    """Where a parse result is kept between runs: keyed by the binary (path, size, mtime: a rebuild
-    is another binary), the argv and the LLAMA_* env."""
+def _store_path(exe: str) -> Path:
+    """The file of `exe`'s parse results between runs: one per binary (path, size, mtime: a
+    rebuild is another binary), holding every argv and env parsed with it. One read per process
+    rather than one file per argument list (a lint of 48 charts read 58 and hashed each key)."""
     st = os.stat(exe)
-    blob = json.dumps([exe, st.st_size, st.st_mtime_ns, argv, env]).encode()
-    return Path(exe).parents[2] / "parse-cache" / f"{hashlib.sha256(blob).hexdigest()}.json"
+    blob = json.dumps([exe, st.st_size, st.st_mtime_ns]).encode()
+    return Path(exe).parents[2] / "parse-cache" / f"parses-{hashlib.sha256(blob).hexdigest()[:32]}.json"
+
+
+_KEPT = 4096  # results a binary's file keeps (the oldest go first): a cache, not a record
+_stores: dict[str, tuple[Path, dict[str, Any]]] = {}
+
+
+def _read_store(path: Path) -> dict[str, Any]:
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return entries if isinstance(entries, dict) else {}
+
+
+def _store(exe: str) -> tuple[Path, dict[str, Any]]:
+    if exe not in _stores:
+        path = _store_path(exe)
+        _stores[exe] = (path, _read_store(path))
+    return _stores[exe]
+
+
+def _keep(path: Path, key: str, result: list[Any]) -> None:
+    """Add one result to the file, with what other processes added since this one read it."""
+    try:  # a write that fails costs the next run a spawn
+        entries = _read_store(path)
+        entries[key] = result
+        for old in list(entries)[: max(0, len(entries) - _KEPT)]:
+            del entries[old]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
+        with os.fdopen(fd, "w") as f:
+            json.dump(entries, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 @lru_cache(maxsize=4096)
 def _run(exe: str, argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> tuple[int, str]:
-    key = _disk_key(exe, argv, env)
-    try:
-        code, err = json.loads(key.read_text())
-        return int(code), str(err)
-    except (OSError, ValueError, TypeError):
-        pass
+    path, entries = _store(exe)
+    key = json.dumps([argv, env])
+    kept = entries.get(key)
+    if isinstance(kept, list) and len(kept) == 2 and isinstance(kept[0], int) and isinstance(kept[1], str):
+        return kept[0], kept[1]
     code, err = _spawn(exe, argv, env)
-    try:  # a cache, not a record: a write that fails costs the next run a spawn
-        key.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=key.parent, suffix=".part")
-        with os.fdopen(fd, "w") as f:
-            json.dump([code, err], f)
-        os.replace(tmp, key)
-    except OSError:
-        pass
+    entries[key] = [code, err]
+    _keep(path, key, [code, err])
     return code, err
 
 
 def _spawn(exe: str, argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> tuple[int, str]:
+    import subprocess  # only when a result is not kept: a lint run with every parse kept spawns none
+
     with tempfile.TemporaryDirectory(prefix="olares-pack-parse-") as home:
         proc = subprocess.run([exe, "--help", *argv], capture_output=True, text=True, timeout=30,
                               env={"HOME": home, "XDG_CONFIG_HOME": home, "PATH": "/usr/bin:/bin", **dict(env)})

@@ -15,11 +15,18 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any, cast
 
 from olares_pack.common.errors import InputError
 from olares_pack.common.yamlsrc import safe_load
+
+
+def _data_text(name: str) -> str:
+    """A file of the package's data/ folder. importlib.resources.files() of a package on disk is
+    this same path; reading it directly spares importing its readers (zipfile and more, some
+    2 ms of every lint run that meets an engine)."""
+    return (Path(__file__).parent / "data" / name).read_text()
 
 
 @dataclass
@@ -181,7 +188,7 @@ def load(engine: str = "llamacpp", build: str | None = None) -> Registry:
     if info is None:
         raise InputError(f"no flag registry for {engine} build {build!r} (known: {', '.join(sorted(known))})")
     if "help" in info:
-        text = resources.files("olares_pack.engines").joinpath(f"data/{info['help']}").read_text()
+        text = _data_text(info["help"])
         return Registry(engine, build, parse_llama_help(text))
     # A build without its own --help: the newest registry, rolled back through the history to
     # the build's date (values renamed after it are the old spelling, flags removed after it exist).
@@ -217,7 +224,7 @@ class Fork:
 
 @lru_cache(maxsize=None)
 def _history_doc(engine: str) -> dict[str, Any]:
-    return cast(dict[str, Any], safe_load(resources.files("olares_pack.engines").joinpath(f"data/{engine}-history.yaml").read_text()))
+    return cast(dict[str, Any], safe_load(_data_text(f"{engine}-history.yaml")))
 
 
 def forks(engine: str = "llamacpp") -> dict[str, Fork]:
@@ -232,7 +239,7 @@ def upstream_images(engine: str = "llamacpp") -> tuple[str, ...]:
 
 @lru_cache(maxsize=None)
 def flag_table(engine: str = "llamacpp") -> dict[str, Any]:
-    return cast(dict[str, Any], json.loads(resources.files("olares_pack.engines").joinpath(f"data/{engine}-flags.json").read_text()))
+    return cast(dict[str, Any], json.loads(_data_text(f"{engine}-flags.json")))
 
 
 def table_builds(engine: str = "llamacpp") -> list[str]:
@@ -357,7 +364,7 @@ VLLM_UPSTREAM = ("vllm/vllm-openai",)  # docker.io/vllm/vllm-openai: `vllm serve
 
 @lru_cache(maxsize=None)
 def vllm_table() -> dict[str, Any]:
-    return cast(dict[str, Any], json.loads(resources.files("olares_pack.engines").joinpath("data/vllm-flags.json").read_text()))
+    return cast(dict[str, Any], json.loads(_data_text("vllm-flags.json")))
 
 
 def _version_tuple(v: str) -> tuple[int, ...]:

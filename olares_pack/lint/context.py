@@ -20,7 +20,7 @@ from olares_pack.charts import helm, package
 from olares_pack.charts.source import ChartSource
 from olares_pack.common import fsio
 from olares_pack.common.errors import InputError
-from olares_pack.common.yamlsrc import SourceDoc, compose_lines, node_line, parse_yaml, safe_load
+from olares_pack.common.yamlsrc import SourceDoc, compose_lines, node_line, parse_yaml_lines, safe_load
 from olares_pack.lint.findings import Finding, Severity, make
 
 MANIFEST = "OlaresManifest.yaml"
@@ -232,7 +232,9 @@ def build_context(source: ChartSource, options: LintOptions) -> ChartContext:
             rendered = render_templated_manifest(source, text)
             data = safe_load(rendered)
         else:
-            ctx.manifest_doc = parse_yaml(text, Path(MANIFEST))
+            ctx.manifest_doc, nodes = parse_yaml_lines(text, Path(MANIFEST))
+            if nodes is not None:
+                ctx.memo["nodes"] = nodes  # for _line_of: the parse's own node tree, not a second compose
             data = ctx.manifest_doc.data
     except InputError as exc:
         ctx.add("manifest.parse", f"OlaresManifest.yaml does not parse: {exc}", file=MANIFEST,
@@ -359,14 +361,20 @@ def run_helm(ctx: ChartContext) -> None:
                 c.close()
 
 
-_WHOLE_VALUES = re.compile(r"\.Values\s*(\}\}|\||\))|(toYaml|toJson|toPrettyJson)\s+\$?\.Values\b")
+# "gpu" in any case (no other character lowercases to g, p or u), `.Values` used whole (`{{ .Values }}`,
+# `.Values | ...`, `(... .Values)`), or dumped: each pattern starts with a literal the regex engine
+# searches for, where one alternation of them tried every position (116 ms over the 4.3 MB of
+# templates of the 198 v3 charts, against 30 ms now, with str.lower() dropped too)
+_GPU_ANY_CASE = re.compile(r"[gG][pP][uU]")
+_VALUES_WHOLE = re.compile(r"\.Values\s*(?:\}\}|\||\))")
+_VALUES_DUMPED = re.compile(r"to(?:Yaml|Json|PrettyJson)\s+\$?\.Values\b")
 
 
 def _reads_gpu(ctx: ChartContext) -> bool:
     """Whether a template can see the compute mode: through .Values.GPU / .Values.gpu (the only
     values that differ between modes), or by dumping .Values whole."""
     texts = [v for k, v in ctx.source.files.items() if "templates/" in k]
-    return any("gpu" in t.lower() or _WHOLE_VALUES.search(t) for t in texts)
+    return any(_GPU_ANY_CASE.search(t) or _VALUES_WHOLE.search(t) or _VALUES_DUMPED.search(t) for t in texts)
 
 
 PROBES = ("oac-lint-probe-a", "oac-lint-probe-b")  # the release names oac renders with (cluster_scoped.go)
@@ -417,8 +425,15 @@ def _as_owner(owner: str, first: str) -> Callable[[str], str] | None:
     paths), which change no rule's verdict, so the first render's object stands for it."""
     if owner == first:
         return None
-    other = re.compile(rf"\b{re.escape(owner)}\b")
-    return lambda text: other.sub(first, text)
+    name = re.escape(owner)
+    if re.fullmatch(r"\w(?:.*\w)?", owner, re.S):
+        # \bNAME\b with the name first: the regex engine then looks for the name itself (a
+        # literal search) rather than trying a word boundary at every position, which cost 64 ms
+        # over the 2 MB the second owner's renders of the 198 v3 charts hold
+        other = re.compile(rf"{name}(?<!\w{name})(?!\w)")
+    else:
+        other = re.compile(rf"\b{name}\b")
+    return lambda text: other.sub(first, text) if owner in text else text
 
 
 def _render_zero(ctx: ChartContext, chart: helm_python.Chart, name: str, docs: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -448,19 +463,35 @@ def _may_be_workload(text: str) -> bool:
     return "Deployment" in text or "StatefulSet" in text or "\\" in text
 
 
-_WORKLOAD_KIND = re.compile(r"^kind:\s*[\"']?(Deployment|StatefulSet)[\"']?\s*$", re.M)
-_REPLICAS = re.compile(r"^\s*replicas:.*$", re.M)
+# `^kind: ...` (re.M) with the literal first, so that the engine searches for it: the line start
+# is the lookbehind (no character but a newline before it)
+_WORKLOAD_KIND = re.compile(r"kind:(?<![^\n]kind:)\s*[\"']?(Deployment|StatefulSet)[\"']?\s*$", re.M)
 _WIRED = re.compile(r"^\s*replicas:\s*\{\{-?\s*\.Values\.workloads\.([A-Za-z0-9_]+)\.replicaCount\s*-?\}\}\s*$")
+
+
+def _replicas_lines(text: str) -> list[str]:
+    """The lines `^\\s*replicas:.*$` (re.M) finds, each from its own line's start: the regex tries
+    a line start at every position, 35 ms over the templates of the 198 v3 charts; a search for
+    the word, then a look at what stands before it on its line, finds the same lines."""
+    lines = []
+    for m in re.finditer("replicas:", text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if start == m.start() or text[start:m.start()].isspace():  # \s is str.isspace() for str patterns
+            end = text.find("\n", m.start())
+            lines.append(text[start:] if end < 0 else text[start:end])
+    return lines
 
 
 def _wired_in_text(ctx: ChartContext, keys: set[str]) -> bool:
     """Whether every Deployment/StatefulSet template sets `replicas: {{ .Values.workloads.<name>.replicaCount }}`
     and nothing else as its replicas, one line per workload (then stop's render needs no Helm)."""
     for text in ctx.templates_text().values():
+        if "Deployment" not in text and "StatefulSet" not in text:
+            continue
         kinds = len(_WORKLOAD_KIND.findall(text))
         if not kinds:
             continue
-        lines = _REPLICAS.findall(text)
+        lines = _replicas_lines(text)
         wired = [m.group(1) for line in lines if (m := _WIRED.match(line))]
         if len(lines) != kinds or len(wired) != kinds or not set(wired) <= keys:
             return False

@@ -49,11 +49,11 @@ def _print_plain(results: list[ChartResult]) -> None:
             if f.hint:
                 lines.append(f"  {'':<8}hint: {f.hint}")
     if lines:
-        console.out.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+        console.write("\n".join(lines))
 
 
 def print_text(results: list[ChartResult]) -> None:
-    if not console.out.is_terminal:
+    if not console.is_terminal():
         _print_plain(results)
         _print_summary(results)
         return
@@ -82,8 +82,8 @@ def print_text(results: list[ChartResult]) -> None:
 def _print_summary(results: list[ChartResult]) -> None:
     s = summary([f for r in results for f in r.findings], len(results))
     policy = f" ({s['policy_errors']} of olares-pack policy)" if s["policy_errors"] else ""
-    console.err.print(f"{s['charts']} chart(s): {s['errors']} error(s){policy}, {s['warnings']} warning(s), {s['info']} info",
-                      markup=False)
+    console.write(f"{s['charts']} chart(s): {s['errors']} error(s){policy}, {s['warnings']} warning(s), {s['info']} info",
+                  "err")
 
 
 def print_findings(findings: list[Finding], labels: list[str]) -> None:
@@ -96,7 +96,11 @@ def print_json(results: list[ChartResult]) -> None:
     doc = {"summary": summary(findings, len(results)),
            "charts": [{"chart": r.label, "olares": r.olares, "olares_from": r.olares_how} for r in results],
            "findings": [f.to_dict() for f in findings]}
-    console.out.print_json(json.dumps(doc, ensure_ascii=False))
+    if console.is_terminal():
+        console.out.print_json(json.dumps(doc, ensure_ascii=False))
+        return
+    # rich's print_json: the same document indented by 2, nothing escaped but what JSON must
+    console.write(json.dumps(doc, ensure_ascii=False, indent=2))
 
 
 def _escape(text: str) -> str:
@@ -119,7 +123,7 @@ def print_github(results: list[ChartResult]) -> None:
         if f.line:
             props.insert(1, f"line={f.line}")
         text = f"{f.chart}: {f.path + ': ' if f.path else ''}{f.message}" + (f" (hint: {f.hint})" if f.hint else "")
-        console.out.print(f"::{level[f.severity]} {','.join(props)}::{_escape(text)}", markup=False, highlight=False, soft_wrap=True)
+        console.write(f"::{level[f.severity]} {','.join(props)}::{_escape(text)}")
 
 
 PRINTERS = {"text": print_text, "json": print_json, "github": print_github}
@@ -134,5 +138,5 @@ def print_rule(rule: str) -> int:
         f"Olares {info.olares} (a warning for earlier releases)"
     for label, value in (("rule", rule), ("severity", info.severity), ("class", info.kind), ("checks", info.summary),
                          ("applies to", releases), ("source", info.source)):
-        console.out.print(f"{label + ':':<12}{value}", markup=False, highlight=False, soft_wrap=True)
+        console.write(f"{label + ':':<12}{value}")
     return 0

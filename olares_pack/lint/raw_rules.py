@@ -40,6 +40,10 @@ def _diverge(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> 
     return any(x[0] == y[0] and x[1] != y[1] for x, y in zip(a, b, strict=False))
 
 
+# A mapping open at an indent: (indent, key -> (line, branch path)).
+_Mapping = tuple[int, dict[str, tuple[int, tuple[tuple[int, int], ...]]]]
+
+
 @dataclass
 class _Scan:
     """One template file read line by line, as YAML reads it where template actions allow: the
@@ -48,7 +52,7 @@ class _Scan:
 
     ctx: ChartContext
     path: str
-    mappings: list[_Mapping] = field(default_factory=list)
+    mappings: list[_Mapping] = field(default_factory=list)  # ascending indent order
     branches: list[tuple[int, int]] = field(default_factory=list)  # open if/with/range: (id, branch index)
     next_id: int = 0
     here: tuple[tuple[int, int], ...] = ()  # the branches as a tuple, kept with them
@@ -56,11 +60,13 @@ class _Scan:
     content_indent: int | None = None
 
     def run(self, text: str) -> None:
-        """Every line of the file. One loop with the state in locals: the scan reads every template
-        line of a chart (120k lines for the 198 v3 charts of beclab/apps), where a method call and
-        attribute lookups per line were 10 % of lint's time."""
+        """Every line of the file. One loop with the state in locals, a key's mapping found and
+        checked in it too: the scan reads every template line of a chart (120k lines for the 198
+        v3 charts of beclab/apps), where a method call and attribute lookups per line were 10 %
+        of lint's time."""
         mappings = self.mappings
         key_match, action_only_match, block_search = _KEY.match, _ACTION_ONLY.match, _BLOCK_START.search
+        here = self.here
         n = 0
         for raw in text.split("\n"):
             n += 1
@@ -76,6 +82,7 @@ class _Scan:
             action_only = "{{" in line and action_only_match(line) is not None
             if action_only:
                 self._actions(line)
+                here = self.here
             if block is not None and self._in_block(stripped, indent, action_only):
                 continue
             if not stripped or stripped[0] == "#" or action_only:
@@ -91,7 +98,18 @@ class _Scan:
                 body, at = stripped, indent
             m = key_match(body)
             if m is not None:
-                self._key(n, m.group("key").strip().strip("'\""), at)
+                key = m.group("key").strip().strip("'\"")
+                while mappings and mappings[-1][0] > at:
+                    mappings.pop()
+                if not mappings or mappings[-1][0] != at:
+                    mappings.append((at, {}))
+                keys = mappings[-1][1]
+                seen = keys.get(key)
+                if seen is None:
+                    keys[key] = (n, here)
+                elif "{{" not in key and not _diverge(here, seen[1]):
+                    self.ctx.add("template.raw-yaml", f"duplicate key {key!r} (first on line {seen[0]})",
+                                 file=self.path, line=n, hint="a mapping holds each key once")
             if body[-1] in "|>-+0123456789#" and block_search(body):
                 self.block_indent, self.content_indent = (at if m is not None else indent), None
 
@@ -127,33 +145,16 @@ class _Scan:
 
     def _items(self, line: str, stripped: str, indent: int) -> tuple[str, int]:
         """The line past its sequence-item dashes, and the indent its content stands at; each item
-        opens a new mapping."""
+        opens a new mapping (those deeper than it closed)."""
         body, at = stripped, indent
+        mappings = self.mappings
         while body[:1] == "-" and (body == "-" or body[1] == " "):
             body = body[2:].lstrip() if body != "-" else ""
             at = len(line) - len(line.lstrip(" -")) if body else at + 2
-            self._close(at - 1)
-            self.mappings.append(_Mapping(at))
+            while mappings and mappings[-1][0] > at - 1:
+                mappings.pop()
+            mappings.append((at, {}))
         return body, at
-
-    def _close(self, indent: int) -> None:
-        """Drop the mappings deeper than `indent` (the list is kept in ascending indent order)."""
-        mappings = self.mappings
-        while mappings and mappings[-1].indent > indent:
-            mappings.pop()
-
-    def _key(self, n: int, key: str, at: int) -> None:
-        self._close(at)
-        if not self.mappings or self.mappings[-1].indent != at:
-            self.mappings.append(_Mapping(at))
-        here = self.here
-        seen = self.mappings[-1].keys.get(key)
-        if seen is not None and "{{" not in key:
-            first, there = seen
-            if not _diverge(here, there):
-                self.ctx.add("template.raw-yaml", f"duplicate key {key!r} (first on line {first})", file=self.path,
-                             line=n, hint="a mapping holds each key once")
-        self.mappings[-1].keys.setdefault(key, (n, here))
 
 
 def raw_yaml(ctx: ChartContext) -> None:
