@@ -67,7 +67,7 @@ def test_launch_runs_the_versions_own_argv_and_env(repo: Path, tmp_path: Path, m
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     w = wrapper(tmp_path)
     code = main(["bench", NAME, "--apps-dir", str(repo / "apps"), "--launch", str(w), "--model", str(model),
-                 "--runs", "2", "--warmups", "0", "--max-tokens", "32", "--prompt-file", str(prompt), "--format", "json"])
+                 "--engine-log", str(tmp_path), "--runs", "2", "--warmups", "0", "--max-tokens", "32", "--prompt-file", str(prompt), "--format", "json"])
     out = capsys.readouterr()
     assert code == 0, out.err
     [(argv, _)] = started(tmp_path)
@@ -90,7 +90,7 @@ def test_sweep_ranks_configurations_and_a_failing_one_fails_its_row(repo: Path, 
     t0 = time.monotonic()
     # `abc` passes the registry (the flag exists) and fails at the engine's start
     code = main(["bench", NAME, "--apps-dir", str(apps), "--launch", str(w), "--model", str(model),
-                 "--sweep", "--spec-draft-n-max=2,3,abc", "--sweep-env", "GGML_CUDA_PDL=0", "--one-at-a-time",
+                 "--engine-log", str(tmp_path), "--sweep", "--spec-draft-n-max=2,3,abc", "--sweep-env", "GGML_CUDA_PDL=0", "--one-at-a-time",
                  "--rounds", "2", "--runs", "2", "--warmups", "0", "--max-tokens", "32", "--prompt-file", str(prompt),
                  "--record", "--experiment", "draft-n", "--device", "cpu", "--format", "json"])
     out = capsys.readouterr()
@@ -134,7 +134,7 @@ def test_sweep_ranks_configurations_and_a_failing_one_fails_its_row(repo: Path, 
 def test_an_engine_that_dies_mid_run_fails_with_its_log(repo: Path, tmp_path: Path, model: Path) -> None:
     w = wrapper(tmp_path)
     proc = subprocess.Popen([*CLI, "bench", NAME, "--apps-dir", str(repo / "apps"), "--launch", str(w), "--model",
-                             str(model), "--runs", "50", "--warmups", "0", "--max-tokens", "400"],
+                             str(model), "--engine-log", str(tmp_path), "--runs", "50", "--warmups", "0", "--max-tokens", "400"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     for line in proc.stderr:
