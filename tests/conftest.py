@@ -39,7 +39,7 @@ LONGEST_FIRST = ("test_node.py", "test_rehearse.py", "test_integrity.py", "test_
 def pytest_configure(config: pytest.Config) -> None:  # noqa: ARG001 - the hook's signature
     # The tests keep many live objects (rendered charts, parsed documents, models) for the whole
     # run, and CPython's default threshold (a young-generation collection every 700 allocations)
-    # scanned them again and again: test_hostile and test_fuzz used 15-20 % less CPU at 50,000.
+    # scanned them again and again: test_hostile and test_fuzz used 14-20 % less CPU at 50,000.
     # Cycles are still collected, less often.
     gc.set_threshold(50_000, 50, 100)
 

@@ -212,7 +212,8 @@ def _walk(instance: Any, schema: Any, path: tuple[Any, ...], defs: dict[str, Any
         elif key in _APPLICATORS:
             # the same in the loose schema (nothing in it to add an unknown-field error), which
             # accepted the object: no error here either
-            if "additionalProperties" in json.dumps(value) or "$ref" in json.dumps(value):
+            text = json.dumps(value)
+            if "additionalProperties" in text or "$ref" in text:
                 raise _Unsure
             continue
         else:

@@ -80,21 +80,23 @@ def write(text: str, stream: str = "out") -> None:
     plain.flush()
 
 
-def warn(message: str) -> None:
+def _labelled(label: str, colour: str, message: str) -> None:
+    """`label: message` on stderr, the label coloured where rich prints."""
     if _direct(message, "err") is not None:
-        write("warning: " + message, "err")
+        write(f"{label}: {message}", "err")
         return
-    _console("err").print("[yellow]warning:[/yellow] ", end="", markup=True)
-    _console("err").print(message, markup=False)
+    err = _console("err")
+    err.print(f"[{colour}]{label}:[/{colour}] ", end="", markup=True)
+    err.print(message, markup=False)
+
+
+def warn(message: str) -> None:
+    _labelled("warning", "yellow", message)
 
 
 def error(message: str) -> None:
     for line in message.splitlines() or [""]:
-        if _direct(line, "err") is not None:
-            write("error: " + line, "err")
-            continue
-        _console("err").print("[red]error:[/red] ", end="", markup=True)
-        _console("err").print(line, markup=False)
+        _labelled("error", "red", line)
 
 
 def info(message: str) -> None:
