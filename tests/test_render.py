@@ -393,3 +393,32 @@ def test_render_refuses_a_target_the_app_does_not_declare(declared: str, asked: 
     assert not out.exists()
     assert main(["render", str(app_dir), "--target", declared, "--out", str(out)]) == ExitCode.OK
     assert (out / declared / "llamacppqwen36mtpone" / "OlaresManifest.yaml").is_file()
+
+
+def test_compiled_templates_are_kept_and_an_edited_template_compiles_again(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The templates' compiled code is kept per machine ($OLARES_PACK_CACHE/jinja); an edit of a
+    template at the same path must show in the next render, not the kept code."""
+    import shutil
+
+    from olares_pack.render import generation
+
+    templates = tmp_path / "templates"
+    shutil.copytree(generation.templates_root(), templates)  # type: ignore[arg-type]
+    monkeypatch.setenv("OLARES_PACK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(generation, "templates_root", lambda: templates)
+    app = load_app(APPS / "llamacppqwen36mtpone")
+
+    def rendered() -> dict[str, str]:
+        render._environment.cache_clear()  # a fresh process's environment
+        return render.render(app, targets.get("current"))
+
+    try:
+        first = rendered()
+        kept = sorted((tmp_path / "cache" / "jinja").iterdir())
+        assert kept and rendered() == first  # read back from the kept code, the same chart
+        helmignore = templates / "helmignore.j2"
+        helmignore.write_text(helmignore.read_text() + "# edited\n")
+        assert rendered()[".helmignore"] == first[".helmignore"] + "# edited\n"
+    finally:
+        render._environment.cache_clear()

