@@ -32,14 +32,19 @@ import (
 
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/openapi/cached"
 	_ "k8s.io/client-go/plugin/pkg/client/auth" // the CLI links the client auth plugins too (cmd/helm/helm.go)
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/openapi"
+	"k8s.io/kubectl/pkg/validation"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
@@ -187,6 +192,9 @@ type cluster struct {
 	config  *rest.Config
 	shared  discovery.CachedDiscoveryInterface // discovery, and the OpenAPI v3 documents, cached in memory
 	factory cmdutil.Factory
+	v2      discovery.OpenAPISchemaInterface // the OpenAPI v2 document, fetched once if ever asked for
+	// the kinds the server said take the fieldValidation parameter (see requestFactory.Validator)
+	fieldValidation sync.Map
 }
 
 var (
@@ -230,6 +238,7 @@ func clusterFor(kubeconfig string) (*cluster, error) {
 	}
 	c := &cluster{loader: loader, config: config, shared: memory.NewMemCacheClient(dc)}
 	c.factory = cmdutil.NewFactory(sharedGetter{c})
+	c.v2 = openapi.NewOpenAPIGetter(c.shared)
 	clusters[kubeconfig] = c
 	return c, nil
 }
@@ -307,10 +316,62 @@ func (g *requestGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface,
 // requestFactory: the shared factory, but objects are built with the request's REST mapper.
 type requestFactory struct {
 	cmdutil.Factory
+	c      *cluster
 	getter *requestGetter
 }
 
 func (f requestFactory) NewBuilder() *resource.Builder { return resource.NewBuilder(f.getter) }
+
+// Validator: kubectl's factoryImpl.Validator (k8s.io/kubectl pkg/cmd/util/factory_client_access.go
+// at v0.34.2), which Helm asks for at every Build (pkg/kube/client.go), with one thing kept across
+// calls. The schema it returns validates an object client-side only where the server does not
+// take the fieldValidation parameter for its kind; to know, it parses the OpenAPI v3 document of
+// the kind's group version (apps/v1: 70 % of helmd's CPU per install, measured) every time. A kind
+// the server said takes it is remembered for the cluster: a server does not lose that (Kubernetes
+// >= 1.27 takes it for every built-in kind and CRD). Any other answer is asked again in each
+// call, as the CLI does.
+func (f requestFactory) Validator(directive string) (validation.Schema, error) {
+	if directive == metav1.FieldValidationIgnore {
+		return validation.NullSchema{}, nil
+	}
+	schemas := validation.ConjunctiveSchema{validation.NewSchemaValidation(f.Factory), validation.NoDoubleKeySchema{}}
+	dynamicClient, err := f.DynamicClient()
+	if err != nil {
+		return nil, err
+	}
+	q := resource.QueryParamFieldValidation
+	primary := &fieldValidationSupport{known: &f.c.fieldValidation, seen: map[schema.GroupVersionKind]error{},
+		next: resource.NewQueryParamVerifierV3(dynamicClient, cached.NewClient(f.c.shared.OpenAPIV3()), q)}
+	secondary := resource.NewQueryParamVerifier(dynamicClient, f.c.v2, q)
+	return validation.NewParamVerifyingSchema(schemas, resource.NewFallbackQueryParamVerifier(primary, secondary),
+		directive), nil
+}
+
+// fieldValidationSupport: kubectl's cachingVerifier (one answer per kind within a call), and the
+// cluster's kinds known to take the parameter.
+type fieldValidationSupport struct {
+	known *sync.Map
+	next  resource.Verifier
+	mu    sync.Mutex
+	seen  map[schema.GroupVersionKind]error
+}
+
+func (v *fieldValidationSupport) HasSupport(gvk schema.GroupVersionKind) error {
+	if _, ok := v.known.Load(gvk); ok {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err, ok := v.seen[gvk]; ok {
+		return err
+	}
+	err := v.next.HasSupport(gvk)
+	v.seen[gvk] = err
+	if err == nil {
+		v.known.Store(gvk, struct{}{})
+	}
+	return err
+}
 
 // configFor: what cmd/helm/helm.go's actionConfig.Init makes for one call (HELM_DRIVER=secret), on
 // the shared cluster.
@@ -320,7 +381,7 @@ func configFor(req request) (*action.Configuration, error) {
 		return nil, err
 	}
 	getter := newRequestGetter(c)
-	kc := &kube.Client{Factory: requestFactory{c.factory, getter}, Namespace: req.Namespace, Log: nolog}
+	kc := &kube.Client{Factory: requestFactory{c.factory, c, getter}, Namespace: req.Namespace, Log: nolog}
 	var store *storage.Storage
 	if cs, err := c.factory.KubernetesClientSet(); err == nil {
 		d := driver.NewSecrets(cs.CoreV1().Secrets(req.Namespace))
