@@ -62,7 +62,7 @@ class Tools:
     kube_apiserver: Path
     etcd: Path
     helm: Path
-    helmd: Path
+    helmd: Path | None  # None: helmd's sources are not in this installation; the CLI answers every call
 
 
 def cache_root() -> Path:
@@ -77,12 +77,23 @@ def helm_path() -> Path:
     return cache_root() / "helm" / f"helm-{HELM_VERSION}"
 
 
+def helmd_buildable() -> bool:
+    """Whether helmd's sources are here (an installation that left them out runs the CLI only)."""
+    return all((HELMD_SRC / name).is_file() for name in HELMD_FILES)
+
+
 def helmd_path() -> Path:
     """helmd built from these sources (a changed source is a new name: the old build is never run)."""
+    if not helmd_buildable():
+        return cache_root() / "helm" / f"helmd-{HELM_VERSION}-no-sources"  # never built
     digest = hashlib.sha256(_HELM_LDFLAGS.encode())
     for name in HELMD_FILES:
         digest.update(name.encode() + b"\0" + (HELMD_SRC / name).read_bytes() + b"\0")
     return cache_root() / "helm" / f"helmd-{HELM_VERSION}-{digest.hexdigest()[:12]}"
+
+
+def _helmd_ready() -> bool:
+    return helmd_path().is_file() or not helmd_buildable()
 
 
 def etcd_path() -> Path | None:
@@ -93,8 +104,8 @@ def etcd_path() -> Path | None:
 def available() -> Tools | None:
     """The programs when all are here already (nothing is built)."""
     etcd = etcd_path()
-    if apiserver_path().is_file() and helm_path().is_file() and helmd_path().is_file() and etcd:
-        return Tools(apiserver_path(), etcd, helm_path(), helmd_path())
+    if apiserver_path().is_file() and helm_path().is_file() and _helmd_ready() and etcd:
+        return Tools(apiserver_path(), etcd, helm_path(), helmd_path() if helmd_buildable() else None)
     return None
 
 
@@ -104,7 +115,7 @@ def missing_reason() -> str:
         parts.append(f"kube-apiserver {KUBE_VERSION} ({apiserver_path()})")
     if not helm_path().is_file():
         parts.append(f"helm {HELM_VERSION} ({helm_path()})")
-    if not helmd_path().is_file():
+    if not _helmd_ready():
         parts.append(f"helmd ({helmd_path()})")
     if etcd_path() is None:
         parts.append("etcd (Debian package etcd-server)")
@@ -120,7 +131,7 @@ def ensure(log=None) -> Tools:  # noqa: ANN001 - a callable taking one line
         _build_apiserver(say)
     if not helm_path().is_file():
         _build_helm(say)
-    if not helmd_path().is_file():
+    if not _helmd_ready():
         _build_helmd(say)
     tools = available()
     if tools is None:
@@ -133,7 +144,7 @@ def ensure_helm(log=None) -> Path:  # noqa: ANN001
     say = log or (lambda line: print(line, file=sys.stderr))
     if not helm_path().is_file():
         _build_helm(say)
-    if not helmd_path().is_file():
+    if not _helmd_ready():
         _build_helmd(say)
     return helm_path()
 
@@ -296,7 +307,7 @@ def main() -> int:
     except ToolsMissing as exc:
         print(f"control plane not built: {exc}", file=sys.stderr)
         return 1
-    print(f"{tools.kube_apiserver}\n{tools.etcd}\n{tools.helm}\n{tools.helmd}")
+    print("\n".join(str(p) for p in (tools.kube_apiserver, tools.etcd, tools.helm, tools.helmd) if p))
     return 0
 
 
