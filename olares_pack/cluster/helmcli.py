@@ -3,8 +3,8 @@ cache and data folders so that a rehearsal never reads or writes the user's.
 
 The calls a rehearsal makes (install, upgrade, uninstall, status, get manifest, template) go to
 helmd (olares_pack/cluster/helmd): the Helm SDK, helm.sh/helm/v3 at the version the CLI is, as one
-long-lived process per kubeconfig. One CLI process per call cost about 0.3 s of CPU for an install
-and 0.1 s for an uninstall, most of it redone in every process: Go's start, reading the
+long-lived process per kubeconfig. One CLI process per call cost 0.3-0.7 s of CPU for an install
+or upgrade and 0.1 s for an uninstall, most of it redone in every process: Go's start, reading the
 kubeconfig, API discovery, the OpenAPI documents fetched and parsed for validation; a test-suite
 run makes ~550 calls. helmd keeps the kubectl factory, discovery and those documents across calls
 and answers what the CLI would have printed for the same call (stdout and the `Error: ...` line),
