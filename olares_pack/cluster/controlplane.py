@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from olares_pack.cluster import lifetime
+from olares_pack.cluster import helmcli, lifetime
 from olares_pack.cluster.tools import Tools, ToolsMissing
 
 READY_TIMEOUT = 90.0
@@ -205,6 +205,7 @@ def _running(tools: Tools) -> Iterator[Cluster]:
         cluster.version = (cluster.get("/version") or {}).get("gitVersion", "")
         yield cluster
     finally:
+        helmcli.close(folder / "kubeconfig")
         _stop(api)
         _stop(etcd)
         if os.environ.get("OLARES_PACK_KEEP_CLUSTER"):

@@ -6,17 +6,21 @@
   matching v0.32.2 modules, which a dependent module needs because the main module's go.mod points
   them at ./staging).
 - Helm at the version app-service links: `helm.sh/helm/v3 v3.19.5`
-  (beclab/Olares framework/app-service/go.mod).
+  (beclab/Olares framework/app-service/go.mod): the CLI, and helmd (olares_pack/cluster/helmd/,
+  the same SDK as one long-lived process per cluster, which the rehearsals call: helmcli.py), cached
+  under a hash of its sources.
 - etcd from Debian (`etcd-server`), installed with apt when missing and we run as root.
 
 Sources come through Go's own client (`go list -m`, `go mod tidy`, `go install`: GOPROXY and
 GONOSUMDB apply as for any Go build), never from a download address of ours; etcd through apt. Cached under $OLARES_PACK_CACHE (default
-~/.cache/olares-pack): kube/kube-apiserver-<v>, helm/helm-<v>; Go's own module and build caches
-make a rebuild after a cache wipe quick.
+~/.cache/olares-pack): kube/kube-apiserver-<v>, helm/helm-<v>, helm/helmd-<v>-<hash>; Go's own
+module and build caches make a rebuild after a cache wipe quick (helmd's go.mod resolves to Helm's own
+dependency versions, so it reuses the CLI's compiled packages: seconds).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -41,6 +45,12 @@ CNI_BIN = "/usr/lib/cni"
 _UNSERVED = ("k8s.io/sample-cli-plugin", "k8s.io/sample-controller")
 # The build date ldflags stamp (the release date of v1.32.2), so a rebuild is byte-identical.
 _BUILD_DATE = "2025-02-12T00:00:00Z"
+HELMD_SRC = Path(__file__).resolve().parent / "helmd"
+HELMD_FILES = ("main.go", "go.mod", "go.sum")
+# As the CLI is stamped (_build_helm): the SDK reports this version to charts
+# (.Capabilities.HelmVersion) and in its user agent; unstamped it would say "v3.19".
+_HELM_LDFLAGS = (f"-s -w -X helm.sh/helm/v3/internal/version.version={HELM_VERSION} "
+                 "-X helm.sh/helm/v3/internal/version.gitTreeState=clean")
 
 
 class ToolsMissing(OlaresPackError):
@@ -52,6 +62,7 @@ class Tools:
     kube_apiserver: Path
     etcd: Path
     helm: Path
+    helmd: Path | None  # None: helmd's sources are not in this installation; the CLI answers every call
 
 
 def cache_root() -> Path:
@@ -66,16 +77,35 @@ def helm_path() -> Path:
     return cache_root() / "helm" / f"helm-{HELM_VERSION}"
 
 
+def helmd_buildable() -> bool:
+    """Whether helmd's sources are here (an installation that left them out runs the CLI only)."""
+    return all((HELMD_SRC / name).is_file() for name in HELMD_FILES)
+
+
+def helmd_path() -> Path:
+    """helmd built from these sources (a changed source is a new name: the old build is never run)."""
+    if not helmd_buildable():
+        return cache_root() / "helm" / f"helmd-{HELM_VERSION}-no-sources"  # never built
+    digest = hashlib.sha256(_HELM_LDFLAGS.encode())
+    for name in HELMD_FILES:
+        digest.update(name.encode() + b"\0" + (HELMD_SRC / name).read_bytes() + b"\0")
+    return cache_root() / "helm" / f"helmd-{HELM_VERSION}-{digest.hexdigest()[:12]}"
+
+
+def _helmd_ready() -> bool:
+    return helmd_path().is_file() or not helmd_buildable()
+
+
 def etcd_path() -> Path | None:
     found = shutil.which("etcd") or ("/usr/bin/etcd" if Path("/usr/bin/etcd").exists() else None)
     return Path(found) if found else None
 
 
 def available() -> Tools | None:
-    """The three programs when all are here already (nothing is built)."""
+    """The programs when all are here already (nothing is built)."""
     etcd = etcd_path()
-    if apiserver_path().is_file() and helm_path().is_file() and etcd:
-        return Tools(apiserver_path(), etcd, helm_path())
+    if apiserver_path().is_file() and helm_path().is_file() and _helmd_ready() and etcd:
+        return Tools(apiserver_path(), etcd, helm_path(), helmd_path() if helmd_buildable() else None)
     return None
 
 
@@ -85,6 +115,8 @@ def missing_reason() -> str:
         parts.append(f"kube-apiserver {KUBE_VERSION} ({apiserver_path()})")
     if not helm_path().is_file():
         parts.append(f"helm {HELM_VERSION} ({helm_path()})")
+    if not _helmd_ready():
+        parts.append(f"helmd ({helmd_path()})")
     if etcd_path() is None:
         parts.append("etcd (Debian package etcd-server)")
     return ", ".join(parts) + " not built: `make control-plane` builds them (minutes, once per machine)"
@@ -99,6 +131,8 @@ def ensure(log=None) -> Tools:  # noqa: ANN001 - a callable taking one line
         _build_apiserver(say)
     if not helm_path().is_file():
         _build_helm(say)
+    if not _helmd_ready():
+        _build_helmd(say)
     tools = available()
     if tools is None:
         raise ToolsMissing(missing_reason())
@@ -106,9 +140,12 @@ def ensure(log=None) -> Tools:  # noqa: ANN001 - a callable taking one line
 
 
 def ensure_helm(log=None) -> Path:  # noqa: ANN001
-    """Helm alone (a rehearsal on a user's cluster needs no API server here)."""
+    """Helm alone, the CLI and helmd (a rehearsal on a user's cluster needs no API server here)."""
+    say = log or (lambda line: print(line, file=sys.stderr))
     if not helm_path().is_file():
-        _build_helm(log or (lambda line: print(line, file=sys.stderr)))
+        _build_helm(say)
+    if not _helmd_ready():
+        _build_helmd(say)
     return helm_path()
 
 
@@ -233,10 +270,27 @@ def _build_helm(say) -> None:  # noqa: ANN001
     out = helm_path()
     gobin = out.parent / "bin.tmp"
     gobin.mkdir(parents=True, exist_ok=True)
-    ld = f"-s -w -X helm.sh/helm/v3/internal/version.version={HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
-    _run([go, "install", "-trimpath", "-ldflags", ld, f"helm.sh/helm/v3/cmd/helm@{HELM_VERSION}"], env={"GOBIN": str(gobin)})
+    _run([go, "install", "-trimpath", "-ldflags", _HELM_LDFLAGS, f"helm.sh/helm/v3/cmd/helm@{HELM_VERSION}"],
+         env={"GOBIN": str(gobin)})
     (gobin / "helm").replace(out)
     shutil.rmtree(gobin, ignore_errors=True)
+
+
+def _build_helmd(say) -> None:  # noqa: ANN001
+    """helmd from olares_pack/cluster/helmd, copied to a build folder (an installed package's folder
+    may not be writable). Modules missing from Go's cache come through GOPROXY, checked against the
+    committed go.sum; the environment is _build_helm's, so the CLI's compiled packages are reused."""
+    go = _go()
+    out = helmd_path()
+    say(f"building helmd (the Helm {HELM_VERSION} SDK as a long-lived process; seconds after the CLI's build)")
+    build = out.parent / f"src-{out.name}"
+    build.mkdir(parents=True, exist_ok=True)
+    for name in HELMD_FILES:
+        shutil.copy(HELMD_SRC / name, build / name)
+    tmp = out.with_name(out.name + ".tmp")
+    _run([go, "build", "-trimpath", "-ldflags", _HELM_LDFLAGS, "-o", str(tmp), "."], cwd=build)
+    tmp.replace(out)
+    shutil.rmtree(build, ignore_errors=True)
 
 
 def main() -> int:
@@ -253,7 +307,7 @@ def main() -> int:
     except ToolsMissing as exc:
         print(f"control plane not built: {exc}", file=sys.stderr)
         return 1
-    print(f"{tools.kube_apiserver}\n{tools.etcd}\n{tools.helm}")
+    print("\n".join(str(p) for p in (tools.kube_apiserver, tools.etcd, tools.helm, tools.helmd) if p))
     return 0
 
 
