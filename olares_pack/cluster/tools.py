@@ -31,6 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from olares_pack.common.cache import cache_root
 from olares_pack.common.errors import OlaresPackError
 
 KUBE_VERSION = "v1.32.2"
@@ -63,10 +64,6 @@ class Tools:
     etcd: Path
     helm: Path
     helmd: Path | None  # None: helmd's sources are not in this installation; the CLI answers every call
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("OLARES_PACK_CACHE") or Path.home() / ".cache" / "olares-pack")
 
 
 def apiserver_path() -> Path:

@@ -2,7 +2,9 @@
 
 The proof (olares_pack/proof/) says the typed render makes the same objects as the chart; this
 says both start and answer alike. On a node (cluster/node.py), with the stand-in images and model
-rehearse --run uses (rehearse/live.py), one after the other on a fresh device:
+rehearse --run uses (rehearse/live.py), each on a fresh device (the two ways side by side, each on
+a device slot of its own, where neither chart fetches huggingface.co by name or has a shared
+sub-chart):
 
 1. the original chart, at its own version, installed with the installer's values in namespaces
    and releases of its own (`<app>-<user>-orig`), until the entrance's Service lists the served
@@ -32,6 +34,8 @@ HTTPS too (rehearse/hub.py), and the report says so (hub.REDIRECTED).
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import statistics
 import tempfile
 import time
@@ -262,18 +266,45 @@ def run(node: Any, app: str, line: str, original: Chart, typed: Chart, *, upgrad
     tell = say or (lambda _line: None)
     out = NodeRun(app, True, node=node.name)
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="olares-pack-import-run-") as tmp, hubmod.serving(node.gateway) as hub:
+    with tempfile.TemporaryDirectory(prefix="olares-pack-import-run-") as tmp, contextlib.ExitStack() as hubs:
+        hub = hubs.enter_context(hubmod.serving(node.gateway))
         lv = live.Live(node, hub, Path(tmp))
 
         def plan(chart: Chart, run_id: str, folder: str) -> Any:
             return flow.chart_plan(chart.data, Path(tmp) / folder, line, app, chart.version, flow.Names.of_run(run_id))
 
-        for way, chart in (("original", original), ("typed", typed)):
-            p = plan(chart, RUN_IDS[way], RUN_IDS[way])
+        plans = {way: plan(chart, RUN_IDS[way], RUN_IDS[way]) for way, chart in zip(WAYS, (original, typed), strict=True)}
+
+        def install(on: Any, way: str) -> Way:
+            p = plans[way]
             users = _users(p)
-            tell(f"{app}: the {way} chart ({chart.version}) on the node")
-            steps = live.install_cycle(lv, line, p, users, tell)
-            out.ways.append(Way(way, chart.version, line, _namespaces(p, users), _entrance(p), steps))
+            tell(f"{app}: the {way} chart ({p.version}) on the node")
+            return Way(way, p.version, line, _namespaces(p, users), _entrance(p), live.install_cycle(on, line, p, users, tell))
+
+        # The two ways side by side, the typed one on a device slot of its own (its host paths, hub
+        # and GPU: rehearse/live.py), unless a chart fetches https://huggingface.co by name (the DNS
+        # has one address for it, slot 0's hub, which would count the other slot's download) or has
+        # a shared sub-chart (a slot renames the shared namespace the chart names to its own, and
+        # this run names it after the way).
+        asked, standins = sum(hub.https.values()), {}
+        apart = not any(_names_huggingface(c) for c in (original, typed)) and not any(
+            s.get("shared") for p in plans.values() for s in p.sub_charts)
+        if apart:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from olares_pack.cluster import node as nodemod
+
+            nodemod.add_slot(node, 1)
+            lv1 = live.Live(node, hubs.enter_context(hubmod.serving(node.gateway, https_port=None)), Path(tmp) / "slot1", 1)
+            with ThreadPoolExecutor(2, thread_name_prefix="olares-pack-way") as pool:
+                ways = list(pool.map(install, (lv, lv1), WAYS))
+            standins = dict(lv1.standins)
+            if sum(hub.https.values()) != asked:
+                tell(f"{app}: a chart downloads from huggingface.co by name: both ways again, one at a time")
+                ways, apart = [install(lv, way) for way in WAYS], False
+        else:
+            ways = [install(lv, way) for way in WAYS]
+        out.ways += ways
         froms = [original, *[c for c in upgrade_from or [] if c.version != original.version]]
         if all(w.ok for w in out.ways):  # an upgrade of what does not start says nothing new
             for i, old in enumerate(froms):
@@ -286,11 +317,16 @@ def run(node: Any, app: str, line: str, original: Chart, typed: Chart, *, upgrad
                 steps = live.upgrade_cycle(lv, line, po, pn, users, tell)
                 out.ways.append(Way("upgrade", typed.version, line, _namespaces(pn, users), _entrance(pn), steps,
                                     from_version=old.version))
-        out.standins, out.model = dict(lv.standins), hubmod.STANDS_FOR
-        out.changes = list(live.changes(hub))
+        out.standins, out.model = {**standins, **lv.standins}, hubmod.STANDS_FOR
+        out.changes = list(live.changes(hub)) + ([live.SLOTS] if apart else [])
     out.seconds = time.monotonic() - t0
     out.failures = compare(out.ways)
     return out
+
+
+def _names_huggingface(chart: Chart) -> bool:
+    """The chart's files name huggingface.co (a download step that asks for it by name)."""
+    return b"huggingface.co" in gzip.decompress(chart.data)
 
 
 def _users(p: Any) -> list[str]:

@@ -52,6 +52,7 @@ from olares_pack.rehearse.plan import ChartPlan
 from olares_pack.rehearse.run import Rehearsal
 
 ANSWER_TIMEOUT = 240.0
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where PyYAML has it: a step renders the chart several times
 LOG_LINES = 40
 # Cycles of one line run side by side in device slots of their own (cluster/gpu.py): a cycle is
 # mostly waiting (the kubelet's sync, probes, Helm), and an app upgraded from ten versions took
@@ -178,11 +179,10 @@ class Live:
         """The containers the chart renders for this user (helm template with the same values)."""
         out = []
         for rel in plan.releases(user):
-            vf = r.helm._values_file(r.values(plan, user))
-            res = r.helm.run("template", rel.name, str(rel.chart), "--namespace", rel.namespace, "--values", vf)
+            res = r.helm.template(rel.name, rel.chart, rel.namespace, r.values(plan, user))
             if not res.ok:
                 raise Failed(f"helm template failed: {res.output[-1500:]}")
-            for doc in yaml.safe_load_all(res.stdout):
+            for doc in yaml.load_all(res.stdout, Loader=_LOADER):
                 out += fit._containers(doc) if isinstance(doc, dict) else []
         return out
 
