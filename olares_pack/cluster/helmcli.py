@@ -41,13 +41,18 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from olares_pack.cluster import lifetime, tools
 from olares_pack.common.errors import OlaresPackError
 
-if TYPE_CHECKING:  # controlplane imports this module (to close a cluster's daemon)
-    from olares_pack.cluster.controlplane import Cluster
+
+class Cluster(Protocol):
+    """What Helm needs of a cluster (controlplane.Cluster has it; controlplane imports this module
+    to stop a cluster's daemon, so the type lives here, below it)."""
+
+    kubeconfig: Path
+    helm: Path  # the CLI, where helmd is not built
 
 TIMEOUT = 300
 # A hook Job never finishes without a kubelet and Helm would wait for it until the timeout: hooks
