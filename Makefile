@@ -121,13 +121,14 @@ lint: $(BIN)/olares-pack
 # `make test` builds what the tests run side by side (on a fresh machine the Go and C++ builds
 # overlap their downloads with the other's compiling; later runs find everything built), then runs
 # the suite on every core (pytest-xdist): a module's tests stay on one worker (--dist loadscope), so
-# a server a module shares (the control plane, the registry, the engine, workerd) starts once.
+# a server a module shares (the control plane, the registry, the engine, workerd) starts once;
+# modules go out in collection order, the longest first (tests/conftest.py LONGEST_FIRST).
 # compileall: the tests start olares-pack hundreds of times (the CLI, Helm's post-renderer); where
 # the environment says PYTHONDONTWRITEBYTECODE, each of them compiled the package from source again
 # (0.2 s of CPU a process), as an installed olares-pack (pip compiles it) never does.
 test: $(BIN)/olares-pack $(WRANGLER) test-tools oracle control-plane node llama-server actionlint lint docs-check
 	$(BIN)/python -m compileall -q olares_pack
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 	$(BIN)/olares-pack build --check
 
 clean:

@@ -29,11 +29,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-# The modules that take longest, longest first (`--durations` of a warm `make test`): pytest-xdist's
-# --dist loadscope hands out whole modules in collection order, so a long module collected last
-# (test_node.py, the node's ~5 minutes) ran alone at the end while the other worker idled.
-LONGEST_FIRST = ("test_node.py", "test_rehearse.py", "test_integrity.py", "test_workflow.py", "test_hostile.py",
-                 "test_fuzz.py", "test_layout.py", "test_bench_engine.py", "test_equivalence.py")
+# The modules that take longest, longest first (`--durations` of a warm `make test`, 2026-12-06):
+# handed out in this order with `--dist loadscope --no-loadscope-reorder` (the Makefile's); by
+# default pytest-xdist 3.8 orders modules by their number of tests, so the node's module (11 tests,
+# ~220 s) started last, after a minute of others, and the run waited for it alone.
+LONGEST_FIRST = ("test_node.py", "test_integrity.py", "test_workflow.py", "test_rehearse.py", "test_hostile.py",
+                 "test_helmd.py", "test_layout.py", "test_download.py", "test_fuzz.py", "test_loop.py",
+                 "test_propose.py", "test_pin.py", "test_import.py", "test_equivalence.py", "test_sweep.py",
+                 "test_bench_engine.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:  # noqa: ARG001 - the hook's signature
