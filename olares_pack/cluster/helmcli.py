@@ -259,9 +259,7 @@ class Helm:
     def __init__(self, cluster: Cluster, home: Path, post_renderer: Path | None = None, *, cli: bool = False) -> None:
         self.cluster = cluster
         self.home = home
-        self.post_renderer = post_renderer
-        # an executable the rendered manifests pass through before the server sees them
-        self.post = ("--post-renderer", str(post_renderer)) if post_renderer else ()
+        self.post_renderer = post_renderer  # an executable the rendered manifests pass through before the server sees them
         self.env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig),
                     "HELM_CONFIG_HOME": str(home / "config"), "HELM_CACHE_HOME": str(home / "cache"),
                     "HELM_DATA_HOME": str(home / "data"), "HELM_DRIVER": "secret"}
@@ -281,11 +279,14 @@ class Helm:
         answer = d.call({"op": op, "kubeconfig": str(self.cluster.kubeconfig), "env": env, **fields}, TIMEOUT)
         return Result(bool(answer["ok"]), (answer["stderr"] + answer["stdout"]).strip(), answer["stdout"])
 
-    def _chart_call(self, op: str, release: str, chart: Path, namespace: str, values: dict[str, Any],
-                    **fields: Any) -> Result:
+    def _chart_call(self, op: str, release: str, chart: Path, namespace: str, values: dict[str, Any], *,
+                    post: bool = True, **fields: Any) -> Result:
         # the CLI resolves a relative chart path against the cwd of the moment; helmd's is its own
         return self._call(op, release=release, chart=os.path.abspath(chart), namespace=namespace, values=values,
-                          post_renderer=str(self.post_renderer or ""), **fields)
+                          post_renderer=str(self.post_renderer or "") if post else "", **fields)
+
+    def _post_args(self) -> tuple[str, ...]:
+        return ("--post-renderer", str(self.post_renderer)) if self.post_renderer else ()
 
     def _values_file(self, values: dict[str, Any]) -> str:
         fd, path = tempfile.mkstemp(suffix=".json", dir=self.home)
@@ -299,7 +300,7 @@ class Helm:
         if self.helmd:
             return self._chart_call("install", release, chart, namespace, values)
         return self.run("install", release, str(chart), "--namespace", namespace, "--create-namespace", *NO_HOOKS,
-                        *self.post, "--values", self._values_file(values), "--timeout", "300s", "--output", "json")
+                        *self._post_args(), "--values", self._values_file(values), "--timeout", "300s", "--output", "json")
 
     def upgrade(self, release: str, chart: Path, namespace: str, values: dict[str, Any], *, reuse: bool = False) -> Result:
         """app-service's action.Upgrade (no Atomic, no Wait): ResetThenReuseValues, as HelmOps.upgrade calls
@@ -309,7 +310,7 @@ class Helm:
         if self.helmd:
             return self._chart_call("upgrade", release, chart, namespace, values, reuse=reuse)
         mode = "--reuse-values" if reuse else "--reset-then-reuse-values"
-        return self.run("upgrade", release, str(chart), "--namespace", namespace, mode, *NO_HOOKS, *self.post,
+        return self.run("upgrade", release, str(chart), "--namespace", namespace, mode, *NO_HOOKS, *self._post_args(),
                         "--values", self._values_file(values), "--timeout", "2400s", "--output", "json")
 
     def uninstall(self, release: str, namespace: str) -> Result:
@@ -336,8 +337,7 @@ class Helm:
     def template(self, release: str, chart: Path, namespace: str, values: dict[str, Any]) -> Result:
         """`helm template`: the chart rendered client-side (no server asked), hooks included."""
         if self.helmd:
-            return self._call("template", release=release, chart=os.path.abspath(chart), namespace=namespace,
-                              values=values, post_renderer="")
+            return self._chart_call("template", release, chart, namespace, values, post=False)
         return self.run("template", release, str(chart), "--namespace", namespace, "--values", self._values_file(values))
 
     def version(self) -> str:

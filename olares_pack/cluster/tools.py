@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from olares_pack.common.cache import cache_root
@@ -83,10 +84,16 @@ def helmd_path() -> Path:
     """helmd built from these sources (a changed source is a new name: the old build is never run)."""
     if not helmd_buildable():
         return cache_root() / "helm" / f"helmd-{HELM_VERSION}-no-sources"  # never built
+    return cache_root() / "helm" / f"helmd-{HELM_VERSION}-{_helmd_digest()}"
+
+
+@lru_cache(maxsize=1)
+def _helmd_digest() -> str:
+    """Of the sources and the stamp: read once a process (every Helm object asks for helmd_path)."""
     digest = hashlib.sha256(_HELM_LDFLAGS.encode())
     for name in HELMD_FILES:
         digest.update(name.encode() + b"\0" + (HELMD_SRC / name).read_bytes() + b"\0")
-    return cache_root() / "helm" / f"helmd-{HELM_VERSION}-{digest.hexdigest()[:12]}"
+    return digest.hexdigest()[:12]
 
 
 def _helmd_ready() -> bool:

@@ -72,6 +72,11 @@ def safe_load(text: str) -> Any:
     return yaml.load(text, Loader=_SAFE)  # noqa: S506 - a safe loader
 
 
+def safe_load_all(text: str) -> list[Any]:
+    """yaml.safe_load_all of a multi-document stream (a `helm template` output), through libyaml."""
+    return list(yaml.load_all(text, Loader=_SAFE))  # noqa: S506 - a safe loader
+
+
 class _Yaml12Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
     """libyaml's parser with the YAML 1.2 core schema the round-trip loader uses: `on`, `yes`,
     `0555` and `1:30` mean what they say, and a key given twice is an error."""
@@ -95,7 +100,7 @@ def compose_lines(text: str) -> yaml.Node | None:
     """libyaml's node tree of `text`, for lines only (several times faster than the round-trip
     reader that keeps comments); None when the text does not parse."""
     try:
-        return yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return yaml.compose(text, Loader=_SAFE)
     except yaml.YAMLError:
         return None
 

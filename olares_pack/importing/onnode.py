@@ -286,24 +286,15 @@ def run(node: Any, app: str, line: str, original: Chart, typed: Chart, *, upgrad
         # has one address for it, slot 0's hub, which would count the other slot's download) or has
         # a shared sub-chart (a slot renames the shared namespace the chart names to its own, and
         # this run names it after the way).
-        asked, standins = sum(hub.https.values()), {}
-        apart = not any(_names_huggingface(c) for c in (original, typed)) and not any(
-            s.get("shared") for p in plans.values() for s in p.sub_charts)
-        if apart:
-            from concurrent.futures import ThreadPoolExecutor
-
+        lives = [lv]
+        if not any(_names_huggingface(c) for c in (original, typed)) and not any(
+                s.get("shared") for p in plans.values() for s in p.sub_charts):
             from olares_pack.cluster import node as nodemod
 
             nodemod.add_slot(node, 1)
-            lv1 = live.Live(node, hubs.enter_context(hubmod.serving(node.gateway, https_port=None)), Path(tmp) / "slot1", 1)
-            with ThreadPoolExecutor(2, thread_name_prefix="olares-pack-way") as pool:
-                ways = list(pool.map(install, (lv, lv1), WAYS))
-            standins = dict(lv1.standins)
-            if sum(hub.https.values()) != asked:
-                tell(f"{app}: a chart downloads from huggingface.co by name: both ways again, one at a time")
-                ways, apart = [install(lv, way) for way in WAYS], False
-        else:
-            ways = [install(lv, way) for way in WAYS]
+            lives.append(live.Live(node, hubs.enter_context(hubmod.serving(node.gateway, https_port=None)),
+                                   Path(tmp) / "slot1", 1))
+        ways, apart = live.on_device_slots(hub, lives, list(WAYS), install, tell, f"{app}: both ways")
         out.ways += ways
         froms = [original, *[c for c in upgrade_from or [] if c.version != original.version]]
         if all(w.ok for w in out.ways):  # an upgrade of what does not start says nothing new
@@ -317,7 +308,7 @@ def run(node: Any, app: str, line: str, original: Chart, typed: Chart, *, upgrad
                 steps = live.upgrade_cycle(lv, line, po, pn, users, tell)
                 out.ways.append(Way("upgrade", typed.version, line, _namespaces(pn, users), _entrance(pn), steps,
                                     from_version=old.version))
-        out.standins, out.model = {**standins, **lv.standins}, hubmod.STANDS_FOR
+        out.standins, out.model = {k: v for one in lives for k, v in one.standins.items()}, hubmod.STANDS_FOR
         out.changes = list(live.changes(hub)) + ([live.SLOTS] if apart else [])
     out.seconds = time.monotonic() - t0
     out.failures = compare(out.ways)

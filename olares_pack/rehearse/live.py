@@ -36,15 +36,15 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import semver
-import yaml
 
 from olares_pack.cluster import gpu, images
 from olares_pack.cluster import node as nodemod
 from olares_pack.cluster.node import Node
 from olares_pack.cluster.tools import ToolsMissing
+from olares_pack.common.yamlsrc import safe_load_all
 from olares_pack.rehearse import fit, flow
 from olares_pack.rehearse import hub as hubmod
 from olares_pack.rehearse import plan as planner
@@ -52,7 +52,6 @@ from olares_pack.rehearse.plan import ChartPlan
 from olares_pack.rehearse.run import Rehearsal
 
 ANSWER_TIMEOUT = 240.0
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where PyYAML has it: a step renders the chart several times
 LOG_LINES = 40
 # Cycles of one line run side by side in device slots of their own (cluster/gpu.py): a cycle is
 # mostly waiting (the kubelet's sync, probes, Helm), and an app upgraded from ten versions took
@@ -182,7 +181,7 @@ class Live:
             res = r.helm.template(rel.name, rel.chart, rel.namespace, r.values(plan, user))
             if not res.ok:
                 raise Failed(f"helm template failed: {res.output[-1500:]}")
-            for doc in yaml.load_all(res.stdout, Loader=_LOADER):
+            for doc in safe_load_all(res.stdout):
                 out += fit._containers(doc) if isinstance(doc, dict) else []
         return out
 
@@ -428,6 +427,7 @@ def _http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
 # ------------------------------------------------------------------ the run
 
 ChartOf = flow.ChartOf
+J = TypeVar("J")
 
 
 def run(node: Node, app: str, version: str, line_versions: dict[str, list[str]], chart_of: ChartOf,
@@ -471,26 +471,34 @@ def run(node: Node, app: str, version: str, line_versions: dict[str, list[str]],
                 nodemod.add_slot(node, slot)
                 lives.append(Live(node, hubs.enter_context(hubmod.serving(node.gateway, https_port=None)),
                                   Path(tmp) / f"slot{slot}", slot))
-            asked = sum(hub.https.values())
-            done = _side_by_side(lives[:width], jobs, cycle)
-            if width > 1 and sum(hub.https.values()) != asked:
-                # a chart fetched https://huggingface.co by name: slot 0's hub answered every slot (the
-                # DNS has one address for it), so no slot's download count is its own: one at a time
-                tell(f"{target}: a chart downloads from huggingface.co by name: the cycles again, one at a time")
-                done = _side_by_side(lives[:1], jobs, cycle)
-            else:
-                wide = wide or width > 1
-            steps += done
+            done, apart = on_device_slots(hub, lives[:width], jobs, cycle, tell, f"{target}: the cycles")
+            wide = wide or apart
+            steps += [s for cycle_steps in done for s in cycle_steps]
         standins = {k: v for live in lives for k, v in live.standins.items()}
         return LiveReport(steps, standins, hubmod.STANDS_FOR, changes(hub) + ((SLOTS,) if wide else ()),
                           node=node.name)
 
 
-def _side_by_side(lives: list[Live], jobs: list[str | None],
-                  cycle: Callable[[Live, str | None], list[LiveStep]]) -> list[LiveStep]:
-    """Each job on the next free slot; the steps in the jobs' order."""
+R = TypeVar("R")
+
+
+def on_device_slots(hub: hubmod.Hub, lives: list[Live], jobs: list[J], run_one: Callable[[Live, J], R],
+                 tell: Callable[[str], None], what: str) -> tuple[list[R], bool]:
+    """Each job on the next free device slot, the results in the jobs' order, and whether they ran
+    side by side. Where a job fetched https://huggingface.co by name, slot 0's hub answered every
+    slot (the DNS has one address for it), so no slot's download count was its own: all again, one
+    at a time on slot 0 (`hub` is slot 0's)."""
+    asked = sum(hub.https.values())
+    out = _each_on_a_slot(lives, jobs, run_one)
+    if len(lives) > 1 and sum(hub.https.values()) != asked:
+        tell(f"{what}: a chart downloads from huggingface.co by name: again, one at a time")
+        return _each_on_a_slot(lives[:1], jobs, run_one), False
+    return out, len(lives) > 1
+
+
+def _each_on_a_slot(lives: list[Live], jobs: list[J], run_one: Callable[[Live, J], R]) -> list[R]:
     if len(lives) == 1:
-        return [s for j in jobs for s in cycle(lives[0], j)]
+        return [run_one(lives[0], j) for j in jobs]
     import queue
     from concurrent.futures import ThreadPoolExecutor
 
@@ -498,15 +506,15 @@ def _side_by_side(lives: list[Live], jobs: list[str | None],
     for live in lives:
         free.put(live)
 
-    def one(job: str | None) -> list[LiveStep]:
+    def one(job: J) -> R:
         live = free.get()
         try:
-            return cycle(live, job)
+            return run_one(live, job)
         finally:
             free.put(live)
 
     with ThreadPoolExecutor(len(lives), thread_name_prefix="olares-pack-slot") as pool:
-        return [s for out in pool.map(one, jobs) for s in out]
+        return list(pool.map(one, jobs))
 
 
 def changes(hub: hubmod.Hub) -> tuple[str, ...]:
