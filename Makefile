@@ -42,11 +42,12 @@ build: $(BIN)/olares-pack
 # (this one, actionlint's shellcheck, the control plane's etcd) and on a fresh machine all but one
 # failed on dpkg's lock ("Could not get lock /var/lib/dpkg/lock-frontend", reproduced here). The pin
 # tests' OCI registry (docker-registry, skopeo; tests/registry.py), openssl (the HTTPS test, the API
-# server's service-account key), etcd (the control plane), shellcheck (actionlint's run: checks).
+# server's service-account key), etcd (the control plane), shellcheck (actionlint's run: checks),
+# nftables (a node's stop removes the netfilter tables the kubelet created: cluster/netfilter.py).
 # Installed when missing and we may (CI runs as root on a fresh machine); otherwise the tests that
 # need them skip, saying so. Every other target that needs a Debian package depends on this one.
-DEBIAN_PACKAGES := docker-registry skopeo openssl etcd-server shellcheck containerd runc busybox-static containernetworking-plugins iptables iproute2
-DEBIAN_PROGRAMS := docker-registry skopeo openssl etcd shellcheck containerd runc busybox iptables ip
+DEBIAN_PACKAGES := docker-registry skopeo openssl etcd-server shellcheck containerd runc busybox-static containernetworking-plugins iptables iproute2 nftables
+DEBIAN_PROGRAMS := docker-registry skopeo openssl etcd shellcheck containerd runc busybox iptables ip nft
 test-tools:
 	@missing=""; for p in $(DEBIAN_PROGRAMS); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

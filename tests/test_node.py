@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,9 +74,29 @@ def patched(data: bytes, edit: Callable[[str, str], str]) -> bytes:
     return out.getvalue()
 
 
-def leftovers(folder: Path, state: dict[str, str]) -> list[str]:
+def netfilter_left(before: dict) -> list[str]:
+    """KUBE-* chains and netfilter tables the host has now and did not have when the node started
+    (its state file's record), read with iptables-save and nft rather than the node's own reader."""
+    left = []
+    for save, family in (("iptables-save", "ip"), ("ip6tables-save", "ip6")):
+        if shutil.which(save) is None:
+            continue
+        table = ""
+        for line in subprocess.run([save], capture_output=True, text=True, check=False).stdout.splitlines():
+            if line.startswith("*"):
+                table = line[1:]
+            elif line.startswith(":KUBE-") and line[1:].split()[0] not in (before.get(f"{family} {table}") or []):
+                left.append(f"chain {family} {table} {line[1:].split()[0]}")
+    if shutil.which("nft") and before.get("tables") is not None:
+        listing = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True, check=False).stdout
+        left += [f"netfilter {line}" for line in listing.splitlines()
+                 if line.startswith("table ") and line.removeprefix("table ").strip() not in before["tables"]]
+    return left
+
+
+def leftovers(folder: Path, state: dict) -> list[str]:
     """What a stopped node left: processes naming its folder, the folder, mounts under it, its
-    bridge, its cgroup root; KUBE-* chains where no other node runs."""
+    bridge, its cgroup root; KUBE-* chains and netfilter tables where no other node runs."""
     left = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -94,10 +115,7 @@ def leftovers(folder: Path, state: dict[str, str]) -> list[str]:
         left.append(f"bridge {state['bridge']}")
     left += [f"cgroup {p}" for p in Path("/sys/fs/cgroup").glob(f"*/{state['cgroup_root'].strip('/')}")]
     if not nodemod._others_alive(folder):
-        nat = subprocess.run(["iptables", "-t", "nat", "-S"], capture_output=True, text=True, check=False).stdout
-        flt = subprocess.run(["iptables", "-S"], capture_output=True, text=True, check=False).stdout
-        left += [f"chain {c}" for c in ("KUBE-SERVICES", "KUBE-POSTROUTING", "KUBE-FIREWALL", "KUBE-MARK-MASQ")
-                 if f"-N {c}" in nat + flt]
+        left += netfilter_left(state.get("netfilter") or {})
     return left
 
 

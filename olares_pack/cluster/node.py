@@ -11,8 +11,8 @@ where a default failed here (2-core VM, root without CAP_SYS_RESOURCE, cgroup v1
 
 Leaving the host as found: `running()` stops in this order - pods deleted and containerd's tasks
 gone (the kubelet has then torn down networks and mounts), controllers, kube-proxy's rules
-(`--cleanup`, then the chains it leaves), kubelet, containerd and its shims, the mirror; the
-control plane (etcd last) stops in controlplane.py; then the sysctls the kubelet and the bridge
+(`--cleanup`, then the chains and tables netfilter.py finds the kubelet and it left), kubelet,
+containerd and its shims, the mirror; the control plane (etcd last) stops in controlplane.py; then the sysctls the kubelet and the bridge
 plugin change are restored and the bridge, the cgroup root, any mount and the folder removed. A
 SIGTERM/SIGHUP runs that stop (lifetime.terminating); after a SIGKILL the programs die with their
 parent (PR_SET_PDEATHSIG) and the next start sweeps what is left (`sweep`: shims and container
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olares_pack.cluster import controlplane, gpu, images, lifetime, mirror, tools
+from olares_pack.cluster import controlplane, gpu, images, lifetime, mirror, netfilter, tools
 from olares_pack.cluster.controlplane import Cluster, free_port
 from olares_pack.cluster.tools import ToolsMissing
 
@@ -47,8 +47,6 @@ READY_TIMEOUT = 90.0
 # What the kubelet (vm.*, kernel.*) and the bridge plugin (ip_forward) set; restored at stop.
 SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
            "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward")
-# Chains `kube-proxy --cleanup` leaves (measured): removed with the jumps to them.
-LEFT_CHAINS = ("KUBE-FIREWALL", "KUBE-MARK-MASQ", "KUBE-PROXY-CANARY", "KUBE-KUBELET-CANARY", "KUBE-MARK-DROP")
 CGROUP = Path("/sys/fs/cgroup")
 
 
@@ -199,19 +197,12 @@ def _others_alive(mine: Path | None) -> bool:
     return False
 
 
-def _iptables_cleanup(kube_proxy: Path | None, mine: Path | None) -> None:
+def _netfilter_cleanup(kube_proxy: Path | None, mine: Path | None, before: dict[str, Any] | None) -> None:
     if _others_alive(mine):
         return
     if kube_proxy and kube_proxy.is_file():
         _run(str(kube_proxy), "--cleanup")
-    for table in ("filter", "nat"):
-        rules = _run("iptables", "-t", table, "-S").stdout.splitlines()
-        for rule in rules:
-            if rule.startswith("-A ") and any(f"-j {c}" in rule for c in LEFT_CHAINS):
-                _run("iptables", "-t", table, *rule.replace("-A ", "-D ", 1).split())
-        for chain in LEFT_CHAINS:
-            _run("iptables", "-t", table, "-F", chain)
-            _run("iptables", "-t", table, "-X", chain)
+    netfilter.restore(before)
 
 
 def _restore_host(folder: Path, state: dict[str, Any]) -> None:
@@ -222,7 +213,7 @@ def _restore_host(folder: Path, state: dict[str, Any]) -> None:
     _unmount_under(folder)
     if state.get("bridge"):
         _run("ip", "link", "del", state["bridge"])
-    _iptables_cleanup(tools.kube_path("kube-proxy"), folder)
+    _netfilter_cleanup(tools.kube_path("kube-proxy"), folder, state.get("netfilter"))
     if state.get("sysctls") and not _others_alive(folder):
         _sysctl_write(state["sysctls"])
     _unmount_under(folder)
@@ -381,7 +372,8 @@ def _node(cluster: Cluster, say) -> Iterator[Node]:  # noqa: ANN001
     lifetime.write_owner(folder)
     ident = folder.name[len(PREFIX):].lower().replace("_", "")[:6]
     bridge, cgroup_root, subnet = f"opk{ident}", f"/olares-pack-{ident}", _free_subnet()
-    state = {"bridge": bridge, "cgroup_root": cgroup_root, "subnet": subnet, "sysctls": _sysctl_read()}
+    state = {"bridge": bridge, "cgroup_root": cgroup_root, "subnet": subnet, "sysctls": _sysctl_read(),
+             "netfilter": netfilter.snapshot()}
     (folder / "state.json").write_text(json.dumps(state), encoding="utf-8")
     for d in ("logs", "manifests", "cni/net.d", "pod-logs", "containerd"):
         (folder / d).mkdir(parents=True, exist_ok=True)
