@@ -1,6 +1,6 @@
 """`olares-pack serve` beside nginx serving the same bytes, in one run.
 
-    .venv/bin/python measurements/serve_bench.py [SECONDS] [CONNECTIONS] [APPS...]
+    .venv/bin/python measurements/serve_bench.py [--runs N] [--floor] [SECONDS] [CONNECTIONS] [APPS...]
     .venv/bin/python measurements/serve_bench.py --rss [N]          # memory under N distinct padded requests
     .venv/bin/python measurements/serve_bench.py --pipelined [SECONDS]  # req/s without wrk or nginx
 
@@ -16,10 +16,15 @@ For each catalogue (the bundled one, and a synthetic one per APPS count, e.g. 20
 starts `olares-pack serve` and an nginx (Debian package `nginx-light`) with a config it writes:
 one process each, nginx answering the same paths from files holding the bytes serve answers
 (the details POST too, through nginx's `error_page 405 =200` trick). Load comes from `wrk`
-(Debian package) with 2 threads and CONNECTIONS connections for SECONDS per route, run three
-times; the median of the requests per second and of the p99 latency is printed for both, with
-the ratio. Everything is on loopback; on this 2-core machine the load generator shares the
-cores with the server it measures.
+(Debian package) with 2 threads and CONNECTIONS connections for SECONDS per route, N times
+(default 3), serve and nginx alternately, so that each ratio is taken between neighbours: the
+medians of the requests per second, of the p99 latency and of each server's CPU time per request
+are printed for both, and the median of the runs' ratios. Everything is on loopback; on this
+2-core machine the load generator shares the cores with the server it measures.
+
+`--floor` adds a third server to each run: the least any server on this event loop can do (a
+uvloop protocol that writes the route's bytes for every read, with no parsing, no routing and no
+Date), so that what serve costs above the loop and the kernel is seen beside it.
 """
 
 from __future__ import annotations
@@ -42,6 +47,17 @@ sys.path.insert(0, str(ROOT / "measurements"))
 VERSION = "1.12.6"
 V2_VERSION = "1.12.7"
 RUNS = 3
+FLOOR = """
+import asyncio, sys, uvloop
+WIRE = open(sys.argv[2], "rb").read()
+class P(asyncio.Protocol):
+    def connection_made(self, t): self.t = t
+    def data_received(self, d): self.t.write(WIRE)
+async def main():
+    s = await asyncio.get_running_loop().create_server(P, "127.0.0.1", int(sys.argv[1]), backlog=1024)
+    await s.serve_forever()
+uvloop.run(main())
+"""
 
 
 def free_port() -> int:
@@ -87,21 +103,42 @@ def start_nginx(folder: Path, port: int, routes: dict[str, str]) -> subprocess.P
     return subprocess.Popen([nginx, "-c", str(conf), "-p", str(folder)], stderr=subprocess.DEVNULL)
 
 
-def wrk(url: str, seconds: int, connections: int, script: Path | None) -> tuple[float, float]:
-    """Requests per second and p99 in ms."""
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def wrk(url: str, seconds: int, connections: int, script: Path | None, pids: list[int]) -> tuple[float, float, float]:
+    """Requests per second, p99 in ms, and the server's CPU microseconds per request."""
     cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", url]
     if script:
         cmd[1:1] = ["-s", str(script)]
+    before = cpu_seconds(pids)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    used = cpu_seconds(pids) - before
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     value, unit = re.search(r"99%\s+([\d.]+)(us|ms|s)", out).groups()  # type: ignore[union-attr]
     p99 = float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
     if "Non-2xx" in out:
         raise SystemExit(f"{url}: non-2xx answers\n{out}")
-    return rps, p99
+    return rps, p99, used / (rps * seconds) * 1e6
 
 
-def bench(root: Path, label: str, seconds: int, connections: int, tmp: Path) -> dict[str, dict[str, float]]:
+def workers_of(nginx: subprocess.Popen[bytes]) -> list[int]:
+    """The nginx master's worker process (the one that answers)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        kids = [int(p) for p in Path(f"/proc/{nginx.pid}/task/{nginx.pid}/children").read_text().split()]
+        if kids:
+            return kids
+        time.sleep(0.05)
+    raise SystemExit("nginx started no worker")
+
+
+def bench(root: Path, label: str, seconds: int, connections: int, tmp: Path, floor: bool) -> dict[str, dict[str, float]]:
     port, nport = free_port(), free_port()
     server = subprocess.Popen([sys.executable, "-m", "olares_pack.cli", "serve", "--port", str(port), "--root", str(root)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
@@ -126,27 +163,62 @@ def bench(root: Path, label: str, seconds: int, connections: int, tmp: Path) -> 
                           'wrk.headers["Content-Type"] = "application/json"\n')
         nginx = start_nginx(folder, nport, {p: f"{k}.json" for k, p in paths.items()})
         nbase = f"http://127.0.0.1:{nport}"
+        floors: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
         try:
             wait_up(f"{nbase}{paths['hash']}")
             assert fetch(f"{nbase}{paths['info']}") == (folder / "info.json").read_bytes()
+            nginx_pids = workers_of(nginx)
             out: dict[str, dict[str, float]] = {}
             for route in paths:
                 q = query[route]
                 s = script if route == "details" else None
-                wrk(f"{base}{paths[route]}{q}", 1, connections, s)  # warm up
-                mine = [wrk(f"{base}{paths[route]}{q}", seconds, connections, s) for _ in range(RUNS)]
-                theirs = [wrk(f"{nbase}{paths[route]}{q}", seconds, connections, s) for _ in range(RUNS)]
-                out[route] = {"serve_rps": statistics.median(r for r, _ in mine),
-                              "serve_p99": statistics.median(p for _, p in mine),
-                              "nginx_rps": statistics.median(r for r, _ in theirs),
-                              "nginx_p99": statistics.median(p for _, p in theirs)}
+                if floor:  # the route's whole answer, as serve wrote it, written back for every read
+                    wire = folder / f"{route}.wire"
+                    wire.write_bytes(raw_answer(port, paths[route] + q, body if route == "details" else None))
+                    fport = free_port()
+                    proc = subprocess.Popen([sys.executable, "-c", FLOOR, str(fport), str(wire)])
+                    floors[route] = (proc, fport)
+                    wait_up(f"http://127.0.0.1:{fport}/")
+                wrk(f"{base}{paths[route]}{q}", 1, connections, s, [server.pid])  # warm up
+                runs: dict[str, list[tuple[float, float, float]]] = {"serve": [], "nginx": [], "floor": []}
+                for _ in range(RUNS):  # alternately, so that each ratio is taken between neighbours
+                    runs["serve"].append(wrk(f"{base}{paths[route]}{q}", seconds, connections, s, [server.pid]))
+                    runs["nginx"].append(wrk(f"{nbase}{paths[route]}{q}", seconds, connections, s, nginx_pids))
+                    if floor:
+                        fproc, fport = floors[route]
+                        runs["floor"].append(wrk(f"http://127.0.0.1:{fport}{paths[route]}{q}", seconds, connections, s,
+                                                 [fproc.pid]))
+                out[route] = {f"{who}_{what}": statistics.median(r[i] for r in rs)
+                              for who, rs in runs.items() if rs for i, what in enumerate(("rps", "p99", "us"))}
+                out[route]["ratio"] = statistics.median(a[0] / b[0] for a, b in zip(runs["serve"], runs["nginx"], strict=True))
+                if floor:
+                    out[route]["floor_ratio"] = statistics.median(a[0] / b[0] for a, b in zip(runs["floor"], runs["nginx"], strict=True))
+                    floors.pop(route)[0].terminate()
             return out
         finally:
+            for proc, _ in floors.values():
+                proc.terminate()
             nginx.terminate()
             nginx.wait(5)
     finally:
         server.terminate()
         server.wait(5)
+
+
+def raw_answer(port: int, target: str, body: bytes | None) -> bytes:
+    """The bytes of one whole answer, as they came off the wire."""
+    method = b"POST" if body is not None else b"GET"
+    req = b"%s %s HTTP/1.1\r\nHost: x\r\n" % (method, target.encode())
+    req += (b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)) if body else b"\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(req)
+        buf = bytearray()
+        while not answers(buf.copy()):
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                raise SystemExit("the server closed the connection")
+            buf += chunk
+    return bytes(buf)
 
 
 def start_serve(root: Path = ROOT) -> tuple[subprocess.Popen[bytes], int]:
@@ -277,17 +349,25 @@ def main() -> None:
     if sys.argv[1:2] == ["--pipelined"]:
         pipelined_main(float(sys.argv[2]) if len(sys.argv) > 2 else 3)
         return
-    seconds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-    connections = int(sys.argv[2]) if len(sys.argv) > 2 else 64
-    sizes = [int(a) for a in sys.argv[3:]]
+    global RUNS
+    args = sys.argv[1:]
+    floor = "--floor" in args
+    args = [a for a in args if a != "--floor"]
+    if "--runs" in args:
+        at = args.index("--runs")
+        RUNS = int(args[at + 1])
+        del args[at:at + 2]
+    seconds = int(args[0]) if args else 3
+    connections = int(args[1]) if len(args) > 1 else 64
+    sizes = [int(a) for a in args[2:]]
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed: apt-get install nginx-light wrk")
     tmp = Path(tempfile.mkdtemp(prefix="serve-bench-"))
     tmp.chmod(0o755)
-    print(f"wrk -t2 -c{connections}, {seconds} s per run, median of {RUNS}; one process each; {os.cpu_count()} CPUs "
-          f"shared with the load generator; load average {os.getloadavg()[0]:.1f} (the ratio moves with it: other work "
-          "on the cores slows nginx more than serve)")
-    print(f"{'catalogue':<14}{'route':<9}{'serve req/s':>12}{'nginx req/s':>12}{'ratio':>7}{'serve p99':>11}{'nginx p99':>11}")
+    print(f"wrk -t2 -c{connections}, {seconds} s per run, {RUNS} runs alternately, medians; one process each; "
+          f"{os.cpu_count()} CPUs shared with the load generator; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'catalogue':<10}{'route':<9}{'serve req/s':>12}{'nginx req/s':>12}{'ratio':>7}{'serve us':>9}{'nginx us':>9}"
+          f"{'serve p99':>11}{'nginx p99':>11}" + (f"{'floor req/s':>12}{'ratio':>7}{'floor us':>9}" if floor else ""))
     try:
         catalogues = [("bundled", ROOT)]
         for n in sizes:
@@ -295,9 +375,11 @@ def main() -> None:
 
             catalogues.append((f"{n} apps", copy_of(n, 2, tmp / f"cat{n}")))
         for label, root in catalogues:
-            for route, r in bench(root, label.replace(" ", "-"), seconds, connections, tmp).items():
-                print(f"{label:<14}{route:<9}{r['serve_rps']:>12,.0f}{r['nginx_rps']:>12,.0f}"
-                      f"{r['serve_rps'] / r['nginx_rps']:>7.2f}{r['serve_p99']:>9.2f}ms{r['nginx_p99']:>9.2f}ms")
+            for route, r in bench(root, label.replace(" ", "-"), seconds, connections, tmp, floor).items():
+                print(f"{label:<10}{route:<9}{r['serve_rps']:>12,.0f}{r['nginx_rps']:>12,.0f}{r['ratio']:>7.2f}"
+                      f"{r['serve_us']:>9.2f}{r['nginx_us']:>9.2f}{r['serve_p99']:>9.2f}ms{r['nginx_p99']:>9.2f}ms"
+                      + (f"{r['floor_rps']:>12,.0f}{r['floor_ratio']:>7.2f}{r['floor_us']:>9.2f}" if floor else ""),
+                      flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -55,6 +55,17 @@ def test_repeated_requests_get_what_a_parse_gives(repo: Path) -> None:
         assert [json.loads(b)["version"] for _, _, b in pair] == ["1.12.6", "1.12.5"]
         pair = exchange(port, HASH + HASH.replace(b"1.12.6", b"1.12.5"), 2)
         assert [json.loads(b)["version"] for _, _, b in pair] == ["1.12.6", "1.12.5"]
+        # a details POST, head and body in one read: the same bytes are the same ids
+        def details(ids: list[str]) -> bytes:
+            body = json.dumps({"app_ids": ids, "version": "1.12.6"}).encode()
+            return b"POST /api/v1/applications/info HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" \
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+        ids = sorted(json.loads(exchange(port, HASH.replace(b"hash", b"info"), 1)[0][2])["data"]["apps"])
+        answers = [json.loads(exchange(port, details(ids), 1)[0][2]) for _ in range(3)]
+        assert answers[0] == answers[1] == answers[2] and sorted(answers[0]["apps"]) == ids
+        one = [json.loads(exchange(port, details(ids[:1]), 1)[0][2]) for _ in range(3)]
+        assert [sorted(a["apps"]) for a in one] == [ids[:1]] * 3
         # a request that asks to close is answered and closed, however often it was seen
         closing = HASH.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")
         for _ in range(2):
@@ -81,3 +92,32 @@ def test_a_request_split_across_reads_is_parsed(repo: Path) -> None:
                     break
                 data += chunk
         assert data.startswith(b"HTTP/1.1 400") and whole[0] == b"HTTP/1.1 200 OK"
+
+
+def test_a_repeated_request_carries_the_current_date_and_catalogue(repo: Path) -> None:
+    """The third time on, a request's whole answer is written from memory (`Source.wires`): its Date
+    must still turn with the clock, and a reload must change it at once."""
+    import time
+    from email.utils import parsedate_to_datetime
+
+    from olares_pack.cli import main
+    from olares_pack.common.errors import ExitCode
+
+    source = Source(repo, repo / "market-index.json")
+    with serving(source) as url:
+        port = int(url.rsplit(":", 1)[1])
+        first = [exchange(port, HASH, 1)[0] for _ in range(3)]
+        assert len({a[2] for a in first}) == 1
+        time.sleep(1.3 - time.time() % 1.0)  # into the next second, and past the server's tick
+        sent = int(time.time())
+        status, headers, body = exchange(port, HASH, 1)[0]
+        assert status == b"HTTP/1.1 200 OK" and body == first[0][2]
+        assert int(parsedate_to_datetime(headers[b"date"].decode()).timestamp()) == sent
+        # a new release, swapped in as the reload thread does: the same bytes get the new catalogue
+        assert main(["release", "llamacppqwen36mtpone", "--apps-dir", str(repo / "apps"), "--bump", "patch",
+                     "--summary", "x", "--date", "2026-06-01"]) == ExitCode.OK
+        time.sleep(1.05 - time.time() % 1.0)  # a whole second ahead for the old answer to be kept in
+        assert [exchange(port, HASH, 1)[0][2] for _ in range(2)] == [first[0][2]] * 2  # not reloaded yet
+        source.load(initial=False)
+        after = exchange(port, HASH, 1)[0][2]
+        assert json.loads(after)["hash"] != json.loads(first[0][2])["hash"]

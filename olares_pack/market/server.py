@@ -218,16 +218,16 @@ class Answers:
     posts: Cache = field(default_factory=lambda: Cache(POST_CACHE_BYTES))  # (version, ids) -> reply
     get_aliases: Aliases = field(default_factory=Aliases)
     post_aliases: Aliases = field(default_factory=Aliases)
-    # A whole raw request (request line and headers, as one read delivered it) already answered
-    # from `gets` -> what its answer is encoded from (Connection.data_received): a device or a
-    # load balancer repeating the same bytes is answered without parsing them again.
-    raw_gets: dict[bytes, tuple[Reply, bool, bool, bytes | None]] = field(default_factory=dict)
+    # A whole raw request (request line, headers and any body, as one read delivered it) already
+    # answered from `gets` or `posts` -> what its answer is encoded from (Connection.data_received):
+    # a device or a load balancer repeating the same bytes is answered without parsing them again.
+    raw_requests: dict[bytes, tuple[Reply, bool, bool, bytes | None]] = field(default_factory=dict)
 
     def remember_raw(self, raw: bytes, answer: tuple[Reply, bool, bool, bytes | None]) -> None:
         if len(raw) <= ALIAS_MAX_LEN:
-            if len(self.raw_gets) >= ALIAS_ENTRIES:
-                self.raw_gets.pop(next(iter(self.raw_gets)))
-            self.raw_gets[raw] = answer
+            if len(self.raw_requests) >= ALIAS_ENTRIES:
+                self.raw_requests.pop(next(iter(self.raw_requests)))
+            self.raw_requests[raw] = answer
 
     @property
     def v2_default_version(self) -> str:
@@ -391,6 +391,9 @@ class Source:
     strict: bool = False  # a chart that cannot be served stops the start (CI), rather than a 503
     answers: Answers | None = None
     stamp: tuple[int, ...] | None = None
+    # The whole answer, Date included, to each raw request already answered in the current second
+    # (Connection.data_received): emptied when the second turns (Clock) and when answers are swapped.
+    wires: dict[bytes, bytes] = field(default_factory=dict)
 
     def load(self, *, initial: bool = True) -> market.Catalogue:
         """Load the catalogue and swap it in. At start a catalogue with unavailable charts is served
@@ -405,6 +408,7 @@ class Source:
                 raise InputError("the new catalogue has unavailable charts:\n" +
                                  "\n".join(f"  {p}: {why}" for p, why in sorted(bad - old)))
         self.answers, self.stamp = Answers(cat, self.default_version), self._stat()  # one swap
+        self.wires.clear()
         # The catalogue lives until the next reload: keep the collector from walking it again and
         # again (full collections over 10^5 objects show up as latency spikes in the p99). What a
         # previous load froze is thawed first, so that a replaced catalogue can still be collected.
@@ -456,17 +460,34 @@ class Source:
 
 
 class Clock:
-    """The Date header, formatted once a second rather than per response."""
+    """The Date header, formatted once a second rather than per response; the source's `wires`
+    emptied when the second turns; and, refreshed by a timer at each second, a deadline for an
+    idle connection that a request answered now may take (at most a second late, never early)."""
 
-    def __init__(self) -> None:
+    def __init__(self, wires: dict[bytes, bytes], header_timeout: float) -> None:
         self.second = 0
         self.value = b""
+        self.wires = wires
+        self.header_timeout = header_timeout
+        self.idle_deadline = time.monotonic() + header_timeout + 1.0
+        self.timer: asyncio.TimerHandle | None = None
 
     def now(self) -> bytes:
         t = int(time.time())
         if t != self.second:
             self.second, self.value = t, formatdate(t, usegmt=True).encode()
+            self.wires.clear()
         return self.value
+
+    def tick(self) -> None:
+        """Run just after each second turns, so that no kept answer carries the last second's Date."""
+        self.now()
+        self.idle_deadline = time.monotonic() + self.header_timeout + 1.0
+        self.timer = asyncio.get_running_loop().call_later(1.001 - time.time() % 1.0, self.tick)
+
+    def keep(self, raw: bytes, wire: bytes) -> None:
+        if len(self.wires) < ALIAS_ENTRIES:
+            self.wires[raw] = wire
 
 
 class Connection(asyncio.Protocol):
@@ -477,6 +498,7 @@ class Connection(asyncio.Protocol):
         import httptools
 
         self.source, self.clock, self.live, self.header_timeout = source, clock, live, header_timeout
+        self.wires = source.wires
         self.parser = httptools.HttpRequestParser(self)
         self.errors = (httptools.HttpParserError, httptools.HttpParserUpgrade)
         self.transport: asyncio.Transport | None = None
@@ -513,21 +535,26 @@ class Connection(asyncio.Protocol):
             self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
+        # The exact bytes of a whole request answered before from the cache: the same bytes parse to
+        # the same request, so they get the same answer. This second's is kept whole (`wires`):
+        # a device or a load balancer repeating its request costs a lookup and a write.
+        wire = self.wires.get(data)
+        if wire is not None and not self.in_message:
+            self.transport.write(wire)  # type: ignore[union-attr]  # set before any data arrives
+            self.deadline = self.clock.idle_deadline
+            return
         answers = self.source.answers
         if not self.in_message and answers is not None:
-            # The exact bytes of a whole GET answered before from the cache: the same bytes parse
-            # to the same request, so they get the same answer (its wire form is kept per second).
-            hit = answers.raw_gets.get(data)
+            hit = answers.raw_requests.get(data)
             if hit is not None:
                 t = self.transport
                 if t is not None and not t.is_closing():
                     reply, head, gzip_ok, if_none_match = hit
-                    date = self.clock.now()
-                    wire = reply.wire.get(gzip_ok)
-                    if head or if_none_match is not None or wire is None or wire[0] is not date:
-                        t.write(reply.encode(date, head=head, gzip_ok=gzip_ok, if_none_match=if_none_match, close=False))
-                    else:
-                        t.write(wire[1])
+                    wire = reply.encode(self.clock.now(), head=head, gzip_ok=gzip_ok, if_none_match=if_none_match,
+                                        close=False)
+                    t.write(wire)
+                    if self.source.answers is answers:  # not swapped meanwhile by a reload's thread
+                        self.clock.keep(data, wire)
                     self.deadline = time.monotonic() + self.header_timeout
                 return
         fresh = not self.in_message
@@ -595,7 +622,11 @@ class Connection(asyncio.Protocol):
                         answers.get_aliases.get(self.url) is not None:
                     self.repeatable = (reply, method == b"HEAD", self.gzip_ok, self.if_none_match)
             elif method == b"POST":
-                reply = answers.post(self.url, b"".join(self.body))
+                body = b"".join(self.body)
+                reply = answers.post(self.url, body)
+                # answered from the cache (its alias kept): the same bytes are the same ids
+                if not close and reply.status == 200 and answers.post_aliases.get(body) is not None:
+                    self.repeatable = (reply, False, self.gzip_ok, self.if_none_match)
             else:
                 reply = not_here(self.url)
         except Exception:  # noqa: BLE001 - one bad request must not take the connection's others down
@@ -645,7 +676,8 @@ async def serve(source: Source, sock: socket.socket, *, reload_every: float | No
     if source.answers is None:
         source.load()
     loop = asyncio.get_running_loop()
-    clock, live = Clock(), set[Connection]()
+    clock, live = Clock(source.wires, header_timeout), set[Connection]()
+    clock.tick()
     server = await loop.create_server(lambda: Connection(source, clock, live, header_timeout), sock=sock, ssl=tls,
                                       backlog=1024)
     tasks = [asyncio.create_task(_sweep(live, min(0.25, header_timeout / 4)))]
@@ -658,6 +690,8 @@ async def serve(source: Source, sock: socket.socket, *, reload_every: float | No
     try:
         await server.serve_forever()
     finally:
+        if clock.timer is not None:
+            clock.timer.cancel()
         for t in tasks:
             t.cancel()
         for conn in list(live):
