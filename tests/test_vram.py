@@ -423,6 +423,9 @@ def test_a_recorded_out_of_memory_is_never_beside_fits(capsys: pytest.CaptureFix
     repo = Repo.of_apps(APPS)
     found = {v: outcomes.recorded(repo, NAME, v) for v in ("1.0.5", "1.0.7", "1.0.8", "1.0.9", "1.0.10", "1.0.11")}
     assert {v: [o.recorded_in for o in f] for v, f in found.items() if f} == {"1.0.5": ["1.0.7"]}
+    # what the gates read (every version's records at once) is what each version's own reading gives
+    every = outcomes.by_version(repo, NAME)
+    assert every == {v: outcomes.recorded(repo, NAME, v) for v in every} and every["1.0.5"] == found["1.0.5"]
     assert main(["vram", NAME, "--version", "1.0.5", "--format", "json"]) == ExitCode.FINDINGS
     out, err = capsys.readouterr()
     doc = json.loads(out)

@@ -24,8 +24,7 @@ def references(apps_dir: Path, name: str, dev: Device) -> list[Reference]:
         return []
     repo = Repo.of_apps(apps_dir)
     out = []
-    for version in records.versions(repo, name):
-        found = outcomes.recorded(repo, name, version)
+    for version, found in outcomes.by_version(repo, name).items():
         if not found:
             continue
         app = records.app_of(records.read(repo, name, version))

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import semver
+
 from olares_pack.catalogue import records
 from olares_pack.catalogue.repo import Repo
 from olares_pack.common import versions as appver
@@ -33,16 +35,38 @@ class Outcome:
 
 def recorded(repo: Repo, name: str, version: str) -> list[Outcome]:
     """Out-of-memory outcomes of `version` that the app's later release records state."""
+    return _named_in(version, _records(repo, name))
+
+
+def by_version(repo: Repo, name: str) -> dict[str, list[Outcome]]:
+    """`recorded` of every published version, each record read once (a release lints the app
+    twice, and each lint asked this of every version: the records were read V² times)."""
+    later = _records(repo, name)
+    return {version: _named_in(version, later) for version, _, _ in later}
+
+
+def _records(repo: Repo, name: str) -> list[tuple[str, semver.Version | None, records.Record]]:
+    out = []
+    for version in records.versions(repo, name):
+        try:
+            parsed: semver.Version | None = appver.parse(version)
+        except ValueError:
+            parsed = None
+        out.append((version, parsed, records.read(repo, name, version)))
+    return out
+
+
+def _named_in(version: str, published: list[tuple[str, semver.Version | None, records.Record]]) -> list[Outcome]:
     named = re.compile(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\d)")
     try:
         this = appver.parse(version)
     except ValueError:
         return []
     out = []
-    for later in records.versions(repo, name):
-        if appver.parse(later) <= this:
+    for _, parsed, rec in published:
+        if parsed is None or parsed <= this:
             continue
-        for entry in records.read(repo, name, later).changelog:
+        for entry in rec.changelog:
             out += [Outcome(version, entry.version, c.text) for c in entry.changes
                     if c.kind == "fix" and named.search(c.text) and OUT_OF_MEMORY.search(c.text)]
     return out
