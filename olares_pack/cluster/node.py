@@ -12,11 +12,12 @@ where a default failed here (2-core VM, root without CAP_SYS_RESOURCE, cgroup v1
 Leaving the host as found: `running()` stops in this order - pods deleted and containerd's tasks
 gone (the kubelet has then torn down networks and mounts), controllers, kube-proxy's rules
 (`--cleanup`, then the chains and tables netfilter.py finds the kubelet and it left), kubelet,
-containerd and its shims, the mirror; the control plane (etcd last) stops in controlplane.py; then the sysctls the kubelet and the bridge
-plugin change are restored and the bridge, the cgroup root, any mount and the folder removed. A
-SIGTERM/SIGHUP runs that stop (lifetime.terminating); after a SIGKILL the programs die with their
-parent (PR_SET_PDEATHSIG) and the next start sweeps what is left (`sweep`: shims and container
-processes, mounts, rules, bridge, cgroups, sysctls), from the state file each node writes first.
+containerd and its shims, the mirror; the control plane (etcd last) stops in controlplane.py;
+then the sysctls the kubelet and the bridge plugin change are restored and the bridge, the cgroup
+root, any mount and the folder removed. A SIGTERM/SIGHUP runs that stop (lifetime.terminating);
+after a SIGKILL the programs die with their parent (PR_SET_PDEATHSIG) and the next start sweeps
+what is left (`sweep`: shims and container processes, mounts, rules and tables, bridge, cgroups,
+sysctls), from the state file each node writes first.
 """
 
 from __future__ import annotations

@@ -35,7 +35,11 @@ class Outcome:
 
 def recorded(repo: Repo, name: str, version: str) -> list[Outcome]:
     """Out-of-memory outcomes of `version` that the app's later release records state."""
-    return _named_in(version, _records(repo, name))
+    try:
+        this = appver.parse(version)
+    except ValueError:
+        return []
+    return _named_in(version, _records(repo, name, after=this))
 
 
 def by_version(repo: Repo, name: str) -> dict[str, list[Outcome]]:
@@ -45,14 +49,17 @@ def by_version(repo: Repo, name: str) -> dict[str, list[Outcome]]:
     return {version: _named_in(version, later) for version, _, _ in later}
 
 
-def _records(repo: Repo, name: str) -> list[tuple[str, semver.Version | None, records.Record]]:
+def _records(repo: Repo, name: str, after: semver.Version | None = None
+             ) -> list[tuple[str, semver.Version | None, records.Record]]:
+    """The app's records with their versions' values, read once; with `after`, only later ones."""
     out = []
     for version in records.versions(repo, name):
         try:
             parsed: semver.Version | None = appver.parse(version)
         except ValueError:
             parsed = None
-        out.append((version, parsed, records.read(repo, name, version)))
+        if after is None or (parsed is not None and parsed > after):
+            out.append((version, parsed, records.read(repo, name, version)))
     return out
 
 
