@@ -7,7 +7,6 @@ engine installs, upgrades and uninstalls N releases per round (rounds alternate 
 first); prints the medians over rounds of the per-call means: the engine's CPU (the CLI processes',
 or helmd's own), the API server's, this process's, and the wall time. Needs `make control-plane`.
 """
-import os
 import resource
 import shutil
 import statistics
@@ -15,6 +14,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from procstat import cpu_seconds
 
 from olares_pack.catalogue import checks, records
 from olares_pack.catalogue.repo import Repo
@@ -24,11 +25,6 @@ from olares_pack.rehearse import flow
 ROOT = Path(__file__).resolve().parent.parent
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 10
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-TICK = os.sysconf("SC_CLK_TCK")
-
-def proc_cpu(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / TICK
 
 def children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -62,7 +58,7 @@ with controlplane.running(tools.available()) as c:
     def engine_cpu(e):
         if e == "cli":
             return children_cpu()
-        return proc_cpu(helmcli.daemon_pid(c.kubeconfig))
+        return cpu_seconds(helmcli.daemon_pid(c.kubeconfig))
     # warm-up: each engine, each chart
     for e, h in engines.items():
         for ch, (path, vals) in charts.items():
@@ -74,7 +70,7 @@ with controlplane.running(tools.available()) as c:
             for ch, (path, vals) in charts.items():
                 nss = [f"m{rnd}-{e}-{ch}-{i}" for i in range(N)]
                 for op in ("install", "upgrade", "uninstall"):
-                    e0, a0, p0, t0 = engine_cpu(e), proc_cpu(api), self_cpu(), time.monotonic()
+                    e0, a0, p0, t0 = engine_cpu(e), cpu_seconds(api), self_cpu(), time.monotonic()
                     for ns in nss:
                         if op == "install":
                             r = h.install(rel.name, path, ns, vals)
@@ -83,7 +79,7 @@ with controlplane.running(tools.available()) as c:
                         else:
                             r = h.uninstall(rel.name, ns)
                         assert r.ok, r.output
-                    e1, a1, p1, t1 = engine_cpu(e), proc_cpu(api), self_cpu(), time.monotonic()
+                    e1, a1, p1, t1 = engine_cpu(e), cpu_seconds(api), self_cpu(), time.monotonic()
                     results.setdefault((e, ch, op), []).append(((e1 - e0) / N, (a1 - a0) / N, (p1 - p0) / N, (t1 - t0) / N))
     print(f"N={N} per batch, {ROUNDS} rounds; medians over rounds of per-call means (seconds)")
     print(f"{'chart':6} {'op':9} {'engine':6} {'helm CPU':>9} {'apiserver':>9} {'python':>7} {'wall':>6}")

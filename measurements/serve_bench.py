@@ -42,6 +42,8 @@ import time
 from pathlib import Path
 from urllib.request import Request, urlopen
 
+from procstat import cpu_seconds
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "measurements"))
 VERSION = "1.12.6"
@@ -103,22 +105,14 @@ def start_nginx(folder: Path, port: int, routes: dict[str, str]) -> subprocess.P
     return subprocess.Popen([nginx, "-c", str(conf), "-p", str(folder)], stderr=subprocess.DEVNULL)
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
 def wrk(url: str, seconds: int, connections: int, script: Path | None, pids: list[int]) -> tuple[float, float, float]:
     """Requests per second, p99 in ms, and the server's CPU microseconds per request."""
     cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", url]
     if script:
         cmd[1:1] = ["-s", str(script)]
-    before = cpu_seconds(pids)
+    before = cpu_seconds(*pids)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    used = cpu_seconds(pids) - before
+    used = cpu_seconds(*pids) - before
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     value, unit = re.search(r"99%\s+([\d.]+)(us|ms|s)", out).groups()  # type: ignore[union-attr]
     p99 = float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]

@@ -54,43 +54,49 @@ def snapshot() -> dict[str, list[str] | None]:
     return found
 
 
+# What a node that recorded nothing (its state file is older than this module) is taken to have
+# left: the chains the cleanup before this module removed, in the IPv4 filter and nat tables.
+_UNRECORDED = ("KUBE-FIREWALL", "KUBE-MARK-MASQ", "KUBE-PROXY-CANARY", "KUBE-KUBELET-CANARY", "KUBE-MARK-DROP")
+
+
 def restore(before: dict[str, list[str] | None] | None) -> None:
     """Remove the KUBE-* chains (with the rules that jump to them) and the then empty tables that
-    `before` did not have. A node from before this module recorded nothing: its chains are the
-    fixed list the earlier cleanup removed, in the IPv4 filter and nat tables."""
-    old_chains = ("KUBE-FIREWALL", "KUBE-MARK-MASQ", "KUBE-PROXY-CANARY", "KUBE-KUBELET-CANARY", "KUBE-MARK-DROP")
+    `before` did not have."""
     for program, family in FAMILIES:
         if shutil.which(program) is None:
             continue
         for table in TABLES:
             key = f"{family} {table}"
-            if before is None:
-                if key not in ("ip filter", "ip nat"):
-                    continue
-                kept: set[str] = set()
-            else:
-                kept = set(before.get(key) or ())
-            rules = _rules(program, table)
-            gone = [c for c in _kube_chains(rules) if c not in kept and (before is not None or c in old_chains)]
-            if not gone:
+            if before is None and key not in ("ip filter", "ip nat"):
                 continue
-            for rule in rules:
-                words = rule.split()
-                # a jump from a chain that stays (a built-in one) into one that goes
-                if words[:1] == ["-A"] and words[1] not in gone and any(
-                        w in ("-j", "-g") and words[i + 1] in gone for i, w in enumerate(words[:-1])):
-                    _run(program, "-t", table, "-D", *words[1:])
-            for chain in gone:
-                _run(program, "-t", table, "-F", chain)
-            for chain in gone:
-                _run(program, "-t", table, "-X", chain)
-    tables_before = None if before is None else before.get("tables")
-    if tables_before is None:
-        return
-    now = _nft_tables() or []
+            rules = _rules(program, table)
+            if before is None:
+                gone = [c for c in _kube_chains(rules) if c in _UNRECORDED]
+            else:
+                gone = [c for c in _kube_chains(rules) if c not in (before.get(key) or ())]
+            _remove_chains(program, table, rules, gone)
+    if before is not None and before.get("tables") is not None:
+        _remove_tables(before["tables"])
+
+
+def _remove_chains(program: str, table: str, rules: list[str], gone: list[str]) -> None:
+    for rule in rules:
+        words = rule.split()
+        # a jump from a chain that stays (a built-in one) into one that goes
+        if words[:1] == ["-A"] and words[1] not in gone and any(
+                w in ("-j", "-g") and words[i + 1] in gone for i, w in enumerate(words[:-1])):
+            _run(program, "-t", table, "-D", *words[1:])
+    for op in ("-F", "-X"):  # every chain flushed before any is removed: they may jump to each other
+        for chain in gone:
+            _run(program, "-t", table, op, chain)
+
+
+def _remove_tables(before: list[str]) -> None:
     nft = shutil.which("nft")
-    for table in now:
-        if table in tables_before or nft is None:
+    if nft is None:
+        return
+    for table in _nft_tables() or []:
+        if table in before:
             continue
         family, name = table.split(" ", 1)
         listing = _run(nft, "list", "table", family, name).stdout

@@ -465,7 +465,7 @@ def _fake_gpu(node: Node, slot: int = 0) -> None:
     req = urllib.request.Request(f"{node.cluster.server}/api/v1/nodes/{node.name}/status", data=data, method="PATCH")
     req.add_header("Authorization", f"Bearer {node.cluster.token}")
     req.add_header("Content-Type", "application/json-patch+json")
-    with urllib.request.urlopen(req, context=node.cluster._context(), timeout=30) as resp:  # noqa: S310
+    with urllib.request.urlopen(req, context=node.cluster._context, timeout=30) as resp:  # noqa: S310
         if resp.status != 200:
             raise NodeUnavailable(f"the fake GPU patch was refused: {resp.status}")
 

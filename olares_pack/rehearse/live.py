@@ -427,7 +427,7 @@ def _http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
 # ------------------------------------------------------------------ the run
 
 ChartOf = flow.ChartOf
-J = TypeVar("J")
+J, R = TypeVar("J"), TypeVar("R")  # a device-slot job and its result (on_device_slots)
 
 
 def run(node: Node, app: str, version: str, line_versions: dict[str, list[str]], chart_of: ChartOf,
@@ -479,11 +479,8 @@ def run(node: Node, app: str, version: str, line_versions: dict[str, list[str]],
                           node=node.name)
 
 
-R = TypeVar("R")
-
-
 def on_device_slots(hub: hubmod.Hub, lives: list[Live], jobs: list[J], run_one: Callable[[Live, J], R],
-                 tell: Callable[[str], None], what: str) -> tuple[list[R], bool]:
+                    tell: Callable[[str], None], what: str) -> tuple[list[R], bool]:
     """Each job on the next free device slot, the results in the jobs' order, and whether they ran
     side by side. Where a job fetched https://huggingface.co by name, slot 0's hub answered every
     slot (the DNS has one address for it), so no slot's download count was its own: all again, one
