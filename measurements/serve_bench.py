@@ -1,6 +1,6 @@
 """`olares-pack serve` beside nginx serving the same bytes, in one run.
 
-    .venv/bin/python measurements/serve_bench.py [--runs N] [--floor] [SECONDS] [CONNECTIONS] [APPS...]
+    .venv/bin/python measurements/serve_bench.py [--runs N] [--floor] [--pin] [SECONDS] [CONNECTIONS] [APPS...]
     .venv/bin/python measurements/serve_bench.py --rss [N]          # memory under N distinct padded requests
     .venv/bin/python measurements/serve_bench.py --pipelined [SECONDS]  # req/s without wrk or nginx
 
@@ -21,6 +21,11 @@ one process each, nginx answering the same paths from files holding the bytes se
 medians of the requests per second, of the p99 latency and of each server's CPU time per request
 are printed for both, and the median of the runs' ratios. Everything is on loopback; on this
 2-core machine the load generator shares the cores with the server it measures.
+
+`--pin` gives the load generator a core of its own, as a market source's devices are other
+machines: `wrk -t1` on CPU 0, each server (nginx's worker, serve, the floor) on the other CPUs.
+Shared, the two servers' ratio is held down by what wrk and the kernel's loopback cost on the
+same cores (docs/developer/performance.md, "the hash route at the event loop's floor").
 
 `--floor` adds a third server to each run: the least any server on this event loop can do (a
 uvloop protocol that writes the route's bytes for every read, with no parsing, no routing and no
@@ -47,6 +52,11 @@ from procstat import cpu_seconds
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "measurements"))
 VERSION = "1.12.6"
+# --pin: the load generator on CPU 0 (one wrk thread), the server measured on the others, as a
+# market source's clients are on other machines than its server
+PIN = False
+CLIENT_CPUS = {0}
+SERVER_CPUS = set(range(1, os.cpu_count() or 2))
 V2_VERSION = "1.12.7"
 RUNS = 3
 FLOOR = """
@@ -107,11 +117,14 @@ def start_nginx(folder: Path, port: int, routes: dict[str, str]) -> subprocess.P
 
 def wrk(url: str, seconds: int, connections: int, script: Path | None, pids: list[int]) -> tuple[float, float, float]:
     """Requests per second, p99 in ms, and the server's CPU microseconds per request."""
-    cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", url]
+    cmd = ["wrk", "-t1" if PIN else "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", url]
     if script:
         cmd[1:1] = ["-s", str(script)]
+    for pid in pids if PIN else []:
+        os.sched_setaffinity(pid, SERVER_CPUS)
     before = cpu_seconds(*pids)
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                         preexec_fn=(lambda: os.sched_setaffinity(0, CLIENT_CPUS)) if PIN else None).stdout
     used = cpu_seconds(*pids) - before
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     value, unit = re.search(r"99%\s+([\d.]+)(us|ms|s)", out).groups()  # type: ignore[union-attr]
@@ -343,10 +356,11 @@ def main() -> None:
     if sys.argv[1:2] == ["--pipelined"]:
         pipelined_main(float(sys.argv[2]) if len(sys.argv) > 2 else 3)
         return
-    global RUNS
+    global RUNS, PIN
     args = sys.argv[1:]
     floor = "--floor" in args
-    args = [a for a in args if a != "--floor"]
+    PIN = "--pin" in args
+    args = [a for a in args if a not in ("--floor", "--pin")]
     if "--runs" in args:
         at = args.index("--runs")
         RUNS = int(args[at + 1])
@@ -358,8 +372,10 @@ def main() -> None:
         raise SystemExit("wrk is not installed: apt-get install nginx-light wrk")
     tmp = Path(tempfile.mkdtemp(prefix="serve-bench-"))
     tmp.chmod(0o755)
-    print(f"wrk -t2 -c{connections}, {seconds} s per run, {RUNS} runs alternately, medians; one process each; "
-          f"{os.cpu_count()} CPUs shared with the load generator; load average {os.getloadavg()[0]:.1f}")
+    where = (f"wrk on CPU {sorted(CLIENT_CPUS)}, servers on CPU {sorted(SERVER_CPUS)}" if PIN
+             else f"{os.cpu_count()} CPUs shared with the load generator")
+    print(f"wrk -t{1 if PIN else 2} -c{connections}, {seconds} s per run, {RUNS} runs alternately, medians; one process each; "
+          f"{where}; load average {os.getloadavg()[0]:.1f}")
     print(f"{'catalogue':<10}{'route':<9}{'serve req/s':>12}{'nginx req/s':>12}{'ratio':>7}{'serve us':>9}{'nginx us':>9}"
           f"{'serve p99':>11}{'nginx p99':>11}" + (f"{'floor req/s':>12}{'ratio':>7}{'floor us':>9}" if floor else ""))
     try:
