@@ -406,6 +406,12 @@ def main(argv: list[str] | None = None) -> int:
             tmp = path.with_suffix(".md.tmp")
             tmp.write_text(content)
             tmp.replace(path)
+    from olares_pack.cli import helptext  # `--help` as click renders it, kept for the command's start
+
+    if helptext.TEXT != helptext.render():
+        stale.append(helptext.__file__)
+        if not check:
+            helptext.write()
     if check and stale:
         print("docsgen: stale, run `make docs`: " + ", ".join(stale), file=sys.stderr)
         return 1

@@ -5,6 +5,7 @@ Each check runs a fresh interpreter, since this test process has long since impo
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -47,7 +48,9 @@ print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.mod
 
 
 def run_fresh(*args: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, check=True)
+    # 80 columns, as where no terminal and no COLUMNS is: `--help` is then the kept rendering
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, check=True,
+                          env={**os.environ, "COLUMNS": "80"})
     return json.loads(done.stdout)
 
 
@@ -60,9 +63,37 @@ def test_help_imports_nothing_on_the_deny_list() -> None:
     assert got["code"] == 0
     assert "serve" in got["out"] and "lint" in got["out"]
     assert denied(got["modules"]) == []
-    # No command module either: the list comes from the group's table.
+    # No command module either: the list comes from the group's table, or is click's rendering of
+    # it kept in helptext (then neither click nor the group is imported).
     assert [m for m in got["modules"] if m.startswith("olares_pack.cli.") and m not in
-            ("olares_pack.cli.entry", "olares_pack.cli.group")] == []
+            ("olares_pack.cli.entry", "olares_pack.cli.group", "olares_pack.cli.helptext")] == []
+    assert "click" not in got["modules"]
+
+
+def _click_help(columns: int) -> str:
+    """What click itself prints for `olares-pack --help` where the terminal is COLUMNS wide (in a
+    fresh interpreter: click keeps a command's help option from the first context built for it)."""
+    code = "from olares_pack.cli.group import cli; cli.main(['--help'], prog_name='olares-pack')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "COLUMNS": str(columns)})
+    return done.stdout
+
+
+@pytest.mark.parametrize("columns", [60, 79, 80, 200])
+def test_the_group_help_is_clicks_at_every_width(columns: int) -> None:
+    """`--help` prints the rendering helptext keeps from 80 columns on, click's own below: either
+    way what click prints. A command added or a summary changed without `make docs` fails here."""
+    from olares_pack.cli import helptext
+
+    want = _click_help(columns)
+    if columns >= helptext.WIDTH:
+        assert want == helptext.TEXT
+    elif columns == 60:
+        assert want != helptext.TEXT  # narrower, click wraps otherwise: the kept text would be wrong there
+    for flag in ("--help", "-h"):
+        done = subprocess.run([sys.executable, "-m", "olares_pack.cli", flag], capture_output=True, text=True,
+                              env={**os.environ, "COLUMNS": str(columns)}, check=False)
+        assert (done.returncode, done.stdout, done.stderr) == (0, want, "")
 
 
 def test_a_command_imports_its_module_when_it_runs() -> None:

@@ -1,7 +1,8 @@
 """The command's entry point: run the group, map errors to exit codes.
 
-A plain `lint` call runs without click (olares_pack.cli.lintrun): click and the group are
-imported only for the other commands, for help, and for a lint argv read otherwise."""
+A plain `lint` call runs without click (olares_pack.cli.lintrun), and `--help` on a terminal of
+80 columns or more prints click's rendering kept in olares_pack.cli.helptext: click and the group
+are imported only for the other commands, for a command's help, and for a lint argv read otherwise."""
 
 from __future__ import annotations
 
@@ -43,6 +44,26 @@ def _plain(command: Callable[[], int]) -> int:
         sys.exit(1)
 
 
+def _group_help() -> int:
+    from olares_pack.cli.helptext import TEXT
+
+    sys.stdout.write(TEXT)
+    sys.stdout.flush()
+    return 0
+
+
+def _help_as_kept(args: list[str]) -> bool:
+    """Whether click would print helptext.TEXT for ARGS: the group's help, on a terminal (or the
+    COLUMNS a pipe is given, 80 without) at least helptext.WIDTH wide."""
+    if args not in (["--help"], ["-h"]):
+        return False
+    import shutil
+
+    from olares_pack.cli.helptext import WIDTH
+
+    return shutil.get_terminal_size().columns >= WIDTH
+
+
 def _debug() -> bool:
     """Whether --debug was given: the group's option, so never on a run the group did not read."""
     group = sys.modules.get("olares_pack.cli.group")
@@ -59,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             from olares_pack.cli.lintrun import plain_command
 
             command = plain_command(args[1:])
+        elif _help_as_kept(args):
+            command = _group_help
         code = _plain(command) if command is not None else _click_main(args)
     except Exception as exc:  # noqa: BLE001 - each kind mapped to its exit code below
         code = _failed(exc)
