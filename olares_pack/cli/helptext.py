@@ -1,6 +1,6 @@
 """`olares-pack --help` as click renders it where the terminal has 80 columns or more (click
 wraps help at 78 there, whatever the width above it), so that asking for it imports neither
-click nor the group: about 30 ms of the 100 the command took here. `make docs` (olares_pack.docsgen)
+click nor the group: 95 ms -> 75 ms here (medians, alternating). `make docs` (olares_pack.docsgen)
 rewrites TEXT with the references; `docsgen --check` and tests/test_cli_imports.py fail when it
 is not click's rendering."""
 
