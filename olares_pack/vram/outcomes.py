@@ -39,14 +39,15 @@ def recorded(repo: Repo, name: str, version: str) -> list[Outcome]:
         this = appver.parse(version)
     except ValueError:
         return []
-    return _named_in(version, _records(repo, name, after=this))
+    return _named_in(version, this, _records(repo, name, after=this))
 
 
 def by_version(repo: Repo, name: str) -> dict[str, list[Outcome]]:
     """`recorded` of every published version, each record read once (a release lints the app
     twice, and each lint asked this of every version: the records were read V² times)."""
-    later = _records(repo, name)
-    return {version: _named_in(version, later) for version, _, _ in later}
+    published = _records(repo, name)
+    return {version: _named_in(version, this, published) if this is not None else []
+            for version, this, _ in published}
 
 
 def _records(repo: Repo, name: str, after: semver.Version | None = None
@@ -63,12 +64,10 @@ def _records(repo: Repo, name: str, after: semver.Version | None = None
     return out
 
 
-def _named_in(version: str, published: list[tuple[str, semver.Version | None, records.Record]]) -> list[Outcome]:
+def _named_in(version: str, this: semver.Version,
+              published: list[tuple[str, semver.Version | None, records.Record]]) -> list[Outcome]:
+    """What the records of versions after `version` (its value `this`) fixed of its running out of memory."""
     named = re.compile(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\d)")
-    try:
-        this = appver.parse(version)
-    except ValueError:
-        return []
     out = []
     for _, parsed, rec in published:
         if parsed is None or parsed <= this:
